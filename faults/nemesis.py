@@ -1,0 +1,97 @@
+"""The nemesis: runs a schedule of faults against the clock, and heals every fault at the end.
+
+As in Jepsen's combined nemesis, each step is an injector with its own final heal; `heal_all()`
+runs every heal, in order, whatever happened before (normal end, exception, SIGINT/SIGTERM).
+A heal that fails is logged and the others still run.
+"""
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from faults.base import Fault
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float
+    duration_s: float
+    make_fault: Callable[[], Fault]  # called when the step fires, so targets resolve then
+    describe: str
+
+
+class Nemesis:
+    def __init__(self, steps: list[Step], log: Callable[[str], None] = print) -> None:
+        self.steps = sorted(steps, key=lambda s: s.at_s)
+        self.log = log
+        self.faults: list[Fault] = []
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Nemesis":
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self._t0 = time.monotonic()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        # (due time, order, action, payload): inject steps at at_s, heal them at at_s + duration_s.
+        queue = [(s.at_s, i, "inject", s) for i, s in enumerate(self.steps)]
+        heapq.heapify(queue)
+        counter = len(queue)
+        while queue and not self._stop.is_set():
+            due, _, action, payload = queue[0]
+            if self._stop.wait(max(0.0, self._t0 + due - time.monotonic())):
+                return
+            heapq.heappop(queue)
+            if action == "inject":
+                fault = self._inject(payload)
+                if fault is not None:
+                    counter += 1
+                    heapq.heappush(queue, (due + payload.duration_s, counter, "heal", fault))
+            else:
+                self._heal(payload)
+
+    def _inject(self, step: Step) -> Fault | None:
+        try:
+            fault = step.make_fault()
+            self.faults.append(fault)
+            fault.inject()
+            self.log(f"nemesis: injected {fault!r} for {step.duration_s:g} s")
+            return fault
+        except Exception as exc:
+            self.errors.append(f"{step.describe}: inject failed: {exc}")
+            self.log(f"nemesis: {step.describe}: inject failed: {exc}")
+            return None
+
+    def _heal(self, fault: Fault) -> None:
+        try:
+            if fault.heal():
+                self.log(f"nemesis: healed {fault!r}")
+        except Exception as exc:
+            self.errors.append(f"{fault!r}: heal failed: {exc}")
+            self.log(f"nemesis: {fault!r}: heal failed: {exc}")
+
+    @property
+    def finished(self) -> bool:
+        return self._thread is not None and not self._thread.is_alive()
+
+    def active(self) -> list[Fault]:
+        return [f for f in self.faults if f.active]
+
+    def wait(self, timeout_s: float | None = None) -> bool:
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        return self.finished
+
+    def heal_all(self) -> None:
+        """The final heal: stop the schedule, then heal every fault still active."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(30)
+        for fault in self.faults:
+            self._heal(fault)

@@ -1,0 +1,43 @@
+"""faults.jsonl: one row per fault, rewritten whole on every change.
+
+A row is written the moment a fault is injected, with healed_at_ms null, so a harness that dies
+mid-fault leaves the evidence behind: the analysis reports it as an unhealed fault.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class FaultTimeline:
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.rows: list[dict] = []
+        self._lock = threading.Lock()
+
+    def injected(self, kind: str, target: str, params: dict) -> dict:
+        with self._lock:
+            row = {"id": f"{kind}-{len(self.rows) + 1}", "kind": kind, "target": target,
+                   "injected_at_ms": now_ms(), "healed_at_ms": None, "params": params}
+            self.rows.append(row)
+            self._write()
+            return row
+
+    def healed(self, row: dict) -> None:
+        with self._lock:
+            row["healed_at_ms"] = now_ms()
+            self._write()
+
+    def _write(self) -> None:
+        if self.path is None:
+            return
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in self.rows))
+        os.replace(tmp, self.path)

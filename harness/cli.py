@@ -1,0 +1,106 @@
+"""kafka-chaos: run chaos scenarios against a real Kafka consumer group and report what happened."""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+from pathlib import Path
+
+EXIT_OK, EXIT_ANOMALIES, EXIT_BAD_INPUT, EXIT_HARNESS_FAILURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+EPILOG = """exit codes (for CI):
+  0  the run completed and the analysis found no anomaly
+  1  the run completed and the analysis found anomalies (see report/summary.json)
+  2  bad input: an invalid scenario, flag or run directory; nothing was started
+  3  the harness failed: the cluster did not start, the group never caught up, a fault did not heal
+130  interrupted (SIGINT/SIGTERM); every fault was healed and every container removed first
+"""
+
+
+class Interrupted(BaseException):
+    """SIGTERM turned into an exception, so every `finally` (heals, teardown) runs."""
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signal.Signals(signum).name)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kafka-chaos", description=__doc__, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="start a cluster, run a scenario with its faults, analyse it",
+                              description="Start a 3-broker KRaft cluster behind Toxiproxy, run the scenario's "
+                              "producer and consumer group with its fault schedule, heal, drain, analyse, and "
+                              "remove the cluster. Writes runs/<run-id>/ (see DESIGN.md).",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("scenario", type=Path, help="scenario YAML (see scenarios/default.yaml)")
+    run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
+    run.add_argument("--no-analysis", action="store_true", help="skip the PySpark analysis")
+    run.set_defaults(handler=cmd_run)
+
+    validate = commands.add_parser("validate", help="check a scenario file and print it with every default filled in")
+    validate.add_argument("scenario", type=Path)
+    validate.set_defaults(handler=cmd_validate)
+
+    clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs")
+    clean.add_argument("--all", action="store_true", help="also those of runs that are still going")
+    clean.set_defaults(handler=cmd_clean)
+
+    from analysis import cli as analysis_cli
+    analysis_cli.add_parser(commands)
+    return parser
+
+
+def cmd_validate(args) -> int:
+    from harness.scenario import load_scenario
+    print(load_scenario(args.scenario).to_yaml(), end="")
+    return EXIT_OK
+
+
+def cmd_clean(args) -> int:
+    from harness.cluster import sweep_stale_containers
+    print(f"removed {sweep_stale_containers(include_live=args.all)} container(s)")
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    from harness.run import run_scenario
+    from harness.scenario import load_scenario
+    scenario = load_scenario(args.scenario)  # a bad scenario fails here, before anything starts
+    outcome = run_scenario(scenario, args.runs_dir)
+    print(f"run directory: {outcome.run_dir}")
+    status = EXIT_OK
+    if scenario.analysis.enabled and not args.no_analysis:
+        from analysis import analyze
+        summary = analyze(outcome.run_dir, grace_ms=scenario.analysis.grace_ms)
+        print(json.dumps({k: summary.get(k) for k in ("valid", "produced_records", "consumed_rows", "lost_records",
+                                                      "duplicated_offsets", "duplicate_extra_deliveries", "rebalances")}, indent=2))
+        print(f"report: {outcome.run_dir / 'report' / 'index.html'}")
+        if summary.get("valid") is not True:
+            status = EXIT_ANOMALIES
+    if outcome.errors:
+        for error in outcome.errors:
+            print(f"harness: {error}", file=sys.stderr)
+        status = EXIT_HARNESS_FAILURE
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    from harness.scenario import ScenarioError
+    args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        return args.handler(args)
+    except ScenarioError as exc:
+        print(f"kafka-chaos: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (KeyboardInterrupt, Interrupted) as exc:
+        print(f"kafka-chaos: interrupted ({exc or 'SIGINT'}); faults healed, containers removed", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,334 @@
+"""A real KRaft cluster in containers, every client and broker link routed through Toxiproxy."""
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Self
+
+import docker
+from confluent_kafka.admin import AdminClient, NewTopic
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from harness import broker_config
+from harness.progress import progress
+from harness.scenario import ClusterSpec
+from harness.toxiproxy import Proxy, Toxiproxy
+from harness.versions import kafka_image, pinned, toxiproxy_image
+
+# Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
+testcontainers_config.ryuk_disabled = True
+
+PROJECT_LABEL = "org.kafka-chaos.project"
+RUN_LABEL = "org.kafka-chaos.run"
+OWNER_LABEL = "org.kafka-chaos.owner"  # host:pid of the harness process that started it
+TOXIPROXY_API_PORT = 8474
+READY_TOPIC = "kafka-chaos-ready"
+# Port of each lane's proxy inside the Toxiproxy container: base + node id.
+LANE_PORT_BASE = {"client": 10000, "control": 10100, "internal": 10200, "controller": 10300}
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _labels(run_id: str) -> dict[str, str]:
+    return {PROJECT_LABEL: "kafka-chaos", RUN_LABEL: run_id, OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+# A docker-py port binding: a random host port, published on 127.0.0.1 only.
+LOOPBACK_ANY_PORT = ("127.0.0.1",)
+
+
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass
+class Broker:
+    node_id: int
+    name: str
+    container: DockerContainer
+    client_address: str
+    control_address: str
+
+    def proxy(self, lane: str) -> str:
+        return f"{self.name}-{lane}"
+
+    @property
+    def docker_id(self) -> str:
+        return self.container.get_wrapped_container().id
+
+
+@dataclass
+class KafkaCluster:
+    spec: ClusterSpec
+    run_id: str
+    brokers: list[Broker] = field(default_factory=list)
+    cluster_id: str = field(default_factory=new_cluster_id)
+
+    def __post_init__(self) -> None:
+        self._network: Network | None = None
+        self._toxiproxy_container: DockerContainer | None = None
+        self.toxiproxy: Toxiproxy | None = None
+        self._admin: AdminClient | None = None
+        self.started_at_ms: int | None = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def __enter__(self) -> Self:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> Self:
+        sweep_stale_containers()
+        labels = _labels(self.run_id)
+        with progress(f"network kafka-chaos-{self.run_id}"):
+            self._network = Network(docker_network_kw={"labels": labels})
+            self._network.name = f"kafka-chaos-{self.run_id}"
+            self._network.create()
+        with progress(f"toxiproxy ({toxiproxy_image()})"):
+            self._start_toxiproxy(labels)
+        with progress(f"{self.spec.brokers} KRaft brokers ({kafka_image()})"):
+            self._start_brokers(labels)
+        with progress("brokers registered and a topic with RF 3 created"):
+            self._wait_ready()
+        self.started_at_ms = int(time.time() * 1000)
+        return self
+
+    def stop(self) -> None:
+        """Remove everything this cluster started. Safe to call twice, and after a failed start."""
+        if self._admin is not None:
+            self._admin = None
+        for container in [b.container for b in self.brokers] + [self._toxiproxy_container]:
+            if container is not None and container._container is not None:
+                _remove(container)
+        self.brokers.clear()
+        self._toxiproxy_container = None
+        if self._network is not None and self._network._network is not None:
+            try:
+                self._network.remove()
+            except docker.errors.APIError:
+                pass
+            self._network = None
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def _node_ids(self) -> range:
+        return range(1, self.spec.brokers + 1)
+
+    def _start_toxiproxy(self, labels: dict[str, str]) -> None:
+        container = (DockerContainer(toxiproxy_image(), command=["-host=0.0.0.0", f"-port={TOXIPROXY_API_PORT}"])
+                     .with_name(f"kafka-chaos-{self.run_id}-toxiproxy")
+                     .with_network(self._network).with_network_aliases("toxiproxy")
+                     .with_kwargs(labels=labels))
+        container.ports[f"{TOXIPROXY_API_PORT}/tcp"] = LOOPBACK_ANY_PORT
+        for node in self._node_ids():
+            for lane in ("client", "control"):
+                container.ports[f"{LANE_PORT_BASE[lane] + node}/tcp"] = LOOPBACK_ANY_PORT
+        self._toxiproxy_container = container
+        container.start()
+        self.toxiproxy = Toxiproxy(f"http://127.0.0.1:{self._host_port(container, TOXIPROXY_API_PORT)}")
+        _wait_for(lambda: self.toxiproxy.version(), 30, "the Toxiproxy API did not answer", container)
+        upstream_ports = {"client": broker_config.CLIENT_PORT, "control": broker_config.CONTROL_PORT,
+                          "internal": broker_config.INTERNAL_PORT, "controller": broker_config.CONTROLLER_PORT}
+        for node in self._node_ids():
+            for lane, base in LANE_PORT_BASE.items():
+                self.toxiproxy.create_proxy(Proxy(f"kafka-{node}-{lane}", f"0.0.0.0:{base + node}",
+                                                  f"kafka-{node}:{upstream_ports[lane]}"))
+
+    def _start_brokers(self, labels: dict[str, str]) -> None:
+        voters = ",".join(f"{n}@toxiproxy:{LANE_PORT_BASE['controller'] + n}" for n in self._node_ids())
+        for node in self._node_ids():
+            lanes = broker_config.Lanes(
+                client_host_address=f"127.0.0.1:{self._host_port(self._toxiproxy_container, LANE_PORT_BASE['client'] + node)}",
+                control_host_address=f"127.0.0.1:{self._host_port(self._toxiproxy_container, LANE_PORT_BASE['control'] + node)}",
+                internal_proxy_address=f"toxiproxy:{LANE_PORT_BASE['internal'] + node}",
+                controller_proxy_address=f"toxiproxy:{LANE_PORT_BASE['controller'] + node}",
+            )
+            props = broker_config.render(node, lanes, voters, self.spec.broker_config)
+            name = f"kafka-{node}"
+            container = (DockerContainer(kafka_image(), command=["bash", "-c", broker_config.startup_script()])
+                         .with_name(f"kafka-chaos-{self.run_id}-{name}")
+                         .with_network(self._network).with_network_aliases(name)
+                         .with_env("KAFKA_CHAOS_SERVER_PROPERTIES", props)
+                         .with_env("KAFKA_CHAOS_CLUSTER_ID", self.cluster_id)
+                         .with_env("KAFKA_HEAP_OPTS", f"-Xms{self.spec.heap} -Xmx{self.spec.heap}")
+                         .with_kwargs(labels=labels))
+            self.brokers.append(Broker(node, name, container, lanes.client_host_address, lanes.control_host_address))
+            container.start()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.spec.startup_timeout_s
+        admin = self.admin()
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            for broker in self.brokers:
+                if broker.container.status in ("exited", "dead"):
+                    raise ClusterError(f"{broker.name} exited during start-up:\n{_tail(broker.container)}")
+            try:
+                brokers = admin.list_topics(timeout=5).brokers
+                if len(brokers) == self.spec.brokers:
+                    _create_topic(admin, NewTopic(READY_TOPIC, 1, min(3, self.spec.brokers)), exist_ok=True)
+                    return
+                last_error = f"{len(brokers)} of {self.spec.brokers} brokers registered"
+            except Exception as exc:  # the admin client raises KafkaException for every kind of not-yet
+                last_error = str(exc)
+            time.sleep(1)
+        tails = "\n".join(f"--- {b.name}\n{_tail(b.container)}" for b in self.brokers)
+        raise ClusterError(f"the cluster was not ready after {self.spec.startup_timeout_s:.0f} s ({last_error}).\n{tails}")
+
+    @staticmethod
+    def _host_port(container: DockerContainer, port: int) -> int:
+        return int(container.get_docker_client().port(container.get_wrapped_container().id, port))
+
+    # -- what users of the cluster need --------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Workload clients: every broker's CLIENT lane, through Toxiproxy."""
+        return ",".join(b.client_address for b in self.brokers)
+
+    @property
+    def control_bootstrap_servers(self) -> str:
+        """The harness's own admin lane; faults never touch it."""
+        return ",".join(b.control_address for b in self.brokers)
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            # librdkafka's own log lines (connection refused while brokers start, time-outs while a
+            # fault is active) go to Python logging instead of the harness's terminal.
+            self._admin = AdminClient({"bootstrap.servers": self.control_bootstrap_servers, "client.id": "kafka-chaos-harness"},
+                                      logger=logging.getLogger("kafka-chaos.admin"))
+        return self._admin
+
+    def broker(self, name: str) -> Broker:
+        for broker in self.brokers:
+            if broker.name == name:
+                return broker
+        raise KeyError(f"no broker named {name!r}; brokers are {[b.name for b in self.brokers]}")
+
+    def broker_by_id(self, node_id: int) -> Broker:
+        return next(b for b in self.brokers if b.node_id == node_id)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
+        _create_topic(self.admin(), NewTopic(name, partitions, replication_factor), exist_ok=False)
+
+    def describe(self) -> dict:
+        """What cluster.json records."""
+        return {
+            "cluster_id": self.cluster_id,
+            "run_id": self.run_id,
+            "kafka_version": pinned("KAFKA_VERSION"),
+            "toxiproxy_version": pinned("TOXIPROXY_VERSION"),
+            "images": {"kafka": kafka_image(), "toxiproxy": toxiproxy_image()},
+            "bootstrap_servers": self.bootstrap_servers,
+            "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
+            "brokers": [{"node_id": b.node_id, "name": b.name, "client_address": b.client_address,
+                         "control_address": b.control_address, "client_proxy": b.proxy("client"),
+                         "container": b.container._name} for b in self.brokers],
+            "proxies": sorted(self.toxiproxy.proxies()) if self.toxiproxy else [],
+            "started_at_ms": self.started_at_ms,
+        }
+
+    def save_logs(self, logs_dir: Path) -> None:
+        logs_dir.mkdir(parents=True, exist_ok=True)
+        for name, container in [(b.name, b.container) for b in self.brokers] + [("toxiproxy", self._toxiproxy_container)]:
+            if container is None or container._container is None:
+                continue
+            try:
+                stdout, stderr = container.get_logs()
+                (logs_dir / f"{name}.log").write_bytes(stdout + stderr)
+            except docker.errors.APIError:
+                pass
+
+
+def _create_topic(admin: AdminClient, topic: NewTopic, exist_ok: bool) -> None:
+    future = admin.create_topics([topic], operation_timeout=30, request_timeout=30)[topic.topic]
+    try:
+        future.result(timeout=60)
+    except Exception as exc:
+        if exist_ok and "TOPIC_ALREADY_EXISTS" in str(exc):
+            return
+        raise
+
+
+def _tail(container: DockerContainer, lines: int = 30) -> str:
+    try:
+        stdout, stderr = container.get_logs()
+        return "\n".join((stdout + stderr).decode(errors="replace").splitlines()[-lines:])
+    except Exception as exc:  # the tail is only for an error message
+        return f"(no logs: {exc})"
+
+
+def _wait_for(check, timeout_s: float, what: str, container: DockerContainer) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            check()
+            return
+        except Exception as exc:
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{what} within {timeout_s:.0f} s: {exc}\n{_tail(container)}") from None
+            time.sleep(0.3)
+
+
+def _remove(container: DockerContainer) -> None:
+    try:
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        if wrapped.status == "paused":
+            wrapped.unpause()
+        wrapped.remove(force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def sweep_stale_containers(include_live: bool = False) -> int:
+    """Remove containers and networks of ours whose owning harness process is gone (or all, if asked)."""
+    client = docker.from_env()
+    here = socket.gethostname()
+    removed = 0
+
+    def stale(labels: dict[str, str]) -> bool:
+        if include_live:
+            return True
+        host, _, pid = labels.get(OWNER_LABEL, ":").partition(":")
+        return host != here or not pid.isdigit() or not _alive(int(pid))
+
+    for container in client.containers.list(all=True, filters={"label": PROJECT_LABEL}):
+        if stale(container.labels):
+            if container.status == "paused":
+                container.unpause()
+            container.remove(force=True, v=True)
+            removed += 1
+    for network in client.networks.list(filters={"label": PROJECT_LABEL}):
+        if stale(network.attrs.get("Labels") or {}):
+            try:
+                network.remove()
+            except docker.errors.APIError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True

@@ -1,0 +1,193 @@
+"""One chaos run, in Jepsen's phases: cluster up → workload + nemesis → final heal → drain → analyse.
+
+Every heal, the member shutdown and the cluster teardown run in `finally`, so they happen on a
+normal end, on an exception and on SIGINT/SIGTERM (the CLI turns both into exceptions).
+"""
+from __future__ import annotations
+
+import random
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from faults.broker import BrokerFreeze
+from faults.nemesis import Nemesis, Step
+from faults.network import ProxyCut
+from faults.targets import resolve_broker
+from faults.timeline import FaultTimeline
+from harness.cluster import KafkaCluster
+from harness.group import GroupWatcher
+from harness.progress import progress, say
+from harness.rundir import create_run_dir, new_run_id, write_json
+from harness.scenario import Scenario
+from workloads.services import WorkloadProcess, member_process, producer_process
+
+PROGRESS_EVERY_S = 5
+GROUP_STABLE_TIMEOUT_S = 60
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    phases: dict[str, float] = field(default_factory=dict)
+    drained: bool = False
+    errors: list[str] = field(default_factory=list)
+    summary: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"run_dir": str(self.run_dir), "phases_s": self.phases, "drained": self.drained, "errors": self.errors}
+
+
+@contextmanager
+def timed_phase(outcome: RunOutcome, name: str):
+    """Shows the phase as progress and records its duration in run.json."""
+    started = time.monotonic()
+    try:
+        with progress(name):
+            yield
+    finally:
+        outcome.phases[name] = round(time.monotonic() - started, 2)
+
+
+def member_settings(scenario: Scenario, bootstrap: str) -> dict:
+    group = scenario.consumer_group.effective()
+    return {"bootstrap_servers": bootstrap, "topic": scenario.topic.name, "group_id": group.group_id,
+            "protocol": group.protocol, "assignor": group.assignor, "remote_assignor": group.remote_assignor,
+            "session_timeout_ms": group.session_timeout_ms, "heartbeat_interval_ms": group.heartbeat_interval_ms,
+            "max_poll_interval_ms": group.max_poll_interval_ms, "commit": group.commit,
+            "batch_size": group.batch_size, "extra": group.config}
+
+
+def producer_settings(scenario: Scenario, bootstrap: str) -> dict:
+    p = scenario.producer
+    return {"bootstrap_servers": bootstrap, "topic": scenario.topic.name, "records": p.records, "rate": p.rate,
+            "acks": p.acks, "idempotence": p.idempotence, "extra": p.config}
+
+
+def start_members(scenario: Scenario, run_dir: Path, bootstrap: str) -> list[WorkloadProcess]:
+    settings = member_settings(scenario, bootstrap)
+    members = []
+    for i in range(1, scenario.consumer_group.members + 1):
+        name = f"member-{i}"
+        instance = {"instance_id": f"instance-{i}"} if scenario.consumer_group.static_membership else {}
+        members.append(member_process(name, run_dir, {**settings, **instance}).start())
+    return members
+
+
+def nemesis_for(scenario: Scenario, cluster: KafkaCluster, timeline: FaultTimeline) -> Nemesis:
+    rng = random.Random(scenario.run.seed)
+
+    def maker(spec):
+        def make():
+            broker = resolve_broker(cluster, spec.target, group_id=scenario.consumer_group.group_id,
+                                    topic=scenario.topic.name, rng=rng)
+            params = {"duration_s": spec.duration_s, "requested_target": spec.target}
+            if spec.kind == "broker_freeze":
+                return BrokerFreeze(broker, timeline=timeline, **params)
+            return ProxyCut(cluster.toxiproxy, broker.name, timeline=timeline, **params)
+        return make
+
+    steps = [Step(f.at_s, f.duration_s, maker(f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.faults]
+    return Nemesis(steps, log=say)
+
+
+def workload_time_limit(scenario: Scenario) -> float:
+    """Generous: the producer's planned time, the last fault's end, plus its delivery time-out."""
+    planned = scenario.producer.records / scenario.producer.rate if scenario.producer.rate else 60
+    last_fault = max((f.at_s + f.duration_s for f in scenario.faults), default=0)
+    return max(planned, last_fault) + 300
+
+
+def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
+    """Poll a condition (never a fixed sleep); a condition that raises counts as not yet."""
+    deadline = time.monotonic() + timeout_s
+    last_tick = 0.0
+    while time.monotonic() < deadline:
+        try:
+            if condition():
+                return True
+        except Exception as exc:  # admin calls time out while a fault is active
+            say(f"{what}: not yet ({exc})")
+        if on_tick and time.monotonic() - last_tick >= PROGRESS_EVERY_S:
+            last_tick = time.monotonic()
+            on_tick()
+        time.sleep(0.5)
+    return False
+
+
+def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | None = None) -> RunOutcome:
+    """Run one scenario; starts (and removes) its own cluster unless one is given."""
+    run_id = new_run_id(scenario.name)
+    run_dir = create_run_dir(runs_root, run_id)
+    (run_dir / "scenario.yaml").write_text(scenario.to_yaml())
+    outcome = RunOutcome(run_dir)
+    phase = partial(timed_phase, outcome)
+    say(f"run {run_id}: {run_dir}")
+    own_cluster = cluster is None
+    try:
+        if own_cluster:
+            with phase("cluster"):
+                cluster = KafkaCluster(scenario.cluster, run_id).start()
+        _run_on(cluster, scenario, run_dir, outcome, phase)
+    finally:
+        if cluster is not None:
+            cluster.save_logs(run_dir / "logs")
+            if own_cluster:
+                with phase("teardown"):
+                    cluster.stop()
+        write_json(run_dir / "run.json", outcome.to_json())
+    return outcome
+
+
+def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase) -> None:
+    write_json(run_dir / "cluster.json", cluster.describe())
+    group, topic = scenario.consumer_group, scenario.topic
+    timeline = FaultTimeline(run_dir / "faults.jsonl")
+    timeline._write()
+    nemesis = nemesis_for(scenario, cluster, timeline)
+    members: list[WorkloadProcess] = []
+    producer: WorkloadProcess | None = None
+    watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
+
+    def show_progress():
+        try:
+            p = watcher.progress()
+            active = ", ".join(repr(f) for f in nemesis.active()) or "none"
+            alive = sum(m.alive() for m in members)
+            say(f"produced {p.produced}/{scenario.producer.records}, group lag {p.lag}, "
+                f"members alive {alive}/{len(members)}, active faults: {active}")
+        except Exception as exc:
+            say(f"progress unavailable ({exc})")
+
+    try:
+        with phase("topic"):
+            cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
+        with phase(f"{group.members} members join {group.group_id}"):
+            members = start_members(scenario, run_dir, cluster.bootstrap_servers)
+            if not wait_until(lambda: watcher.is_stable(group.members), GROUP_STABLE_TIMEOUT_S, "group stable"):
+                raise RuntimeError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
+                                   f"see {run_dir / 'logs'}")
+        with phase("workload and faults"):
+            producer = producer_process("producer-1", run_dir, producer_settings(scenario, cluster.bootstrap_servers)).start()
+            nemesis.start()
+            if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),
+                              "workload", show_progress):
+                outcome.errors.append(f"the workload did not end within {workload_time_limit(scenario):.0f} s")
+            if producer.exit_code != 0:
+                outcome.errors.append(f"producer exited with {producer.exit_code}; see logs/producer-1.log")
+        with phase("final heal"):
+            nemesis.heal_all()
+        with phase("drain"):
+            outcome.drained = wait_until(lambda: watcher.progress().lag == 0, scenario.run.drain_timeout_s,
+                                         "drain", show_progress)
+            if not outcome.drained:
+                outcome.errors.append(f"the group had not caught up after {scenario.run.drain_timeout_s:g} s")
+    finally:
+        nemesis.heal_all()
+        outcome.errors.extend(nemesis.errors)
+        watcher.close()
+        with phase("stop workload"):
+            for process in ([producer] if producer else []) + members:
+                process.stop()

@@ -1,0 +1,95 @@
+"""Whole runs on the real cluster: the default scenario, and a run interrupted mid-fault."""
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+import yaml
+
+from harness.cluster import PROJECT_LABEL, RUN_LABEL
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def jsonl_rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines() if line]
+
+
+def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(chaos_run):
+    scenario = yaml.safe_load((ROOT / "scenarios" / "default.yaml").read_text())
+    outcome = chaos_run(scenario)
+    assert outcome.errors == [], outcome.errors
+    assert outcome.drained
+    summary = outcome.summary
+
+    produced = jsonl_rows(outcome.run_dir / "produced")
+    consumed = jsonl_rows(outcome.run_dir / "consumed")
+    acked = {(r["topic"], r["partition"], r["offset"]) for r in produced if r.get("status", "ok") == "ok"}
+    deliveries: dict[tuple, int] = {}
+    for r in consumed:
+        key = (r["topic"], r["partition"], r["offset"])
+        deliveries[key] = deliveries.get(key, 0) + 1
+
+    assert summary["lost_records"] == 0 == len(acked - deliveries.keys())
+    assert summary["produced_records"] == len(acked) == scenario["producer"]["records"]
+    assert summary["consumed_rows"] == len(consumed)
+    assert summary["duplicated_offsets"] == sum(1 for n in deliveries.values() if n > 1)
+    assert summary["duplicate_extra_deliveries"] == sum(n - 1 for n in deliveries.values())
+
+    [fault] = jsonl_rows(outcome.run_dir)  # faults.jsonl
+    assert fault["kind"] == "broker_freeze" and fault["healed_at_ms"] - fault["injected_at_ms"] >= 7_000
+    assert (outcome.run_dir / "report" / "index.html").stat().st_size > 0
+    assert (outcome.run_dir / "logs" / "kafka-2.log").read_text().count("INFO") > 10  # brokers really log
+
+
+def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "interrupted", "producer": {"records": 1_000_000, "rate": 1000},
+        "faults": [{"kind": "broker_freeze", "target": "kafka-1", "at_s": 1, "duration_s": 600},
+                   {"kind": "proxy_cut", "target": "kafka-3", "at_s": 1, "duration_s": 600}]}))
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario), "--runs-dir", str(runs)],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        faults_file = None
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and process.poll() is None:
+            found = list(runs.glob("*/faults.jsonl"))
+            if found and len(found[0].read_text().splitlines()) == 2:
+                faults_file = found[0]
+                break
+            time.sleep(0.5)
+        assert faults_file is not None, "both faults were never injected"
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130, output
+    rows = [json.loads(line) for line in faults_file.read_text().splitlines()]
+    assert all(r["healed_at_ms"] is not None for r in rows), rows
+    run_id = faults_file.parent.name
+    left = docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
+    assert left == [], [c.name for c in left]
+    ours = [c.name for c in docker.from_env().containers.list(all=True, filters={"label": PROJECT_LABEL})
+            if c.labels.get(RUN_LABEL) == run_id]
+    assert ours == []
+    assert workload_processes_of(run_id) == []
+
+
+def workload_processes_of(run_id: str) -> list[int]:
+    """Pids whose workload config (an environment variable) names this run."""
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if b"KAFKA_CHAOS_WORKLOAD_CONFIG" in (data := environ.read_bytes()) and run_id.encode() in data:
+                pids.append(int(environ.parent.name))
+        except OSError:
+            continue
+    return pids

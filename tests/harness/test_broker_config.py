@@ -1,0 +1,29 @@
+from harness import broker_config
+from harness.broker_config import Lanes
+
+LANES = Lanes("127.0.0.1:40001", "127.0.0.1:40101", "toxiproxy:10201", "toxiproxy:10301")
+
+
+def parse(text: str) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in text.splitlines())
+
+
+def test_clients_are_advertised_the_proxy_address():
+    props = parse(broker_config.render(1, LANES, "1@toxiproxy:10301"))
+    assert "CLIENT://127.0.0.1:40001" in props["advertised.listeners"]
+    assert "INTERNAL://toxiproxy:10201" in props["advertised.listeners"]
+    assert props["controller.quorum.voters"] == "1@toxiproxy:10301"
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+
+
+def test_every_listener_has_a_security_protocol():
+    props = parse(broker_config.render(2, LANES, "v"))
+    names = {entry.split("://")[0] for entry in props["listeners"].split(",")}
+    mapped = {entry.split(":")[0] for entry in props["listener.security.protocol.map"].split(",")}
+    assert names == mapped
+
+
+def test_overrides_win_and_booleans_are_lowercase():
+    props = parse(broker_config.render(1, LANES, "v", {"min.insync.replicas": 1, "auto.create.topics.enable": True}))
+    assert props["min.insync.replicas"] == "1"
+    assert props["auto.create.topics.enable"] == "true"

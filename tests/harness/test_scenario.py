@@ -1,0 +1,79 @@
+"""Scenario validation: every bad value is one error naming its field, before anything starts."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness.scenario import ScenarioError, load_scenario, parse_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def error_of(data) -> str:
+    with pytest.raises(ScenarioError) as caught:
+        parse_scenario(data)
+    return str(caught.value)
+
+
+def test_defaults_fill_every_field():
+    scenario = parse_scenario({})
+    assert scenario.cluster.brokers == 3
+    assert scenario.consumer_group.members == 3
+    assert yaml.safe_load(scenario.to_yaml())["consumer_group"]["session_timeout_ms"] == 10000
+
+
+def test_default_scenario_file_is_valid():
+    scenario = load_scenario(ROOT / "scenarios" / "default.yaml")
+    assert scenario.producer.records == 100_000
+    assert [f.kind for f in scenario.faults] == ["broker_freeze"]
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"consumer_group": {"heartbeat_interval_ms": 10000, "session_timeout_ms": 10000}}, "consumer_group.heartbeat_interval_ms"),
+    ({"consumer_group": {"protocol": "consumer", "session_timeout_ms": 10000}}, "consumer_group.session_timeout_ms"),
+    ({"consumer_group": {"remote_assignor": "uniform"}}, "consumer_group.remote_assignor"),
+    ({"consumer_group": {"assignor": "sticky"}}, "consumer_group.assignor"),
+    ({"consumer_group": {"members": 0}}, "consumer_group.members"),
+    ({"producer": {"acks": "1"}}, "producer.acks"),
+    ({"producer": {"records": "many"}}, "producer.records"),
+    ({"topic": {"replication_factor": 4}}, "topic.replication_factor"),
+    ({"faults": [{"kind": "broker_freeze", "target": "kafka-7", "at_s": 1, "duration_s": 1}]}, "faults[0].target"),
+    ({"faults": [{"kind": "meteor", "target": "kafka-1", "at_s": 1, "duration_s": 1}]}, "faults.0.kind"),
+    ({"faults": [{"kind": "proxy_cut", "target": "kafka-1", "at_s": 1, "duration_s": 0}]}, "faults.0.duration_s"),
+    ({"colour": "blue"}, "colour"),
+])
+def test_bad_field_is_named(data, field):
+    message = error_of(data)
+    assert f"\n  {field}: " in message, message
+
+
+def test_sticky_error_suggests_cooperative_sticky():
+    assert "cooperative-sticky" in error_of({"consumer_group": {"assignor": "sticky"}})
+
+
+def test_kip848_protocol_drops_classic_settings():
+    group = parse_scenario({"consumer_group": {"protocol": "consumer", "remote_assignor": "uniform"}}).consumer_group.effective()
+    assert group.session_timeout_ms is None and group.assignor is None and group.remote_assignor == "uniform"
+
+
+def test_unreadable_and_non_mapping_files(tmp_path):
+    with pytest.raises(ScenarioError, match="cannot read"):
+        load_scenario(tmp_path / "missing.yaml")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ScenarioError, match="YAML mapping"):
+        load_scenario(tmp_path / "list.yaml")
+    (tmp_path / "broken.yaml").write_text("a: [1,\n")
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        load_scenario(tmp_path / "broken.yaml")
+
+
+def test_cli_rejects_bad_scenario_before_starting_anything(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("consumer_group:\n  heartbeat_interval_ms: 20000\n")
+    result = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(bad), "--runs-dir", str(tmp_path / "runs")],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert "consumer_group.heartbeat_interval_ms: must be below session_timeout_ms" in result.stderr
+    assert not (tmp_path / "runs").exists()

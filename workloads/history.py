@@ -1,0 +1,36 @@
+"""Append-only JSONL history files, flushed before anything that depends on them happens."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class JsonlLog:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(path, "a", encoding="utf-8", buffering=1 << 16)
+
+    def append(self, row: dict) -> None:
+        self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
+
+    def extend(self, rows) -> None:
+        self._file.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows))
+
+    def flush(self) -> None:
+        """To the OS: survives a killed process (the failure the harness injects), not a lost host."""
+        self._file.flush()
+
+    def sync(self) -> None:
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+            self._file.close()

@@ -1,0 +1,180 @@
+"""One consumer-group member, its own OS process (librdkafka through confluent-kafka).
+
+The client contract, shared with the Java member: consumed rows go to consumed/<member>.jsonl and
+group events to events/<member>.jsonl (run-directory contract v1). A batch is appended and flushed
+to the log BEFORE its offsets are committed, so a killed member never looks like a Kafka loss.
+"""
+from __future__ import annotations
+
+import signal
+import struct
+import sys
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from workloads import config as workload_config
+from workloads.history import JsonlLog, now_ms
+
+CLIENT = "librdkafka"
+
+
+def consumer_settings(cfg: dict) -> dict:
+    settings = {
+        "bootstrap.servers": cfg["bootstrap_servers"],
+        "group.id": cfg["group_id"],
+        "client.id": cfg["member"],
+        "enable.auto.commit": False,
+        "auto.offset.reset": "earliest",
+        "max.poll.interval.ms": cfg["max_poll_interval_ms"],
+        "group.protocol": cfg["protocol"],
+    }
+    if cfg["protocol"] == "classic":
+        settings.update({
+            "partition.assignment.strategy": cfg["assignor"],
+            "session.timeout.ms": cfg["session_timeout_ms"],
+            "heartbeat.interval.ms": cfg["heartbeat_interval_ms"],
+        })
+    elif cfg.get("remote_assignor"):
+        settings["group.remote.assignor"] = cfg["remote_assignor"]
+    if cfg.get("instance_id"):
+        settings["group.instance.id"] = cfg["instance_id"]
+    settings.update(cfg.get("extra", {}))
+    return settings
+
+
+def current_generation(consumer: Consumer) -> int:
+    """The group generation (KIP-848: the member epoch) this member is in; -1 when unknown.
+
+    librdkafka has no getter; its serialized group metadata is b"CGMDv2:" + int32 generation
+    (native byte order) + group id ... That layout is undocumented, so anything unexpected gives -1.
+    """
+    blob = consumer.consumer_group_metadata()
+    if not isinstance(blob, bytes) or not blob.startswith(b"CGMDv2:") or len(blob) < 11:
+        return -1
+    return struct.unpack("=i", blob[7:11])[0]
+
+
+def partition_names(partitions) -> list[str]:
+    return [f"{p.topic}:{p.partition}" for p in partitions]
+
+
+class Member:
+    def __init__(self, cfg: dict) -> None:
+        self.cfg = cfg
+        self.name = cfg["member"]
+        run_dir = Path(cfg["run_dir"])
+        self.consumed = JsonlLog(run_dir / "consumed" / f"{self.name}.jsonl")
+        self.events = JsonlLog(run_dir / "events" / f"{self.name}.jsonl")
+        self.stopping = False
+        self.generation = -1  # the last one seen; kept for events after close()
+        settings = consumer_settings(cfg)
+        if cfg["commit"] == "async":
+            settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
+        self.consumer = Consumer(settings)
+
+    def refresh_generation(self) -> int:
+        self.generation = current_generation(self.consumer)
+        return self.generation
+
+    def event(self, kind: str, **fields) -> None:
+        self.events.append({"ts_ms": now_ms(), "member": self.name, "kind": kind, "generation": self.generation, **fields})
+        self.events.flush()
+
+    # Rebalance callbacks run inside consume(), between batches: the previous batch is already committed.
+    def on_assign(self, consumer, partitions) -> None:
+        self.refresh_generation()
+        self.event("assigned", partitions=partition_names(partitions), member_id=consumer.memberid())
+
+    def on_revoke(self, consumer, partitions) -> None:
+        self.event("revoked", partitions=partition_names(partitions))
+
+    def on_lost(self, consumer, partitions) -> None:
+        self.event("lost", partitions=partition_names(partitions))
+
+    def run(self) -> int:
+        self.consumer.subscribe([self.cfg["topic"]], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+        cfg = self.cfg
+        self.event("started", detail=f"protocol={cfg['protocol']} assignor={cfg.get('assignor') or cfg.get('remote_assignor')} "
+                                     f"instance_id={cfg.get('instance_id')} commit={cfg['commit']}")
+        try:
+            while not self.stopping:
+                batch = self.consumer.consume(self.cfg["batch_size"], timeout=0.5)
+                records = [m for m in batch if not self._is_error(m)]
+                if records:
+                    self._log_batch(records)
+                    self._commit(records)
+        except KafkaException as exc:
+            error = exc.args[0]
+            kind = "fenced" if error.code() == KafkaError.FENCED_INSTANCE_ID else "error"
+            self.event(kind, detail=error.str())
+            return 3
+        finally:
+            self.consumed.close()
+        self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
+        self.event("stopped")
+        self.events.close()
+        return 0
+
+    def _is_error(self, message) -> bool:
+        error = message.error()
+        if error is None:
+            return False
+        if error.code() != KafkaError._PARTITION_EOF:
+            self.event("error", detail=error.str())
+            if error.fatal():
+                raise KafkaException(error)
+        return True
+
+    def _log_batch(self, records) -> None:
+        at = now_ms()
+        generation = self.refresh_generation()
+        instance_id = self.cfg.get("instance_id")
+        rows = []
+        for m in records:
+            producer_id, _, seq = (m.value() or b"").decode(errors="replace").partition(":")
+            rows.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(), "member": self.name,
+                         "consumed_at_ms": at, "key": m.key().decode(errors="replace") if m.key() else None,
+                         "producer_id": producer_id or None, "seq": int(seq) if seq.isdigit() else None,
+                         "instance_id": instance_id, "generation": generation, "client": CLIENT})
+        self.consumed.extend(rows)
+        self.consumed.flush()
+
+    def _commit(self, records) -> None:
+        next_offsets: dict[tuple[str, int], int] = {}
+        for m in records:
+            key = (m.topic(), m.partition())
+            next_offsets[key] = max(next_offsets.get(key, 0), m.offset() + 1)
+        offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
+        committed = {f"{t}:{p}": o for (t, p), o in next_offsets.items()}
+        if self.cfg["commit"] == "async":
+            self.consumer.commit(offsets=offsets, asynchronous=True)
+            return
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+            self.event("committed", offsets=committed)
+        except KafkaException as exc:
+            self.event("commit_failed", offsets=committed, detail=exc.args[0].str())
+
+    def on_commit(self, err, partitions) -> None:
+        """Result of an asynchronous commit."""
+        offsets = {f"{p.topic}:{p.partition}": p.offset for p in partitions}
+        if err is None:
+            self.event("committed", offsets=offsets)
+        else:
+            self.event("commit_failed", offsets=offsets, detail=err.str())
+
+
+def main() -> int:
+    member = Member(workload_config.decode())
+
+    def stop(signum, frame):
+        member.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return member.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""A sequenced producer process: sends records seq = 0..N-1 and logs the outcome of every one.
+
+Row per record in produced/<producer_id>.jsonl (run-directory contract v1). An error the client
+cannot prove fatal is `info` (outcome unknown), never `fail`: as in Jepsen, a time-out may have
+written the record.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+
+from confluent_kafka import KafkaError, Producer
+
+from workloads import config as workload_config
+from workloads.history import JsonlLog, now_ms
+
+# Errors that prove the record was never written (librdkafka refused it before sending).
+CERTAIN_FAILURES = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._UNKNOWN_TOPIC}
+
+
+def record_value(producer_id: str, seq: int) -> bytes:
+    return f"{producer_id}:{seq}".encode()
+
+
+class SequencedProducer:
+    def __init__(self, cfg: dict) -> None:
+        self.cfg = cfg
+        self.producer_id = cfg["producer_id"]
+        self.topic = cfg["topic"]
+        self.log = JsonlLog(Path(cfg["run_dir"]) / "produced" / f"{self.producer_id}.jsonl")
+        self.pending: set[int] = set()
+        self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self.stopping = False
+        self.producer = Producer({
+            "bootstrap.servers": cfg["bootstrap_servers"],
+            "client.id": self.producer_id,
+            "acks": cfg["acks"],
+            "enable.idempotence": cfg["idempotence"],
+            "linger.ms": 5,
+            "delivery.timeout.ms": 120_000,
+            **cfg.get("extra", {}),
+        })
+
+    def _on_delivery(self, err, msg) -> None:
+        seq = int(msg.key())
+        self.pending.discard(seq)
+        row = {"topic": msg.topic(), "key": str(seq), "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms()}
+        if err is None:
+            row.update(partition=msg.partition(), offset=msg.offset(), status="ok")
+        else:
+            status = "fail" if err.code() in CERTAIN_FAILURES else "info"
+            row.update(partition=msg.partition() if msg.partition() >= 0 else None, offset=None, status=status, error=err.str())
+        self.counts[row["status"]] += 1
+        self.log.append(row)
+
+    def run(self) -> int:
+        records, rate = self.cfg["records"], self.cfg["rate"]
+        started = time.monotonic()
+        for seq in range(records):
+            if self.stopping:
+                break
+            if rate:
+                ahead = seq / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    self.producer.poll(ahead)
+            self._send(seq)
+            self.producer.poll(0)
+        remaining = self.producer.flush(self.cfg.get("flush_timeout_s", 150))
+        self._record_unknown_outcomes()
+        self.log.close()
+        print(f"producer {self.producer_id}: ok={self.counts['ok']} info={self.counts['info']} "
+              f"fail={self.counts['fail']} unflushed={remaining}", flush=True)
+        return 0
+
+    def _send(self, seq: int) -> None:
+        while True:
+            try:
+                self.producer.produce(self.topic, key=str(seq).encode(), value=record_value(self.producer_id, seq),
+                                      on_delivery=self._on_delivery)
+                self.pending.add(seq)
+                return
+            except BufferError:  # local queue full: nothing was sent, wait for deliveries
+                self.producer.poll(0.1)
+
+    def _record_unknown_outcomes(self) -> None:
+        for seq in sorted(self.pending):
+            self.counts["info"] += 1
+            self.log.append({"topic": self.topic, "partition": None, "offset": None, "key": str(seq),
+                             "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms(),
+                             "status": "info", "error": "no delivery report before the producer stopped"})
+
+
+def main() -> int:
+    producer = SequencedProducer(workload_config.decode())
+
+    def stop(signum, frame):
+        producer.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return producer.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""Workload processes as services the harness starts, stops, kills and freezes (cf. kafkatest services).
+
+Each workload is its own OS process; its stdout and stderr go to logs/<name>.log in the run directory.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workloads import config as workload_config
+
+
+@dataclass
+class WorkloadProcess:
+    name: str
+    module: str
+    settings: dict
+    run_dir: Path
+    process: subprocess.Popen | None = field(default=None, repr=False)
+
+    def start(self) -> "WorkloadProcess":
+        log_path = self.run_dir / "logs" / f"{self.name}.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", self.module],
+                env={**os.environ, **workload_config.encode(self.settings)},
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True,  # a Ctrl-C in the harness's terminal is the harness's to handle
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, timeout_s: float = 30) -> int | None:
+        """Graceful: SIGTERM, then SIGKILL if it has not exited in time. Never leaves it frozen."""
+        if not self.alive():
+            return self.exit_code
+        self.resume()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return self.kill()
+
+    def kill(self) -> int | None:
+        if self.alive():
+            self.process.kill()
+        return self.process.wait(10) if self.process else None
+
+    def freeze(self) -> None:
+        os.kill(self.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.alive():
+            os.kill(self.pid, signal.SIGCONT)
+
+    def wait(self, timeout_s: float | None = None) -> int:
+        return self.process.wait(timeout_s)
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.process is None else self.process.poll()
+
+
+def producer_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
+    return WorkloadProcess(name, "workloads.producer", {**settings, "producer_id": name, "run_dir": str(run_dir)}, run_dir)
+
+
+def member_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
+    return WorkloadProcess(name, "workloads.member", {**settings, "member": name, "run_dir": str(run_dir)}, run_dir)
