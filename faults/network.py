@@ -20,3 +20,21 @@ class ProxyCut(Fault):
     def _heal(self) -> None:
         for proxy in self._proxies:
             self._toxiproxy.set_enabled(proxy, True)
+
+
+class Latency(Fault):
+    """Delay every response from a broker's client lane (a Toxiproxy `latency` toxic, downstream)."""
+    kind = "latency"
+
+    def __init__(self, toxiproxy, broker_name: str, latency_ms: int, jitter_ms: int = 0, **kw) -> None:
+        super().__init__(broker_name, latency_ms=latency_ms, jitter_ms=jitter_ms, **kw)
+        self._toxiproxy = toxiproxy
+        self._proxy = f"{broker_name}-client"
+        self._toxic = f"kafka-chaos-latency-{broker_name}"
+
+    def _inject(self) -> None:
+        self._toxiproxy.add_toxic(self._proxy, self._toxic, "latency",
+                                  {"latency": self.params["latency_ms"], "jitter": self.params["jitter_ms"]})
+
+    def _heal(self) -> None:
+        self._toxiproxy.remove_toxic(self._proxy, self._toxic)

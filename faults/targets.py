@@ -19,8 +19,9 @@ def java_string_hash(text: str) -> int:
 
 
 def offsets_partition(group_id: str, partitions: int) -> int:
-    """Kafka's GroupCoordinator partitionFor: Utils.abs(hashCode) % partitions (abs masks the sign bit)."""
-    return (java_string_hash(group_id) & 0x7FFFFFFF) % partitions
+    """Kafka's partitionFor(groupId): Utils.abs(hashCode) % partitions, where Utils.abs(MIN_VALUE) is 0."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
 def partition_leader(admin, topic: str, partition: int) -> int:

@@ -21,6 +21,7 @@ class FaultTimeline:
         self.path = path
         self.rows: list[dict] = []
         self._lock = threading.Lock()
+        self._write()  # an empty timeline is a fact too: the run had no fault
 
     def injected(self, kind: str, target: str, params: dict) -> dict:
         with self._lock:

@@ -304,9 +304,11 @@ def sweep_stale_containers(include_live: bool = False) -> int:
     removed = 0
 
     def stale(labels: dict[str, str]) -> bool:
+        if OWNER_LABEL not in labels:
+            return False  # not started by a harness process: e.g. a cluster brought up from compose.yaml
         if include_live:
             return True
-        host, _, pid = labels.get(OWNER_LABEL, ":").partition(":")
+        host, _, pid = labels[OWNER_LABEL].partition(":")
         return host != here or not pid.isdigit() or not _alive(int(pid))
 
     for container in client.containers.list(all=True, filters={"label": PROJECT_LABEL}):

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 REQUEST_TIMEOUT_S = 10
 
@@ -34,16 +35,19 @@ class GroupProgress:
 
 
 class GroupWatcher:
-    """Reads end offsets and the group's committed offsets; never joins the group."""
+    """Reads end offsets (ListOffsets, to each leader) and the group's committed offsets (a consumer
+    that never joins the group)."""
 
-    def __init__(self, bootstrap: str, group_id: str, topic: str, partitions: int) -> None:
+    def __init__(self, admin: AdminClient, bootstrap: str, group_id: str, topic: str, partitions: int) -> None:
+        self._admin = admin
         self.bootstrap, self.group_id, self.topic, self.partitions = bootstrap, group_id, topic, partitions
         self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "enable.auto.commit": False,
                                    "client.id": "kafka-chaos-watcher"}, logger=logging.getLogger("kafka-chaos.watcher"))
 
     def progress(self) -> GroupProgress:
-        ends = {p: self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=REQUEST_TIMEOUT_S)[1]
-                for p in range(self.partitions)}
+        wanted = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in range(self.partitions)}
+        ends = {tp.partition: future.result(timeout=REQUEST_TIMEOUT_S + 5).offset
+                for tp, future in self._admin.list_offsets(wanted, request_timeout=REQUEST_TIMEOUT_S).items()}
         committed = self._consumer.committed([TopicPartition(self.topic, p) for p in range(self.partitions)],
                                              timeout=REQUEST_TIMEOUT_S)
         return GroupProgress(ends, {tp.partition: tp.offset for tp in committed if tp.offset >= 0})
@@ -68,7 +72,6 @@ def describe_group_isolated(bootstrap: str, group_id: str) -> dict | None:
 
 
 def _describe_group(bootstrap: str, group_id: str) -> dict:
-    from confluent_kafka.admin import AdminClient
     admin = AdminClient({"bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
     description = admin.describe_consumer_groups([group_id], request_timeout=REQUEST_TIMEOUT_S)[group_id].result()
     return {"state": description.state.name, "members": len(description.members),

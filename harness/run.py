@@ -12,17 +12,19 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from faults.base import Fault
 from faults.broker import BrokerFreeze
 from faults.nemesis import Nemesis, Step
-from faults.network import ProxyCut
+from faults.network import Latency, ProxyCut
+from faults.process import MemberCrash, MemberFreeze
 from faults.targets import resolve_broker
 from faults.timeline import FaultTimeline
 from harness.cluster import KafkaCluster
 from harness.group import GroupWatcher
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import Scenario
-from workloads.services import WorkloadProcess, member_process, producer_process
+from harness.scenario import MEMBER_FAULTS, FaultSpec, Scenario
+from workloads.services import WorkloadProcess, member_process, producer_process, stop_all
 
 PROGRESS_EVERY_S = 5
 GROUP_STABLE_TIMEOUT_S = 60
@@ -76,20 +78,25 @@ def start_members(scenario: Scenario, run_dir: Path, bootstrap: str) -> list[Wor
     return members
 
 
-def nemesis_for(scenario: Scenario, cluster: KafkaCluster, timeline: FaultTimeline) -> Nemesis:
+def nemesis_for(scenario: Scenario, cluster: KafkaCluster, members: dict[str, WorkloadProcess],
+                timeline: FaultTimeline) -> Nemesis:
     rng = random.Random(scenario.run.seed)
 
-    def maker(spec):
-        def make():
-            broker = resolve_broker(cluster, spec.target, group_id=scenario.consumer_group.group_id,
-                                    topic=scenario.topic.name, rng=rng)
-            params = {"duration_s": spec.duration_s, "requested_target": spec.target}
-            if spec.kind == "broker_freeze":
-                return BrokerFreeze(broker, timeline=timeline, **params)
-            return ProxyCut(cluster.toxiproxy, broker.name, timeline=timeline, **params)
-        return make
+    def build(spec: FaultSpec) -> Fault:
+        """Called when the step fires, so a role (coordinator, leader, ...) resolves to the broker holding it then."""
+        params = {"timeline": timeline, "duration_s": spec.duration_s, "requested_target": spec.target}
+        if spec.kind in MEMBER_FAULTS:
+            process = rng.choice(list(members.values())) if spec.target == "random-member" else members[spec.target]
+            return (MemberFreeze if spec.kind == "member_freeze" else MemberCrash)(process, **params)
+        broker = resolve_broker(cluster, spec.target, group_id=scenario.consumer_group.group_id,
+                                topic=scenario.topic.name, rng=rng)
+        if spec.kind == "broker_freeze":
+            return BrokerFreeze(broker, **params)
+        if spec.kind == "latency":
+            return Latency(cluster.toxiproxy, broker.name, spec.latency_ms, spec.jitter_ms, **params)
+        return ProxyCut(cluster.toxiproxy, broker.name, **params)
 
-    steps = [Step(f.at_s, f.duration_s, maker(f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.faults]
+    steps = [Step(f.at_s, f.duration_s, partial(build, f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.faults]
     return Nemesis(steps, log=say)
 
 
@@ -145,11 +152,10 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
     write_json(run_dir / "cluster.json", cluster.describe())
     group, topic = scenario.consumer_group, scenario.topic
     timeline = FaultTimeline(run_dir / "faults.jsonl")
-    timeline._write()
-    nemesis = nemesis_for(scenario, cluster, timeline)
     members: list[WorkloadProcess] = []
+    nemesis = Nemesis([])
     producer: WorkloadProcess | None = None
-    watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
+    watcher = GroupWatcher(cluster.admin(), cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
 
     def show_progress():
         try:
@@ -170,6 +176,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
                 raise RuntimeError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
+            nemesis = nemesis_for(scenario, cluster, {m.name: m for m in members}, timeline)
             producer = producer_process("producer-1", run_dir, producer_settings(scenario, cluster.bootstrap_servers)).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),
@@ -189,5 +196,4 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
         outcome.errors.extend(nemesis.errors)
         watcher.close()
         with phase("stop workload"):
-            for process in ([producer] if producer else []) + members:
-                process.stop()
+            stop_all(([producer] if producer else []) + members)

@@ -13,6 +13,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 BROKER_TARGETS = ("coordinator", "controller", "leader", "random")
+BROKER_FAULTS = ("broker_freeze", "proxy_cut", "latency")
+MEMBER_FAULTS = ("member_freeze", "member_crash")
+MEMBER_TARGETS = ("random-member",)
 
 
 class ScenarioError(ValueError):
@@ -91,10 +94,19 @@ class ConsumerGroupSpec(Strict):
 
 
 class FaultSpec(Strict):
-    kind: Literal["broker_freeze", "proxy_cut"]
-    target: str = Field(description="a broker name (kafka-1..N) or one of " + ", ".join(BROKER_TARGETS))
+    kind: Literal["broker_freeze", "proxy_cut", "latency", "member_freeze", "member_crash"]
+    target: str = Field(description="broker faults: kafka-1..N or one of " + ", ".join(BROKER_TARGETS)
+                        + "; member faults: member-1..N or random-member")
     at_s: float = Field(ge=0, description="seconds after the workload starts")
-    duration_s: float = Field(gt=0, le=3600)
+    duration_s: float = Field(gt=0, le=3600, description="until the heal (a crashed member restarts then)")
+    latency_ms: int | None = Field(None, gt=0, le=600_000, description="latency only")
+    jitter_ms: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _latency_needs_its_delay(self):
+        if (self.kind == "latency") != (self.latency_ms is not None):
+            raise ValueError("latency_ms: required with kind: latency, and only there")
+        return self
 
 
 class RunSpec(Strict):
@@ -121,10 +133,12 @@ class Scenario(Strict):
     def _cross_checks(self):
         if self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than cluster.brokers ({self.cluster.brokers})")
-        brokers = {f"kafka-{n}" for n in range(1, self.cluster.brokers + 1)}
+        brokers = [f"kafka-{n}" for n in range(1, self.cluster.brokers + 1)] + list(BROKER_TARGETS)
+        members = [f"member-{n}" for n in range(1, self.consumer_group.members + 1)] + list(MEMBER_TARGETS)
         for i, fault in enumerate(self.faults):
-            if fault.target not in brokers and fault.target not in BROKER_TARGETS:
-                raise ValueError(f"faults[{i}].target: {fault.target!r} is not one of {sorted(brokers) + list(BROKER_TARGETS)}")
+            allowed = brokers if fault.kind in BROKER_FAULTS else members
+            if fault.target not in allowed:
+                raise ValueError(f"faults[{i}].target: {fault.target!r} is not one of {allowed} for {fault.kind}")
         return self
 
     def to_yaml(self) -> str:

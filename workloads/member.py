@@ -68,6 +68,9 @@ class Member:
         self.events = JsonlLog(run_dir / "events" / f"{self.name}.jsonl")
         self.stopping = False
         self.generation = -1  # the last one seen; kept for events after close()
+        # A failed commit is retried when the member is idle: otherwise a group whose last commit
+        # failed (e.g. in a rebalance) would never show its real progress to Kafka.
+        self.uncommitted = False
         settings = consumer_settings(cfg)
         if cfg["commit"] == "async":
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
@@ -104,6 +107,8 @@ class Member:
                 if records:
                     self._log_batch(records)
                     self._commit(records)
+                elif self.uncommitted:
+                    self._commit_positions()
         except KafkaException as exc:
             error = exc.args[0]
             kind = "fenced" if error.code() == KafkaError.FENCED_INSTANCE_ID else "error"
@@ -145,20 +150,36 @@ class Member:
         for m in records:
             key = (m.topic(), m.partition())
             next_offsets[key] = max(next_offsets.get(key, 0), m.offset() + 1)
-        offsets = [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()]
-        committed = {f"{t}:{p}": o for (t, p), o in next_offsets.items()}
+        self._commit_offsets([TopicPartition(t, p, o) for (t, p), o in next_offsets.items()])
+
+    def _commit_positions(self) -> None:
+        """Commit where the member is: every record before its position is already in the log."""
+        try:
+            positions = [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
+        except KafkaException:
+            return
+        if positions:
+            self._commit_offsets(positions)
+        else:
+            self.uncommitted = False
+
+    def _commit_offsets(self, offsets: list[TopicPartition]) -> None:
+        committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
         if self.cfg["commit"] == "async":
             self.consumer.commit(offsets=offsets, asynchronous=True)
             return
         try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
+            self.uncommitted = False
             self.event("committed", offsets=committed)
         except KafkaException as exc:
+            self.uncommitted = True
             self.event("commit_failed", offsets=committed, detail=exc.args[0].str())
 
     def on_commit(self, err, partitions) -> None:
         """Result of an asynchronous commit."""
         offsets = {f"{p.topic}:{p.partition}": p.offset for p in partitions}
+        self.uncommitted = err is not None
         if err is None:
             self.event("committed", offsets=offsets)
         else:

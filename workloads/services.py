@@ -45,12 +45,16 @@ class WorkloadProcess:
         """Graceful: SIGTERM, then SIGKILL if it has not exited in time. Never leaves it frozen."""
         if not self.alive():
             return self.exit_code
-        self.resume()
-        self.process.send_signal(signal.SIGTERM)
+        self.request_stop()
         try:
             return self.process.wait(timeout_s)
         except subprocess.TimeoutExpired:
             return self.kill()
+
+    def request_stop(self) -> None:
+        if self.alive():
+            self.resume()
+            self.process.send_signal(signal.SIGTERM)
 
     def kill(self) -> int | None:
         if self.alive():
@@ -78,3 +82,11 @@ def producer_process(name: str, run_dir: Path, settings: dict) -> WorkloadProces
 
 def member_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
     return WorkloadProcess(name, "workloads.member", {**settings, "member": name, "run_dir": str(run_dir)}, run_dir)
+
+
+def stop_all(processes: list[WorkloadProcess], timeout_s: float = 30) -> None:
+    """Ask every process to stop at once (a group that leaves together rebalances once), then wait."""
+    for process in processes:
+        process.request_stop()
+    for process in processes:
+        process.stop(timeout_s)

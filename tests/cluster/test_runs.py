@@ -42,9 +42,9 @@ def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(cha
     assert summary["duplicate_extra_deliveries"] == sum(n - 1 for n in deliveries.values())
 
     [fault] = jsonl_rows(outcome.run_dir)  # faults.jsonl
-    assert fault["kind"] == "broker_freeze" and fault["healed_at_ms"] - fault["injected_at_ms"] >= 7_000
+    assert fault["kind"] == "broker_freeze" and fault["healed_at_ms"] - fault["injected_at_ms"] >= 11_000
     assert (outcome.run_dir / "report" / "index.html").stat().st_size > 0
-    assert (outcome.run_dir / "logs" / "kafka-2.log").read_text().count("INFO") > 10  # brokers really log
+    assert (outcome.run_dir / "logs" / f"{fault['target']}.log").read_text().count("INFO") > 10  # brokers really log
 
 
 def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):

@@ -1,0 +1,34 @@
+# kafka-chaos: `make` alone lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+LABEL := org.kafka-chaos.project=kafka-chaos
+
+.PHONY: help setup setup-browser engine images demo test clean
+
+help: ## list the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: ## venv + Docker engine + images; idempotent and cached (a second run takes seconds)
+	@scripts/setup.sh
+
+setup-browser: ## install Debian's chromium for the report's browser test, if it is missing
+	@scripts/setup.sh --browser-only
+
+engine: ## make sure a Docker engine answers (installs and starts dockerd as root if needed)
+	@scripts/docker-engine.sh
+
+images: ## build the kafka-chaos/* images (or pull the ones named elsewhere in versions.env)
+	@scripts/build-images.sh
+
+demo: setup ## run the default scenario
+	.venv/bin/kafka-chaos run scenarios/default.yaml
+
+test: setup ## run the test suite
+	.venv/bin/python -m pytest -q
+
+clean: ## remove containers and networks labelled org.kafka-chaos.project=kafka-chaos (images stay)
+	@if ! docker info >/dev/null 2>&1; then echo "[clean] no Docker engine answers: nothing to do"; exit 0; fi; \
+	c=$$(docker ps -aq --filter label=$(LABEL)); n=$$(docker network ls -q --filter label=$(LABEL)); \
+	if [[ -n $$c ]]; then docker rm -f -v $$c >/dev/null; fi; \
+	if [[ -n $$n ]]; then docker network rm $$n >/dev/null; fi; \
+	echo "[clean] removed $$(wc -w <<<"$$c") container(s), $$(wc -w <<<"$$n") network(s)"

@@ -1,0 +1,36 @@
+"""Faults on a consumer-group member's process."""
+from __future__ import annotations
+
+from faults.base import Fault
+
+
+class MemberFreeze(Fault):
+    """SIGSTOP, like a stop-the-world GC pause: no poll, no heartbeat, sockets stay open."""
+    kind = "member_freeze"
+
+    def __init__(self, process, **kw) -> None:
+        super().__init__(process.name, **kw)
+        self._process = process
+
+    def _inject(self) -> None:
+        self._process.freeze()
+
+    def _heal(self) -> None:
+        self._process.resume()
+
+
+class MemberCrash(Fault):
+    """SIGKILL: no LeaveGroup, nothing flushed that was not already; healing restarts the member
+    under the same name (and the same group.instance.id, if static)."""
+    kind = "member_crash"
+
+    def __init__(self, process, **kw) -> None:
+        super().__init__(process.name, **kw)
+        self._process = process
+
+    def _inject(self) -> None:
+        self._process.kill()
+
+    def _heal(self) -> None:
+        if not self._process.alive():
+            self._process.start()

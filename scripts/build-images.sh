@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Build the project's images locally: base (debootstrap), kafka (official jars via Maven) and toxiproxy
+# (go install). An image named outside the kafka-chaos/ prefix is pulled instead. Each built image carries
+# a label with the hash of its inputs; an image whose label matches is kept as it is.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+load_versions
+cd "$ROOT"
+docker_answers || die "no Docker engine answers: run 'make engine' (scripts/docker-engine.sh) first"
+
+BUILD_DIR=$CACHE_DIR/build
+mkdir -p "$BUILD_DIR" "$CACHE_DIR/base"
+
+is_local() { [[ $1 == kafka-chaos/* ]]; }
+label_of() { docker image inspect -f "{{index .Config.Labels \"$INPUTS_LABEL\"}}" "$1" 2>/dev/null || true; }
+image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
+# drop_old OLD_ID NAME: remove the image NAME pointed to before a rebuild, unless something still uses it
+drop_old() { if [[ -n $1 && $1 != "$(image_id "$2")" ]]; then docker rmi "$1" >/dev/null 2>&1 || true; fi; }
+
+# inputs_hash WORD... -- PATH...: a short sha256 of the words and of the files under PATHs (in the repo).
+inputs_hash() {
+  local words=()
+  while [[ $1 != -- ]]; do words+=("$1"); shift; done
+  shift
+  { printf '%s\n' "${words[@]}"; find "$@" -type f -print0 | sort -z | xargs -0 sha256sum; } |
+    sha256sum | cut -c1-16
+}
+
+pull() {
+  if docker image inspect "$1" >/dev/null 2>&1; then step_done "present"; return; fi
+  log "pulling $1"
+  run_logged "pull" docker pull "$1"
+  step_done "pulled"
+}
+
+# docker_build NAME HASH CONTEXT: the legacy builder, with the project's labels and the base image.
+docker_build() {
+  local old; old=$(image_id "$1")
+  log "docker build -t $1"
+  run_logged "build-${1//[\/:]/-}" env DOCKER_BUILDKIT=0 docker build \
+    --build-arg BASE_IMAGE="$KAFKA_CHAOS_BASE_IMAGE" --build-arg JAVA_PACKAGE="$JAVA_PACKAGE" \
+    --label "$PROJECT_LABEL" --label "$INPUTS_LABEL=$2" -t "$1" "$3"
+  drop_old "$old" "$1"
+}
+
+umount_and_remove() {  # debootstrap may leave /proc etc. mounted in its target if it fails
+  umount -R "$1/proc" "$1/sys" "$1/dev/pts" 2>/dev/null || true
+  rm -rf --one-file-system "$1"
+}
+
+base_image() {
+  local img=$KAFKA_CHAOS_BASE_IMAGE h tarball dir old
+  step "image $img"
+  if ! is_local "$img"; then pull "$img"; return; fi
+  h=$(inputs_hash "$DEBIAN_SUITE" "$DEBIAN_MIRROR" -- images/base)
+  if [[ $(label_of "$img") == "$h" ]]; then step_done "up to date"; return; fi
+  tarball=$CACHE_DIR/base/rootfs-$DEBIAN_SUITE-$h.tar
+  if [[ ! -f $tarball ]]; then
+    [[ $(id -u) == 0 ]] || die "debootstrap needs root (or set KAFKA_CHAOS_BASE_IMAGE to a pullable image)"
+    command -v debootstrap >/dev/null || apt_install debootstrap
+    dir=$(mktemp -d "$CACHE_DIR/base/rootfs.XXXXXX")
+    ON_EXIT+=("umount_and_remove '$dir'")
+    log "debootstrap --variant=minbase $DEBIAN_SUITE (about a minute; cached as $tarball)"
+    run_logged debootstrap debootstrap --variant=minbase \
+      --include="$(grep -v '^#' images/base/packages | paste -sd,)" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR"
+    run_logged customize bash images/base/customize.sh "$dir" "$DEBIAN_SUITE" "$DEBIAN_MIRROR"
+    tar --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' \
+      -C "$dir" -cf "$tarball.part" .
+    find "$CACHE_DIR/base" -maxdepth 1 -name "rootfs-$DEBIAN_SUITE-*.tar" -delete
+    mv "$tarball.part" "$tarball"
+    umount_and_remove "$dir"
+  fi
+  log "docker import $img"
+  old=$(image_id "$img")
+  run_logged import docker import \
+    -c "LABEL $PROJECT_LABEL" -c "LABEL $INPUTS_LABEL=$h" \
+    -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' -c 'ENV LANG=C.UTF-8' \
+    -c 'CMD ["/bin/bash"]' "$tarball" "$img"
+  drop_old "$old" "$img"
+  step_done "built"
+}
+
+kafka_image() {
+  local img=$KAFKA_CHAOS_KAFKA_IMAGE h jars_key ctx=$BUILD_DIR/kafka
+  step "image $img"
+  if ! is_local "$img"; then pull "$img"; return; fi
+  h=$(inputs_hash "$(image_id "$KAFKA_CHAOS_BASE_IMAGE")" "$KAFKA_VERSION" "$SCALA_BINARY_VERSION" \
+    "$LOG4J_VERSION" "$JAVA_PACKAGE" -- images/kafka)
+  if [[ $(label_of "$img") == "$h" ]]; then step_done "up to date"; return; fi
+  # the jars: resolved on the host (~/.m2 caches the downloads), kept while the pom and versions hold
+  jars_key=$(inputs_hash "$KAFKA_VERSION" "$SCALA_BINARY_VERSION" "$LOG4J_VERSION" -- images/kafka/pom.xml)
+  if [[ $(cat "$ctx/libs.inputs" 2>/dev/null) != "$jars_key" ]]; then
+    command -v mvn >/dev/null || apt_install maven
+    log "resolving Kafka $KAFKA_VERSION + log4j $LOG4J_VERSION jars with Maven"
+    rm -rf "$ctx" && mkdir -p "$ctx"
+    cp images/kafka/pom.xml "$ctx/"
+    run_logged maven mvn -B -q -f "$ctx/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+      -Dscala.binary.version="$SCALA_BINARY_VERSION" -Dlog4j.version="$LOG4J_VERSION" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$ctx/libs"
+    echo "$jars_key" >"$ctx/libs.inputs"
+  fi
+  rm -rf "${ctx:?}/bin" "$ctx/config" && cp -r images/kafka/Dockerfile images/kafka/bin images/kafka/config "$ctx/"
+  printf '%s\n' pom.xml libs.inputs >"$ctx/.dockerignore"
+  docker_build "$img" "$h" "$ctx"
+  step_done "built"
+}
+
+toxiproxy_image() {
+  local img=$KAFKA_CHAOS_TOXIPROXY_IMAGE h v=$TOXIPROXY_VERSION ctx=$BUILD_DIR/toxiproxy-$TOXIPROXY_VERSION
+  local mod=github.com/Shopify/toxiproxy/v2
+  step "image $img"
+  if ! is_local "$img"; then pull "$img"; return; fi
+  h=$(inputs_hash "$(image_id "$KAFKA_CHAOS_BASE_IMAGE")" "$v" -- images/toxiproxy/Dockerfile)
+  if [[ $(label_of "$img") == "$h" ]]; then step_done "up to date"; return; fi
+  if [[ ! -x $ctx/toxiproxy || ! -x $ctx/toxiproxy-cli ]]; then
+    command -v go >/dev/null || die "Go >= 1.23 is needed to build Toxiproxy (not on PATH nor in /usr/local/go/bin)"
+    log "go install $mod/cmd/{server,cli}@v$v (static)"
+    rm -rf "$ctx" && mkdir -p "$ctx/gobin"
+    run_logged go-install env CGO_ENABLED=0 GOBIN="$ctx/gobin" go install -trimpath \
+      -ldflags="-s -w -X $mod.Version=$v" "$mod/cmd/server@v$v" "$mod/cmd/cli@v$v"
+    mv "$ctx/gobin/server" "$ctx/toxiproxy" && mv "$ctx/gobin/cli" "$ctx/toxiproxy-cli" && rmdir "$ctx/gobin"
+  fi
+  cp images/toxiproxy/Dockerfile "$ctx/"
+  docker_build "$img" "$h" "$ctx"
+  step_done "built"
+}
+
+# The base image is needed only to build the others.
+if is_local "$KAFKA_CHAOS_KAFKA_IMAGE" || is_local "$KAFKA_CHAOS_TOXIPROXY_IMAGE"; then base_image; fi
+kafka_image
+toxiproxy_image

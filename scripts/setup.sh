@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The whole setup, idempotent and cached (make setup): the Python venv, the Docker engine, the images,
+# and with --browser Debian's chromium for the report's browser test (--browser-only: just that).
+# A second run does no real work.
+set -euo pipefail
+# shellcheck source=scripts/lib.sh
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+usage() { echo "usage: $0 [--browser | --browser-only]  (or KAFKA_CHAOS_SETUP_BROWSER=1)" >&2; exit 2; }
+browser=${KAFKA_CHAOS_SETUP_BROWSER:-0} main=1
+case ${1:-} in
+  "") ;;
+  --browser) browser=1 ;;
+  --browser-only) browser=1 main=0 ;;
+  *) usage ;;
+esac
+
+python_venv() {
+  local stamp=.venv/.kafka-chaos-pyproject.sha256 want
+  step "python venv (.venv, pip install -e '.[dev]')"
+  want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+  if [[ -x .venv/bin/python && $(cat "$stamp" 2>/dev/null) == "$want" ]]; then
+    step_done "up to date"; return
+  fi
+  if [[ ! -x .venv/bin/python ]]; then
+    if ! python3 -m venv .venv 2>/dev/null; then  # Debian keeps ensurepip in python3-venv
+      rm -rf .venv
+      apt_install python3-venv
+      run_logged venv python3 -m venv .venv
+    fi
+  fi
+  log "pip install -e '.[dev]' (a few minutes the first time: pyspark is a large sdist)"
+  run_logged pip .venv/bin/python -m pip install -e '.[dev]'
+  echo "$want" >"$stamp"
+  step_done "installed"
+}
+
+install_chromium() {
+  step "chromium (for the report's browser test)"
+  if command -v chromium >/dev/null; then step_done "present"; return; fi
+  apt_install chromium
+  step_done "installed"
+}
+
+if ((main)); then
+  python_venv
+  LOG_TAG=setup "$ROOT/scripts/docker-engine.sh"
+  LOG_TAG=setup "$ROOT/scripts/build-images.sh"
+fi
+if ((browser)); then install_chromium; fi
+log "setup complete in $(secs_since "$SCRIPT_T0") s"

@@ -1,0 +1,35 @@
+"""Role targets resolve to the broker that really holds the role."""
+import random
+
+import pytest
+from confluent_kafka import Consumer
+
+from faults.targets import coordinator_id, resolve_broker
+from harness.group import describe_group_isolated
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.mark.parametrize("group_id", ["chaos-group", "payments-v2", "g"])
+def test_computed_coordinator_is_the_one_kafka_reports(kafka_cluster, group_id):
+    consumer = Consumer({"bootstrap.servers": kafka_cluster.bootstrap_servers, "group.id": group_id})
+    consumer.subscribe(["kafka-chaos-ready"])
+    try:
+        reported = None
+        for _ in range(30):
+            consumer.poll(0.5)
+            state = describe_group_isolated(kafka_cluster.control_bootstrap_servers, group_id)
+            if state and state["coordinator"] is not None and state["members"] == 1:
+                reported = state["coordinator"]
+                break
+        assert reported is not None, "the group never showed up"
+        assert coordinator_id(kafka_cluster.admin(), group_id) == reported
+    finally:
+        consumer.close()
+
+
+def test_controller_and_leader_resolve_to_brokers(kafka_cluster):
+    rng = random.Random(0)
+    names = {b.name for b in kafka_cluster.brokers}
+    for role in ("controller", "leader", "random"):
+        assert resolve_broker(kafka_cluster, role, group_id="x", topic="kafka-chaos-ready", rng=rng).name in names
