@@ -89,6 +89,7 @@ def cmd_run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness.cluster import ClusterError
     from harness.scenario import ScenarioError
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_interrupted)
@@ -97,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"kafka-chaos: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except ClusterError as exc:
+        print(f"kafka-chaos: the cluster failed: {exc}", file=sys.stderr)
+        return EXIT_HARNESS_FAILURE
     except (KeyboardInterrupt, Interrupted) as exc:
         print(f"kafka-chaos: interrupted ({exc or 'SIGINT'}); faults healed, containers removed", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -94,6 +94,7 @@ class KafkaCluster:
         self.stop()
 
     def start(self) -> Self:
+        check_engine_and_images()
         sweep_stale_containers()
         labels = _labels(self.run_id)
         with progress(f"network kafka-chaos-{self.run_id}"):
@@ -254,6 +255,20 @@ class KafkaCluster:
                 (logs_dir / f"{name}.log").write_bytes(stdout + stderr)
             except docker.errors.APIError:
                 pass
+
+
+def check_engine_and_images() -> None:
+    """Fail before starting anything, with what to do about it."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:
+        raise ClusterError(f"no Docker engine answers ({exc}); `make setup` starts one (as root)") from None
+    for image in (kafka_image(), toxiproxy_image()):
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise ClusterError(f"image {image} is not on this machine; `make setup` builds it") from None
 
 
 def _create_topic(admin: AdminClient, topic: NewTopic, exist_ok: bool) -> None:

@@ -14,8 +14,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 REQUEST_TIMEOUT_S = 10
 
@@ -35,21 +35,29 @@ class GroupProgress:
 
 
 class GroupWatcher:
-    """Reads end offsets (ListOffsets, to each leader) and the group's committed offsets (a consumer
-    that never joins the group)."""
+    """Reads end offsets and the group's committed offsets through a consumer that never joins the group.
 
-    def __init__(self, admin: AdminClient, bootstrap: str, group_id: str, topic: str, partitions: int) -> None:
-        self._admin = admin
+    After a failover a client can keep a stale leader epoch and fail the same way forever
+    (FENCED_LEADER_EPOCH, unknown partition); so a failed read replaces the consumer.
+    """
+
+    def __init__(self, bootstrap: str, group_id: str, topic: str, partitions: int) -> None:
         self.bootstrap, self.group_id, self.topic, self.partitions = bootstrap, group_id, topic, partitions
-        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group_id, "enable.auto.commit": False,
-                                   "client.id": "kafka-chaos-watcher"}, logger=logging.getLogger("kafka-chaos.watcher"))
+        self._consumer = self._new_consumer()
+
+    def _new_consumer(self) -> Consumer:
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id, "enable.auto.commit": False,
+                         "client.id": "kafka-chaos-watcher"}, logger=logging.getLogger("kafka-chaos.watcher"))
 
     def progress(self) -> GroupProgress:
-        wanted = {TopicPartition(self.topic, p): OffsetSpec.latest() for p in range(self.partitions)}
-        ends = {tp.partition: future.result(timeout=REQUEST_TIMEOUT_S + 5).offset
-                for tp, future in self._admin.list_offsets(wanted, request_timeout=REQUEST_TIMEOUT_S).items()}
-        committed = self._consumer.committed([TopicPartition(self.topic, p) for p in range(self.partitions)],
-                                             timeout=REQUEST_TIMEOUT_S)
+        partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+        try:
+            ends = {tp.partition: self._consumer.get_watermark_offsets(tp, timeout=REQUEST_TIMEOUT_S)[1] for tp in partitions}
+            committed = self._consumer.committed(partitions, timeout=REQUEST_TIMEOUT_S)
+        except KafkaException:
+            self._consumer.close()
+            self._consumer = self._new_consumer()
+            raise
         return GroupProgress(ends, {tp.partition: tp.offset for tp in committed if tp.offset >= 0})
 
     def is_stable(self, members: int) -> bool:

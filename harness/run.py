@@ -19,7 +19,7 @@ from faults.network import Latency, ProxyCut
 from faults.process import MemberCrash, MemberFreeze
 from faults.targets import resolve_broker
 from faults.timeline import FaultTimeline
-from harness.cluster import KafkaCluster
+from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
@@ -110,13 +110,15 @@ def workload_time_limit(scenario: Scenario) -> float:
 def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
     """Poll a condition (never a fixed sleep); a condition that raises counts as not yet."""
     deadline = time.monotonic() + timeout_s
-    last_tick = 0.0
+    last_tick, last_error = 0.0, None
     while time.monotonic() < deadline:
         try:
             if condition():
                 return True
-        except Exception as exc:  # admin calls time out while a fault is active
-            say(f"{what}: not yet ({exc})")
+        except Exception as exc:  # requests time out while a fault is active: say so once, not every poll
+            if str(exc) != last_error:
+                say(f"{what}: not yet ({exc})")
+            last_error = str(exc)
         if on_tick and time.monotonic() - last_tick >= PROGRESS_EVERY_S:
             last_tick = time.monotonic()
             on_tick()
@@ -155,7 +157,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
     members: list[WorkloadProcess] = []
     nemesis = Nemesis([])
     producer: WorkloadProcess | None = None
-    watcher = GroupWatcher(cluster.admin(), cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
+    watcher: GroupWatcher | None = None
 
     def show_progress():
         try:
@@ -170,10 +172,11 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
     try:
         with phase("topic"):
             cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
+        watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
         with phase(f"{group.members} members join {group.group_id}"):
             members = start_members(scenario, run_dir, cluster.bootstrap_servers)
             if not wait_until(lambda: watcher.is_stable(group.members), GROUP_STABLE_TIMEOUT_S, "group stable"):
-                raise RuntimeError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
+                raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
             nemesis = nemesis_for(scenario, cluster, {m.name: m for m in members}, timeline)
@@ -194,6 +197,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
     finally:
         nemesis.heal_all()
         outcome.errors.extend(nemesis.errors)
-        watcher.close()
+        if watcher is not None:
+            watcher.close()
         with phase("stop workload"):
             stop_all(([producer] if producer else []) + members)
