@@ -23,8 +23,8 @@ images: ## build the kafka-chaos/* images (or pull the ones named elsewhere in v
 demo: setup ## run the default scenario
 	.venv/bin/kafka-chaos run scenarios/default.yaml
 
-test: setup ## run the test suite
-	.venv/bin/python -m pytest -q
+test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests)
+	.venv/bin/python -m pytest -q --durations=15
 
 clean: ## remove containers and networks labelled org.kafka-chaos.project=kafka-chaos (images stay)
 	@if ! docker info >/dev/null 2>&1; then echo "[clean] no Docker engine answers: nothing to do"; exit 0; fi; \

@@ -19,11 +19,15 @@ from faults.network import Latency, ProxyCut
 from faults.process import MemberCrash, MemberFreeze
 from faults.targets import resolve_broker
 from faults.timeline import FaultTimeline
+from harness.client_jars import java_client
 from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import MEMBER_FAULTS, FaultSpec, Scenario
+from harness.versions import kafka_image
+from workloads.java_member import raw_events_path
+from workloads.verifiable import convert
 from workloads.services import WorkloadProcess, member_process, producer_process, stop_all
 
 PROGRESS_EVERY_S = 5
@@ -55,7 +59,11 @@ def timed_phase(outcome: RunOutcome, name: str):
 
 def member_settings(scenario: Scenario, bootstrap: str) -> dict:
     group = scenario.consumer_group.effective()
-    return {"bootstrap_servers": bootstrap, "topic": scenario.topic.name, "group_id": group.group_id,
+    java = {}
+    if group.client == "java":
+        classpath, log4j_config = java_client(kafka_image())
+        java = {"classpath": classpath, "log4j_config": str(log4j_config) if log4j_config else None}
+    return {**java, "client": group.client, "bootstrap_servers": bootstrap, "topic": scenario.topic.name, "group_id": group.group_id,
             "protocol": group.protocol, "assignor": group.assignor, "remote_assignor": group.remote_assignor,
             "session_timeout_ms": group.session_timeout_ms, "heartbeat_interval_ms": group.heartbeat_interval_ms,
             "max_poll_interval_ms": group.max_poll_interval_ms, "commit": group.commit,
@@ -201,3 +209,6 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
             watcher.close()
         with phase("stop workload"):
             stop_all(([producer] if producer else []) + members)
+        for member in members:
+            if member.settings.get("client") == "java":
+                convert(raw_events_path(run_dir, member.name), run_dir, member.name, member.settings.get("instance_id"))

@@ -56,9 +56,9 @@ class ProducerSpec(Strict):
 class ConsumerGroupSpec(Strict):
     group_id: str = "chaos-group"
     members: int = Field(3, ge=1, le=32)
-    client: Literal["librdkafka"] = "librdkafka"
+    client: Literal["librdkafka", "java"] = Field("librdkafka", description="java: Apache Kafka's VerifiableConsumer")
     protocol: Literal["classic", "consumer"] = "classic"
-    assignor: Literal["range", "roundrobin", "cooperative-sticky"] | None = "range"
+    assignor: Literal["range", "roundrobin", "sticky", "cooperative-sticky"] | None = "range"
     remote_assignor: Literal["uniform", "range"] | None = None
     static_membership: bool = False
     commit: Literal["sync", "async"] = "sync"
@@ -67,6 +67,14 @@ class ConsumerGroupSpec(Strict):
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     batch_size: int = Field(500, ge=1, le=100_000)
     config: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+
+    @model_validator(mode="after")
+    def _client_rules(self):
+        if self.client == "librdkafka" and self.assignor == "sticky":
+            raise ValueError("assignor: librdkafka has no eager 'sticky' assignor; use cooperative-sticky, or client: java")
+        if self.client == "java" and self.commit == "async":
+            raise ValueError("commit: the Java member (VerifiableConsumer) commits synchronously only")
+        return self
 
     @model_validator(mode="after")
     def _protocol_rules(self):
@@ -157,8 +165,6 @@ def _describe(error: ValidationError, source: str) -> str:
         if named:  # a model-level check names its own field: attach it to the path
             where = named.group(1) if where == "scenario" else f"{where}.{named.group(1)}"
             message = named.group(2)
-        if where.endswith("assignor") and item.get("input") == "sticky":
-            message += " (librdkafka has no eager 'sticky' assignor; use cooperative-sticky)"
         lines.append(f"{where}: {message}")
     return f"{source}: invalid scenario\n  " + "\n  ".join(lines)
 

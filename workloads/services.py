@@ -81,7 +81,8 @@ def producer_process(name: str, run_dir: Path, settings: dict) -> WorkloadProces
 
 
 def member_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
-    return WorkloadProcess(name, "workloads.member", {**settings, "member": name, "run_dir": str(run_dir)}, run_dir)
+    module = "workloads.java_member" if settings.get("client") == "java" else "workloads.member"
+    return WorkloadProcess(name, module, {**settings, "member": name, "run_dir": str(run_dir)}, run_dir)
 
 
 def stop_all(processes: list[WorkloadProcess], timeout_s: float = 30) -> None:

@@ -35,6 +35,8 @@ def test_default_scenario_file_is_valid():
     ({"consumer_group": {"protocol": "consumer", "session_timeout_ms": 10000}}, "consumer_group.session_timeout_ms"),
     ({"consumer_group": {"remote_assignor": "uniform"}}, "consumer_group.remote_assignor"),
     ({"consumer_group": {"assignor": "sticky"}}, "consumer_group.assignor"),
+    ({"consumer_group": {"assignor": "uniform"}}, "consumer_group.assignor"),
+    ({"consumer_group": {"client": "java", "commit": "async"}}, "consumer_group.commit"),
     ({"consumer_group": {"members": 0}}, "consumer_group.members"),
     ({"producer": {"acks": "1"}}, "producer.acks"),
     ({"producer": {"records": "many"}}, "producer.records"),
@@ -49,8 +51,10 @@ def test_bad_field_is_named(data, field):
     assert f"\n  {field}: " in message, message
 
 
-def test_sticky_error_suggests_cooperative_sticky():
-    assert "cooperative-sticky" in error_of({"consumer_group": {"assignor": "sticky"}})
+def test_sticky_error_suggests_cooperative_sticky_or_java():
+    message = error_of({"consumer_group": {"assignor": "sticky"}})
+    assert "cooperative-sticky" in message and "client: java" in message
+    assert parse_scenario({"consumer_group": {"assignor": "sticky", "client": "java"}}).consumer_group.assignor == "sticky"
 
 
 def test_kip848_protocol_drops_classic_settings():
