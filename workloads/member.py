@@ -165,16 +165,19 @@ class Member:
 
     def _commit_offsets(self, offsets: list[TopicPartition]) -> None:
         committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
+        # ts_ms is when the result came back; the broker applied it somewhere in between. A member
+        # frozen mid-commit learns the result long after, so both ends of that window are logged.
+        requested_at = now_ms()
         if self.cfg["commit"] == "async":
             self.consumer.commit(offsets=offsets, asynchronous=True)
             return
         try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
             self.uncommitted = False
-            self.event("committed", offsets=committed)
+            self.event("committed", offsets=committed, requested_at_ms=requested_at)
         except KafkaException as exc:
             self.uncommitted = True
-            self.event("commit_failed", offsets=committed, detail=exc.args[0].str())
+            self.event("commit_failed", offsets=committed, requested_at_ms=requested_at, detail=exc.args[0].str())
 
     def on_commit(self, err, partitions) -> None:
         """Result of an asynchronous commit."""

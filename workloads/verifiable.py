@@ -18,6 +18,7 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
     consumed = JsonlLog(run_dir / "consumed" / f"{member}.jsonl")
     events = JsonlLog(run_dir / "events" / f"{member}.jsonl")
     rows = written_events = 0
+    previous_ts = -1
 
     def event(ts: int, kind: str, **fields) -> None:
         nonlocal written_events
@@ -30,6 +31,9 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
         except json.JSONDecodeError:
             continue  # the last line of a killed member may be cut short
         name, ts = e.get("name"), e.get("timestamp", -1)
+        # VerifiableConsumer commits right after it prints a poll's records: the commit was requested
+        # no earlier than the event before it.
+        requested_at, previous_ts = previous_ts, ts
         if name == "record_data":
             producer_id, _, seq = str(e.get("value") or "").partition(":")
             consumed.append({"topic": e["topic"], "partition": e["partition"], "offset": e["offset"], "member": member,
@@ -46,9 +50,9 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
         elif name == "offsets_committed":
             offsets = {f"{o['topic']}:{o['partition']}": o["offset"] for o in e.get("offsets") or []}
             if e.get("success"):
-                event(ts, "committed", offsets=offsets)
+                event(ts, "committed", offsets=offsets, requested_at_ms=requested_at)
             else:
-                event(ts, "commit_failed", offsets=offsets, detail=e.get("error"))
+                event(ts, "commit_failed", offsets=offsets, requested_at_ms=requested_at, detail=e.get("error"))
         elif name == "shutdown_complete":
             event(ts, "stopped")
     consumed.close()

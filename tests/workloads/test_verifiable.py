@@ -1,0 +1,37 @@
+"""VerifiableConsumer's events become contract rows; a cut-short last line (a killed JVM) is skipped."""
+import json
+
+from workloads.verifiable import convert
+
+RAW = [
+    {"timestamp": 100, "name": "startup_complete"},
+    {"timestamp": 110, "name": "partitions_assigned", "partitions": [{"topic": "t", "partition": 0}]},
+    {"timestamp": 120, "name": "record_data", "key": "7", "value": "producer-1:7", "topic": "t", "partition": 0, "offset": 0},
+    {"timestamp": 121, "name": "records_consumed", "count": 1, "partitions": []},
+    {"timestamp": 130, "name": "offsets_committed", "offsets": [{"topic": "t", "partition": 0, "offset": 1}], "success": True},
+    {"timestamp": 140, "name": "offsets_committed", "offsets": [{"topic": "t", "partition": 0, "offset": 1}],
+     "success": False, "error": "rebalanced"},
+    {"timestamp": 150, "name": "partitions_revoked", "partitions": [{"topic": "t", "partition": 0}]},
+    {"timestamp": 160, "name": "shutdown_complete"},
+]
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_convert_writes_the_contract(tmp_path):
+    raw = tmp_path / "raw.jsonl"
+    raw.write_text("".join(json.dumps(e) + "\n" for e in RAW) + '{"timestamp": 170, "name": "record_da')
+    assert convert(raw, tmp_path, "member-1", "instance-1") == (1, 6)
+    [row] = lines(tmp_path / "consumed" / "member-1.jsonl")
+    assert row == {"topic": "t", "partition": 0, "offset": 0, "member": "member-1", "consumed_at_ms": 120, "key": "7",
+                   "producer_id": "producer-1", "seq": 7, "instance_id": "instance-1", "generation": -1, "client": "java"}
+    events = lines(tmp_path / "events" / "member-1.jsonl")
+    assert [e["kind"] for e in events] == ["started", "assigned", "committed", "commit_failed", "revoked", "stopped"]
+    assert events[2]["offsets"] == {"t:0": 1} and events[2]["requested_at_ms"] == 121
+    assert events[3]["detail"] == "rebalanced" and events[1]["partitions"] == ["t:0"]
+
+
+def test_missing_raw_file_gives_empty_logs(tmp_path):
+    assert convert(tmp_path / "none.jsonl", tmp_path, "member-9", None) == (0, 0)
