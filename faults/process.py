@@ -4,13 +4,15 @@ from __future__ import annotations
 from faults.base import Fault
 
 
-class MemberFreeze(Fault):
-    """SIGSTOP, like a stop-the-world GC pause: no poll, no heartbeat, sockets stay open."""
-    kind = "member_freeze"
-
+class MemberFault(Fault):
     def __init__(self, process, **kw) -> None:
         super().__init__(process.name, **kw)
         self._process = process
+
+
+class MemberFreeze(MemberFault):
+    """SIGSTOP, like a stop-the-world GC pause: no poll, no heartbeat, sockets stay open."""
+    kind = "member_freeze"
 
     def _inject(self) -> None:
         self._process.freeze()
@@ -19,14 +21,10 @@ class MemberFreeze(Fault):
         self._process.resume()
 
 
-class MemberCrash(Fault):
+class MemberCrash(MemberFault):
     """SIGKILL: no LeaveGroup, nothing flushed that was not already; healing restarts the member
     under the same name (and the same group.instance.id, if static)."""
     kind = "member_crash"
-
-    def __init__(self, process, **kw) -> None:
-        super().__init__(process.name, **kw)
-        self._process = process
 
     def _inject(self) -> None:
         self._process.kill()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG"
 
@@ -19,3 +20,15 @@ def decode() -> dict:
         return json.loads(os.environ[ENV_VAR])
     except KeyError:
         raise SystemExit(f"{ENV_VAR} is not set: workload processes are started by the kafka-chaos harness") from None
+
+
+def run_workload(factory) -> int:
+    """A workload process's main: settings from the harness; SIGTERM or SIGINT asks it to stop cleanly."""
+    workload = factory(decode())
+
+    def stop(signum, frame):
+        workload.stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    return workload.run()

@@ -6,7 +6,6 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 """
 from __future__ import annotations
 
-import signal
 import struct
 import sys
 from pathlib import Path
@@ -189,16 +188,5 @@ class Member:
             self.event("commit_failed", offsets=offsets, detail=err.str())
 
 
-def main() -> int:
-    member = Member(workload_config.decode())
-
-    def stop(signum, frame):
-        member.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    return member.run()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(workload_config.run_workload(Member))

@@ -6,7 +6,6 @@ written the record.
 """
 from __future__ import annotations
 
-import signal
 import sys
 import time
 from pathlib import Path
@@ -92,16 +91,5 @@ class SequencedProducer:
                              "status": "info", "error": "no delivery report before the producer stopped"})
 
 
-def main() -> int:
-    producer = SequencedProducer(workload_config.decode())
-
-    def stop(signum, frame):
-        producer.stopping = True
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    return producer.run()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(workload_config.run_workload(SequencedProducer))
