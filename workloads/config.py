@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
+import time
 
 ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG"
 
@@ -23,12 +25,26 @@ def decode() -> dict:
 
 
 def run_workload(factory) -> int:
-    """A workload process's main: settings from the harness; SIGTERM or SIGINT asks it to stop cleanly."""
+    """A workload process's main: settings from the harness; SIGTERM or SIGINT asks it to stop cleanly,
+    and so does the death of the harness (an aborted harness runs no `finally`)."""
     workload = factory(decode())
 
-    def stop(signum, frame):
+    def stop(signum=None, frame=None):
         workload.stopping = True
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    on_harness_exit(stop)
     return workload.run()
+
+
+def on_harness_exit(callback, poll_s: float = 1.0) -> None:
+    """Call `callback` once the process that started this one is gone (we get re-parented)."""
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(poll_s)
+        callback()
+
+    threading.Thread(target=watch, name="harness-watch", daemon=True).start()

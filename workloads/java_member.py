@@ -1,14 +1,16 @@
 """A consumer-group member on the Java client: Apache Kafka's own VerifiableConsumer.
 
-This launcher writes the client settings to a properties file, points stdout at the member's raw
-event file (logs/<member>.verifiable.jsonl) and execs the JVM, so the member is one process that the
-harness can stop, kill and freeze like the librdkafka member. VerifiableConsumer prints every record
+This launcher writes the client settings to a properties file and runs the JVM with its stdout on the
+member's raw event file (logs/<member>.verifiable.jsonl). The JVM shares the launcher's process group,
+which the harness signals as a whole: SIGTERM reaches the JVM (a clean shutdown), SIGSTOP and SIGKILL
+freeze or kill both. The launcher only waits, and stops the JVM if the harness dies. VerifiableConsumer prints every record
 (`--verbose`) before it commits it, and stdout is a file, so a killed member loses no logged record.
 After the run `workloads.verifiable.convert` turns the raw events into the run-directory contract.
 """
 from __future__ import annotations
 
-import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,15 +53,18 @@ def client_properties(cfg: dict) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def main() -> None:
+def main() -> int:
     cfg = workload_config.decode()
     run_dir = Path(cfg["run_dir"])
     properties_file = run_dir / "logs" / f"{cfg['member']}.client.properties"
     properties_file.write_text(client_properties(cfg))
-    events = os.open(raw_events_path(run_dir, cfg["member"]), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    os.dup2(events, sys.stdout.fileno())
-    os.execvp("java", command_line(cfg, properties_file))
+    with open(raw_events_path(run_dir, cfg["member"]), "ab") as events:
+        jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_IGN)  # the JVM got the same signal; wait for its clean exit
+    workload_config.on_harness_exit(jvm.terminate)
+    return jvm.wait()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -30,7 +30,7 @@ class WorkloadProcess:
                 [sys.executable, "-m", self.module],
                 env={**os.environ, **workload_config.encode(self.settings)},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True,  # a Ctrl-C in the harness's terminal is the harness's to handle
+                start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
             )
         return self
 
@@ -51,22 +51,24 @@ class WorkloadProcess:
         except subprocess.TimeoutExpired:
             return self.kill()
 
-    def request_stop(self) -> None:
+    def _signal(self, sig: int) -> None:
+        """To the whole process group (a member may be a launcher and its JVM)."""
         if self.alive():
-            self.resume()
-            self.process.send_signal(signal.SIGTERM)
+            os.killpg(self.pid, sig)
+
+    def request_stop(self) -> None:
+        self.resume()
+        self._signal(signal.SIGTERM)
 
     def kill(self) -> int | None:
-        if self.alive():
-            self.process.kill()
+        self._signal(signal.SIGKILL)
         return self.process.wait(10) if self.process else None
 
     def freeze(self) -> None:
-        os.kill(self.pid, signal.SIGSTOP)
+        self._signal(signal.SIGSTOP)
 
     def resume(self) -> None:
-        if self.alive():
-            os.kill(self.pid, signal.SIGCONT)
+        self._signal(signal.SIGCONT)
 
     def wait(self, timeout_s: float | None = None) -> int:
         return self.process.wait(timeout_s)

@@ -10,7 +10,7 @@ import docker
 import pytest
 import yaml
 
-from harness.cluster import PROJECT_LABEL, RUN_LABEL
+from harness.cluster import PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +81,32 @@ def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):
             if c.labels.get(RUN_LABEL) == run_id]
     assert ours == []
     assert workload_processes_of(run_id) == []
+
+
+def test_a_killed_harness_leaves_nothing_behind_for_long(tmp_path):
+    """SIGKILL runs no `finally`: members stop by themselves, and the next start sweeps the containers."""
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(yaml.safe_dump({"name": "killed", "producer": {"records": 1_000_000, "rate": 1000},
+                                        "consumer_group": {"client": "java", "members": 2},
+                                        "faults": [{"kind": "broker_freeze", "target": "kafka-2", "at_s": 1, "duration_s": 600}]}))
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario), "--runs-dir", str(runs)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not any(f.read_text() for f in runs.glob("*/faults.jsonl")):
+            time.sleep(0.5)
+        [run_dir] = list(runs.iterdir())
+        assert workload_processes_of(run_dir.name), "no workload was running"
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.monotonic() + 30
+    while workload_processes_of(run_dir.name) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert workload_processes_of(run_dir.name) == []
+    assert sweep_stale_containers() >= 4  # 3 brokers (one of them paused) and Toxiproxy
+    assert docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"}) == []
 
 
 def workload_processes_of(run_id: str) -> list[int]:
