@@ -1,0 +1,28 @@
+"""kafka-chaos analysis: the checker (Jepsen's split). PySpark job over one run directory (contract v1).
+
+Public API:
+    analyze(run_dir, *, spark=None, master=None, remote=None, grace_ms=30000, ...) -> summary dict
+    compare(run_dirs, ...) -> table of figures across runs
+    InputError                 bad input; the message names the file and the column
+    analysis.spark.get_session(master=None, remote=None)
+    analysis.cli.add_parser(subparsers)   registers `analyze` and `compare` on the kafka-chaos CLI
+
+This package imports nothing from harness/, faults/ or workloads/: its only input is a run directory.
+"""
+from .errors import InputError
+
+
+def analyze(run_dir, **kwargs):
+    from .api import analyze as _analyze
+    return _analyze(run_dir, **kwargs)
+
+
+analyze.__doc__ = "See analysis.api.analyze."
+
+
+def compare(run_dirs, **kwargs):
+    from .compare import compare as _compare
+    return _compare(run_dirs, **kwargs)
+
+
+__all__ = ["analyze", "compare", "InputError"]

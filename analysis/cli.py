@@ -1,0 +1,165 @@
+"""`kafka-chaos analyze RUN_DIR` and `kafka-chaos compare RUN...` (registered on the kafka-chaos CLI by
+add_parser), and the standalone `python -m analysis`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from .errors import InputError
+from .spark import SparkUnavailable
+
+EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
+
+ANALYZE_EPILOG = """exit codes:
+  0  valid: no anomaly that breaks the delivery guarantees (duplicates inside the commit budget are allowed)
+  1  invalid: anomalies found (lost, skip, backwards, commit_regression, duplicate_over_budget, duplicate_write,
+     unhealed_fault)
+  2  bad input: the run directory does not follow contract v1; the message names the file and the column
+  3  unknown: a check crashed or could not decide (see report/index.html); no stack trace instead of a report
+
+input: RUN_DIR/produced/ and RUN_DIR/consumed/ (*.parquet and/or *.jsonl) are required; RUN_DIR/events/*.jsonl
+and RUN_DIR/faults.jsonl are optional (the checks that need them are skipped and the report says why).
+output: RUN_DIR/report/summary.json and RUN_DIR/report/index.html (self-contained, opens offline).
+"""
+
+COMPARE_EPILOG = """Each RUN is a run directory. Runs without report/summary.json are analysed first (Spark).
+Writes compare.json and compare.md into --out (default: the current directory) and prints the table.
+exit codes: 0 all runs valid, 1 at least one invalid, 2 bad input, 3 at least one unknown.
+"""
+
+
+def add_parser(subparsers) -> None:
+    """Register `analyze` and `compare` on an argparse subparsers object (handler in `handler` and `func`)."""
+    p = subparsers.add_parser(
+        "analyze", help="check a run directory with PySpark; write report/summary.json and report/index.html",
+        description="Check a run directory (run-directory contract v1) for lost records, duplicates and whether "
+                    "the commit protocol explains them, skips and steps back inside one member's ownership, commit "
+                    "regressions and unhealed faults; attribute each anomaly to the faults active at the time.",
+        epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory (runs/<run-id>/)")
+    _spark_args(p)
+    p.add_argument("--grace-ms", type=int, default=30_000, metavar="MS",
+                   help="an anomaly belongs to a fault if it happens before heal + MS (default: 30000)")
+    p.add_argument("--protocol", choices=("auto", "eager", "cooperative"), default="auto",
+                   help="how `assigned` events are read when rebuilding ownership (default: auto, from each "
+                        "member's `started` event)")
+    p.add_argument("--max-examples", type=int, default=20, metavar="N", help="anomaly ranges listed per type (counts stay exact)")
+    p.add_argument("--json", action="store_true", help="print summary.json to stdout instead of the text summary")
+    p.set_defaults(handler=cmd_analyze, func=cmd_analyze)
+
+    c = subparsers.add_parser("compare", help="a table of figures across runs (e.g. the assignor matrix)",
+                              description="Compare runs: configuration, verdict, rebalances, time without owner, "
+                                          "duplicates, losses and other anomalies, one row per run.",
+                              epilog=COMPARE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("runs", type=Path, nargs="+", metavar="RUN")
+    c.add_argument("--out", type=Path, default=Path("."), help="folder for compare.json and compare.md (default: .)")
+    c.add_argument("--reanalyze", action="store_true", help="analyse every run again, even with a summary")
+    _spark_args(c)
+    c.add_argument("--grace-ms", type=int, default=30_000, metavar="MS")
+    c.set_defaults(handler=cmd_compare, func=cmd_compare)
+
+
+def _spark_args(p) -> None:
+    p.add_argument("--master", metavar="URL", help="Spark master (default: local[*])")
+    p.add_argument("--remote", metavar="sc://HOST:PORT", help="Spark Connect server instead of a local session")
+
+
+class Progress:
+    """Prints `[  1.2s] phase: detail` lines on stderr (stdout keeps the summary)."""
+
+    def __init__(self, stream=None):
+        self.t0 = time.monotonic()
+        self.stream = stream
+
+    def __call__(self, phase: str, detail: str = "") -> None:
+        print(f"[{time.monotonic() - self.t0:6.1f}s] {phase}{': ' + detail if detail else ''}",
+              file=self.stream or sys.stderr, flush=True)
+
+
+def exit_code(valid) -> int:
+    return EXIT_VALID if valid is True else EXIT_INVALID if valid is False else EXIT_UNKNOWN
+
+
+def text_summary(s: dict) -> str:
+    word = {True: "VALID", False: "INVALID"}.get(s["valid"], "UNKNOWN")
+    counts = s["anomaly_counts"]
+    found = ", ".join(f"{n:,} {t}" for t, n in counts.items() if n)
+    lines = [f"verdict: {word}" + (f" ({found})" if found else " (no anomalies)")]
+    f = lambda x: "–" if x is None else f"{x:,}"  # noqa: E731
+    lines.append(f"produced {f(s['produced_records'])} acked · consumed {f(s['consumed_rows'])} rows · "
+                 f"{f(s['duplicated_offsets'])} duplicated offsets ({f(s['duplicate_extra_deliveries'])} extra deliveries) · "
+                 f"{f(s['lost_records'])} lost · {f(s['rebalances'])} rebalances · {len(s['faults'])} faults")
+    skipped = [f"{k} ({v.get('reason')})" for k, v in s["checks"].items() if v["status"] == "skipped"]
+    broken = [f"{k} ({v.get('error') or v.get('reason')})" for k, v in s["checks"].items() if v["status"] in ("crashed", "unknown")]
+    if skipped:
+        lines.append("skipped: " + ", ".join(skipped))
+    if broken:
+        lines.append("unknown: " + ", ".join(broken))
+    for w in s.get("warnings") or []:
+        lines.append(f"warning: {w}")
+    lines.append(f"analysis took {s['analysis_seconds']:.1f}s")
+    lines.append(f"report: {Path(s['run_dir']) / 'report' / 'index.html'}")
+    return "\n".join(lines)
+
+
+def cmd_analyze(args) -> int:
+    from .api import analyze
+    progress = Progress()
+    try:
+        summary = analyze(args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
+                          protocol=args.protocol, max_examples=args.max_examples, progress=progress)
+    except InputError as exc:
+        print(f"kafka-chaos analyze: bad input: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SparkUnavailable as exc:
+        print(f"kafka-chaos analyze: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    progress("done")
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(text_summary(summary))
+    return exit_code(summary["valid"])
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare, render_markdown
+    try:
+        table = compare(args.runs, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
+                        reanalyze=args.reanalyze, progress=Progress())
+    except InputError as exc:
+        print(f"kafka-chaos compare: bad input: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except SparkUnavailable as exc:
+        print(f"kafka-chaos compare: {exc}", file=sys.stderr)
+        return EXIT_UNKNOWN
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "compare.json").write_text(json.dumps(table, indent=2, default=str) + "\n")
+    md = render_markdown(table)
+    (args.out / "compare.md").write_text(md)
+    print(md, end="")
+    print(f"written: {args.out / 'compare.md'}, {args.out / 'compare.json'}")
+    verdicts = [r["valid"] for r in table["runs"]]
+    if any(v is False for v in verdicts):
+        return EXIT_INVALID
+    if any(v is not True for v in verdicts):
+        return EXIT_UNKNOWN
+    return EXIT_VALID
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="python -m analysis", description="kafka-chaos analysis (the checker)",
+                                     epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    add_parser(sub)
+    if argv and argv[0] not in ("analyze", "compare", "-h", "--help"):
+        argv = ["analyze"] + argv  # python -m analysis RUN_DIR
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    return args.handler(args)

@@ -1,0 +1,394 @@
+"""Group events and the fault timeline: read in Python (they are small), and turned into ownership.
+
+Ownership is rebuilt offline from each member's own events, the way Kafka's system tests track a
+consumer (``ConsumerEventHandler``): ``assigned`` adds partitions, ``revoked`` and ``lost`` remove the
+listed ones (all of them when the list is absent), ``started``/``stopped``/``crashed``/``fenced`` end
+everything. Under the eager protocol an ``assigned`` event carries the full new assignment, so anything
+owned but not listed ends there too ("replaced"); under the cooperative protocols (cooperative-sticky,
+KIP-848) ``assigned`` and ``revoked`` are deltas and unlisted partitions stay owned across the rebalance.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import contract
+from .errors import InputError
+from .inputs import rel
+
+OPEN = 2**62  # "still owned at the end of the history"
+
+
+@dataclass
+class Period:
+    """One member's uninterrupted ownership of one partition."""
+    id: int
+    member: str
+    topic: str
+    partition: int
+    start: int
+    end: int = OPEN
+    generation: int | None = None
+    end_kind: str | None = None     # revoked lost replaced stopped crashed fenced restarted superseded; None = open
+    logged_end: int = OPEN          # the end the member itself logged (differs when superseded)
+
+    @property
+    def open(self) -> bool:
+        return self.end == OPEN
+
+
+@dataclass
+class Commit:
+    ts: int
+    member: str
+    topic: str
+    partition: int
+    offset: int
+    ok: bool
+    generation: int | None
+    line: int
+    eff_ts: int = 0                 # when it can have taken effect at the broker (see effective_commit_times)
+
+
+@dataclass
+class Fault:
+    id: str
+    kind: str
+    target: str
+    injected_at_ms: int
+    healed_at_ms: int | None
+    params: dict = field(default_factory=dict)
+
+
+@dataclass
+class Event:
+    ts: int
+    member: str
+    kind: str
+    generation: int | None
+    partitions: list[tuple[str, int]] | None
+    offsets: dict[tuple[str, int], int] | None
+    detail: str | None
+    order: int
+
+
+@dataclass
+class History:
+    events: list[Event] = field(default_factory=list)
+    periods: list[Period] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    has_events: bool = False
+    has_faults: bool = False
+    protocols: dict[str, str] = field(default_factory=dict)   # member -> eager / cooperative
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def members_with_events(self) -> list[str]:
+        return sorted({e.member for e in self.events})
+
+
+# ------------------------------------------------------------------------------------------------ reading
+def _jsonl(run_dir: Path, path: Path, warnings: list[str]):
+    """(line number, object) for each line; a truncated last line is tolerated with a warning."""
+    name = rel(run_dir, path)
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{name}: unreadable file ({getattr(exc, 'strerror', None) or exc})") from exc
+    while lines and not lines[-1].strip():
+        lines.pop()
+    try:  # fast path: the whole file as one JSON array (one C call instead of one per line)
+        numbers = [i for i, line in enumerate(lines, 1) if line.strip()]
+        objs = json.loads("[" + ",".join(lines[i - 1] for i in numbers) + "]")
+        if len(objs) == len(numbers) and all(isinstance(o, dict) for o in objs):
+            yield from zip(numbers, objs)
+            return
+    except ValueError:
+        pass
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            if number == len(lines):
+                warnings.append(f"{name}:{number}: last line is truncated (not valid JSON); ignored")
+                continue
+            raise InputError(f"{name}:{number}: not valid JSON")
+        if not isinstance(obj, dict):
+            raise InputError(f"{name}:{number}: not a JSON object")
+        yield number, obj
+
+
+def _int(obj, key, where, required=False, lo=None):
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise InputError(f"{where}: required column '{key}' {'is null' if key in obj else 'is missing'}")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"{where}: column '{key}' has {json.dumps(value)[:40]}, expected an integer")
+    if lo is not None and value < lo:
+        raise InputError(f"{where}: column '{key}' has {value}, expected a value >= {lo}")
+    return value
+
+
+def _str(obj, key, where, required=False):
+    value = obj.get(key)
+    if value is None:
+        if required:
+            raise InputError(f"{where}: required column '{key}' {'is null' if key in obj else 'is missing'}")
+        return None
+    if isinstance(value, (dict, list)):
+        raise InputError(f"{where}: column '{key}' has {json.dumps(value)[:40]}, expected a string")
+    return str(value)
+
+
+def parse_tp(text, where, column) -> tuple[str, int]:
+    if isinstance(text, str):
+        topic, sep, part = text.rpartition(":")
+        if sep and topic and part.lstrip("-").isdigit():
+            return topic, int(part)
+    if isinstance(text, dict) and "topic" in text and "partition" in text:  # tolerated: {"topic":..,"partition":..}
+        return str(text["topic"]), int(text["partition"])
+    raise InputError(f"{where}: column '{column}' has {json.dumps(text)[:40]}, expected \"topic:partition\"")
+
+
+def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
+    folder = run_dir / "events"
+    if not folder.is_dir():
+        return None
+    files = sorted(p for p in folder.rglob("*.jsonl") if p.is_file())
+    if not files:
+        return None
+    events: list[Event] = []
+    order = 0
+    unknown: dict[str, int] = {}
+    for path in files:
+        name = rel(run_dir, path)
+        for number, obj in _jsonl(run_dir, path, warnings):
+            where = f"{name}:{number}"
+            ts = _int(obj, "ts_ms", where, required=True)
+            member = _str(obj, "member", where, required=True)
+            kind = _str(obj, "kind", where, required=True)
+            generation = _int(obj, "generation", where)
+            parts = obj.get("partitions")
+            if parts is not None:
+                if not isinstance(parts, list):
+                    raise InputError(f"{where}: column 'partitions' has {json.dumps(parts)[:40]}, expected a list of \"topic:partition\"")
+                parts = [parse_tp(p, where, "partitions") for p in parts]
+            offsets = obj.get("offsets")
+            if offsets is not None:
+                if not isinstance(offsets, dict):
+                    raise InputError(f"{where}: column 'offsets' has {json.dumps(offsets)[:40]}, expected an object \"topic:partition\" -> offset")
+                parsed = {}
+                for k, v in offsets.items():
+                    if isinstance(v, bool) or not isinstance(v, int):
+                        raise InputError(f"{where}: column 'offsets' has {json.dumps(v)[:40]} for {k}, expected an integer offset")
+                    parsed[parse_tp(k, where, "offsets")] = v
+                offsets = parsed
+            detail = obj.get("detail")
+            if kind not in contract.EVENT_KINDS:
+                unknown[kind] = unknown.get(kind, 0) + 1
+                continue
+            events.append(Event(ts, member, kind, generation, parts, offsets,
+                                None if detail is None else str(detail), order))
+            order += 1
+    for kind, n in sorted(unknown.items()):
+        warnings.append(f"events/: {n} event(s) of unknown kind '{kind}' ignored")
+    events.sort(key=lambda e: (e.ts, e.order))
+    return events
+
+
+def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
+    path = run_dir / "faults.jsonl"
+    if not path.is_file():
+        return None
+    name = rel(run_dir, path)
+    merged: dict[str, Fault] = {}
+    for number, obj in _jsonl(run_dir, path, warnings):
+        where = f"{name}:{number}"
+        fid = _str(obj, "id", where, required=True)
+        kind = _str(obj, "kind", where, required=True)
+        if obj.get("target") is None:
+            _str(obj, "target", where, required=True)
+        target = obj["target"] if isinstance(obj["target"], str) else json.dumps(obj["target"])
+        injected = _int(obj, "injected_at_ms", where, required=True)
+        healed = _int(obj, "healed_at_ms", where)
+        params = obj.get("params") or {}
+        if not isinstance(params, dict):
+            raise InputError(f"{where}: column 'params' has {json.dumps(params)[:40]}, expected an object")
+        if fid in merged:  # the same fault written again (e.g. once at inject, once at heal): merge
+            f = merged[fid]
+            f.injected_at_ms = min(f.injected_at_ms, injected)
+            if healed is not None:
+                f.healed_at_ms = healed if f.healed_at_ms is None else max(f.healed_at_ms, healed)
+            f.params.update(params)
+        else:
+            merged[fid] = Fault(fid, kind, target, injected, healed, dict(params))
+    return sorted(merged.values(), key=lambda f: (f.injected_at_ms, f.id))
+
+
+# ------------------------------------------------------------------------------------------- ownership
+def _member_protocol(events: list[Event], default: str) -> str:
+    if default in ("eager", "cooperative"):
+        return default
+    for e in events:
+        if e.kind == "started" and e.detail:
+            d = e.detail.lower()
+            if "cooperative" in d or re.search(r"protocol\s*[=:]\s*consumer", d):
+                return "cooperative"
+            if re.search(r"\b(range|roundrobin|round-robin|rangeassignor|roundrobinassignor)\b", d):
+                return "eager"
+    return "cooperative"  # add/remove semantics: the same as eager whenever revocations are logged
+
+
+def build(run_dir: Path, protocol: str = "auto") -> History:
+    warnings: list[str] = []
+    events = read_events(run_dir, warnings)
+    faults = read_faults(run_dir, warnings)
+    h = History(events=events or [], faults=faults or [], has_events=events is not None,
+                has_faults=faults is not None, warnings=warnings)
+    if events:
+        rebuild_ownership(h, protocol)
+    return h
+
+
+def rebuild_ownership(h: History, protocol: str = "auto") -> None:
+    by_member: dict[str, list[Event]] = {}
+    for e in h.events:
+        by_member.setdefault(e.member, []).append(e)
+    periods: list[Period] = []
+    for member in sorted(by_member):
+        evs = by_member[member]
+        proto = _member_protocol(evs, protocol)
+        h.protocols[member] = proto
+        owned: dict[tuple[str, int], Period] = {}
+
+        def close(keys, ts, kind):
+            for key in list(keys):
+                p = owned.pop(key, None)
+                if p is not None:
+                    p.end, p.end_kind = ts, kind
+
+        for e in evs:
+            if e.kind == "assigned":
+                parts = e.partitions or []
+                if proto == "eager":
+                    close([k for k in owned if k not in set(parts)], e.ts, "replaced")
+                for key in parts:
+                    if key not in owned:
+                        p = Period(len(periods), member, key[0], key[1], e.ts,
+                                   generation=e.generation if e.generation is not None and e.generation >= 0 else None)
+                        periods.append(p)
+                        owned[key] = p
+            elif e.kind in ("revoked", "lost"):
+                close(owned.keys() if e.partitions is None else e.partitions, e.ts, e.kind)
+            elif e.kind in ("stopped", "crashed", "fenced"):
+                close(owned.keys(), e.ts, e.kind)
+            elif e.kind == "started":
+                close(owned.keys(), e.ts, "restarted")
+            elif e.kind in ("committed", "commit_failed") and e.offsets:
+                for (topic, part), off in e.offsets.items():
+                    if off is None or off < 0:
+                        continue  # librdkafka reports -1001 for "no offset"
+                    h.commits.append(Commit(e.ts, member, topic, part, off, e.kind == "committed", e.generation, e.order))
+    for p in periods:
+        p.logged_end = p.end
+    supersede(periods)
+    h.periods = periods
+    effective_commit_times(h.commits, periods)
+    h.commits.sort(key=lambda c: (c.ts, c.line))
+
+
+def supersede(periods: list[Period]) -> None:
+    """The group's view of ownership: a member's ownership of a partition ends, at the latest, when the
+    partition is assigned to another member. A member that was frozen or cut off only logs its revocation
+    when it comes back; until then its own log says it still owns the partition."""
+    by_tp: dict[tuple[str, int], list[Period]] = {}
+    for p in periods:
+        by_tp.setdefault((p.topic, p.partition), []).append(p)
+    for ps in by_tp.values():
+        ps.sort(key=lambda p: p.start)
+        for i, p in enumerate(ps):
+            nxt = next((q for q in ps[i + 1:] if q.member != p.member and q.start > p.start), None)
+            if nxt is not None and nxt.start < p.end:
+                p.end, p.end_kind = nxt.start, f"superseded by {nxt.member}"
+
+
+def effective_commit_times(commits: list[Commit], periods: list[Period]) -> None:
+    """A successful commit logged after the member's ownership was superseded cannot have been accepted after
+    that (the coordinator fences the old generation): it was in flight and is placed at the hand-over."""
+    by_key = periods_by_key(periods)
+    for c in commits:
+        c.eff_ts = c.ts
+        for p in reversed(by_key.get((c.member, c.topic, c.partition), [])):
+            if p.start <= c.ts:
+                if c.ts > p.end and (p.end_kind or "").startswith("superseded"):
+                    c.eff_ts = p.end
+                break
+
+
+def periods_by_key(periods: list[Period]) -> dict[tuple[str, str, int], list[Period]]:
+    out: dict[tuple[str, str, int], list[Period]] = {}
+    for p in periods:
+        out.setdefault((p.member, p.topic, p.partition), []).append(p)
+    for v in out.values():
+        v.sort(key=lambda p: p.start)
+    return out
+
+
+def join_table(periods: list[Period]) -> list[tuple]:
+    """Rows (member, topic, partition, period id, start, next start, end) for the per-record join: a record
+    of (member, topic, partition) at ts belongs to the period with start <= ts < next start, and is
+    outside ownership when ts > end."""
+    rows = []
+    for key, ps in periods_by_key(periods).items():
+        for i, p in enumerate(ps):
+            nxt = ps[i + 1].start if i + 1 < len(ps) else OPEN
+            rows.append((p.member, p.topic, p.partition, p.id, p.start, nxt, p.end))
+    return rows
+
+
+def boundaries(periods: list[Period]) -> list[int]:
+    """Every time at which some member's ownership of some partition starts, or ends (end + 1)."""
+    return sorted({p.start for p in periods} | {p.end + 1 for p in periods if p.end < OPEN})
+
+
+def epoch_map(periods: list[Period], bounds: list[int]) -> list[tuple]:
+    """Rows (member, topic, partition, first epoch, last epoch, period id): the epochs (see
+    records.with_epoch) in which a record of (member, topic, partition) belongs to that period. It follows
+    the per-record rule of join_table: period k holds start_k <= ts < next start and ts <= end_k."""
+    import bisect
+    rows = []
+    for (member, topic, partition), ps in periods_by_key(periods).items():
+        for i, p in enumerate(ps):
+            nxt = ps[i + 1].start if i + 1 < len(ps) else OPEN
+            last = min(p.end, nxt - 1)
+            if last < p.start:
+                continue
+            lo = bisect.bisect_right(bounds, p.start)
+            hi = bisect.bisect_right(bounds, last)
+            rows.append((member, topic, partition, lo, hi, p.id))
+    return rows
+
+
+def assign_periods(rows: list[dict], periods: list[Period], members_with_events, has_events: bool) -> None:
+    """Set row["period"] by the per-record rule of join_table (period k: start_k <= ts < next start and
+    ts <= end_k; -1 outside every period of a member with events; -2 for a member without events)."""
+    import bisect
+    by_key = periods_by_key(periods)
+    starts = {k: [p.start for p in ps] for k, ps in by_key.items()}
+    with_events = set(members_with_events)
+    for r in rows:
+        if not has_events or r["member"] not in with_events:
+            r["period"] = -2
+            continue
+        key = (r["member"], r["topic"], r["partition"])
+        ps = by_key.get(key)
+        i = bisect.bisect_right(starts[key], r["ts"]) - 1 if ps else -1
+        r["period"] = ps[i].id if i >= 0 and r["ts"] <= ps[i].end else -1

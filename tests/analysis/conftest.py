@@ -1,0 +1,25 @@
+"""Analysis tests: real PySpark, one warm session for the whole pytest session."""
+import sys
+from pathlib import Path
+
+import pytest
+
+# This folder is named like the package it tests. Under plain `pytest` (not `python -m pytest`) tests/ is put
+# on sys.path first and tests/analysis/ would shadow the real package as a namespace package; the repository
+# root goes first instead (it also makes benchmarks/ importable).
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+if "analysis" in sys.modules and getattr(sys.modules["analysis"], "__file__", None) is None:
+    del sys.modules["analysis"]
+import analysis  # noqa: E402,F401  the real one, from now on
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from analysis.spark import get_session
+    return get_session()
+
+
+@pytest.fixture(params=["jsonl", "parquet"])
+def fmt(request):
+    return request.param

@@ -1,0 +1,139 @@
+"""Bad input gives one InputError whose message names the file and the column (issue 2 item 5, issue 3 item 7)."""
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from analysis import InputError, analyze
+from analysis_runs import Run
+
+
+def small_run(root, fmt):
+    r = Run(root, fmt)
+    r.produce("t", 0, range(10))
+    r.consume("m1", "t", 0, range(10), at=100)
+    return r
+
+
+def rows(r, member="m1"):
+    return [dict(x) for x in r.consumed[member]]
+
+
+def write_jsonl(path, rows_):
+    path.write_text("".join(json.dumps(x) + "\n" for x in rows_))
+
+
+def check(rd, spark, *needles):
+    with pytest.raises(InputError) as info:
+        analyze(rd, spark=spark)
+    msg = str(info.value)
+    assert "\n" not in msg
+    for needle in needles:
+        assert needle in msg, msg
+    return msg
+
+
+def test_missing_required_column_jsonl(tmp_path, spark):
+    r = small_run(tmp_path / "run", "jsonl")
+    rd = r.write()
+    write_jsonl(rd / "consumed" / "m1.jsonl", [{k: v for k, v in x.items() if k != "member"} for x in rows(r)])
+    check(rd, spark, "consumed/m1.jsonl:1", "required column 'member' is missing")
+
+
+def test_missing_required_column_parquet(tmp_path, spark):
+    r = small_run(tmp_path / "run", "parquet")
+    rd = r.write()
+    pq.write_table(pq.read_table(rd / "consumed" / "m1.parquet").drop(["offset"]), rd / "consumed" / "m1.parquet")
+    check(rd, spark, "consumed/m1.parquet", "required column 'offset' is missing")
+
+
+def test_wrong_type_jsonl(tmp_path, spark):
+    r = small_run(tmp_path / "run", "jsonl")
+    rd = r.write()
+    bad = rows(r)
+    bad[2]["offset"] = "abc"
+    write_jsonl(rd / "consumed" / "m1.jsonl", bad)
+    check(rd, spark, "consumed/m1.jsonl:3", "column 'offset'", '"abc"', "expected int64")
+
+
+def test_wrong_type_parquet(tmp_path, spark):
+    r = small_run(tmp_path / "run", "parquet")
+    rd = r.write()
+    t = pq.read_table(rd / "produced" / "producer-0.parquet")
+    t = t.set_column(t.column_names.index("acked_at_ms"), "acked_at_ms", pa.array([str(v) for v in t.column("acked_at_ms").to_pylist()]))
+    pq.write_table(t, rd / "produced" / "producer-0.parquet")
+    check(rd, spark, "produced/producer-0.parquet", "column 'acked_at_ms' has type string, expected int64")
+
+
+def test_null_required_value_parquet(tmp_path, spark):
+    r = small_run(tmp_path / "run", "parquet")
+    r.consumed["m1"][4]["member"] = None
+    rd = r.write()
+    check(rd, spark, "consumed/m1.parquet", "required column 'member' is null in row 5")
+
+
+def test_missing_folder(tmp_path, spark, fmt):
+    rd = small_run(tmp_path / "run", fmt).write()
+    for p in (rd / "consumed").iterdir():
+        p.unlink()
+    (rd / "consumed").rmdir()
+    check(rd, spark, "consumed/", "folder is missing")
+
+
+def test_empty_folder(tmp_path, spark, fmt):
+    rd = small_run(tmp_path / "run", fmt).write()
+    for p in (rd / "produced").iterdir():
+        p.unlink()
+    (rd / "produced" / "notes.txt").write_text("not a data file")
+    check(rd, spark, "produced/", "no *.parquet or *.jsonl files")
+
+
+def test_unreadable_parquet(tmp_path, spark):
+    rd = small_run(tmp_path / "run", "parquet").write()
+    (rd / "consumed" / "m2.parquet").write_bytes(b"this is not parquet")
+    check(rd, spark, "consumed/m2.parquet", "unreadable Parquet file")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_permission(tmp_path, spark):
+    rd = small_run(tmp_path / "run", "jsonl").write()
+    (rd / "consumed" / "m1.jsonl").chmod(0)
+    check(rd, spark, "consumed/m1.jsonl", "unreadable")
+
+
+def test_invalid_json_line_in_the_middle(tmp_path, spark):
+    r = small_run(tmp_path / "run", "jsonl")
+    rd = r.write()
+    lines = (rd / "consumed" / "m1.jsonl").read_text().splitlines()
+    lines[4] = lines[4][:20]
+    (rd / "consumed" / "m1.jsonl").write_text("\n".join(lines) + "\n")
+    check(rd, spark, "consumed/m1.jsonl:5", "not valid JSON")
+
+
+def test_unknown_status(tmp_path, spark):
+    r = small_run(tmp_path / "run", "jsonl")
+    r.produced[3]["status"] = "maybe"
+    rd = r.write()
+    check(rd, spark, "produced/producer-0.jsonl:4", "column 'status'", "maybe")
+
+
+def test_bad_event(tmp_path, spark):
+    r = small_run(tmp_path / "run", "jsonl")
+    r.event("m1", "assigned", 50, ["t:0"], generation=1)
+    r.event("m1", "committed", 200, offsets={"t:0": "ten"})
+    rd = r.write()
+    check(rd, spark, "events/m1.jsonl:2", "column 'offsets'", "expected an integer offset")
+
+
+def test_bad_fault(tmp_path, spark):
+    r = small_run(tmp_path / "run", "jsonl")
+    r.fault("f1", 10, 20)
+    rd = r.write()
+    (rd / "faults.jsonl").write_text(json.dumps({"id": "f1", "kind": "pause", "target": "k1"}) + "\n")
+    check(rd, spark, "faults.jsonl:1", "required column 'injected_at_ms' is missing")
+
+
+def test_missing_run_dir(tmp_path, spark):
+    check(tmp_path / "nope", spark, "nope", "does not exist")
