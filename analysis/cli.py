@@ -105,18 +105,26 @@ def text_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
+def _guarded(command: str, work):
+    """(result, None), or (None, exit code) after one line on stderr for bad input or no Spark."""
+    try:
+        return work(), None
+    except InputError as exc:
+        print(f"kafka-chaos {command}: bad input: {exc}", file=sys.stderr)
+        return None, EXIT_BAD_INPUT
+    except SparkUnavailable as exc:
+        print(f"kafka-chaos {command}: {exc}", file=sys.stderr)
+        return None, EXIT_UNKNOWN
+
+
 def cmd_analyze(args) -> int:
     from .api import analyze
     progress = Progress()
-    try:
-        summary = analyze(args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
-                          protocol=args.protocol, max_examples=args.max_examples, progress=progress)
-    except InputError as exc:
-        print(f"kafka-chaos analyze: bad input: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except SparkUnavailable as exc:
-        print(f"kafka-chaos analyze: {exc}", file=sys.stderr)
-        return EXIT_UNKNOWN
+    summary, failed = _guarded("analyze", lambda: analyze(
+        args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
+        protocol=args.protocol, max_examples=args.max_examples, progress=progress))
+    if failed is not None:
+        return failed
     progress("done")
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
@@ -127,15 +135,11 @@ def cmd_analyze(args) -> int:
 
 def cmd_compare(args) -> int:
     from .compare import compare, render_markdown
-    try:
-        table = compare(args.runs, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
-                        reanalyze=args.reanalyze, progress=Progress())
-    except InputError as exc:
-        print(f"kafka-chaos compare: bad input: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except SparkUnavailable as exc:
-        print(f"kafka-chaos compare: {exc}", file=sys.stderr)
-        return EXIT_UNKNOWN
+    table, failed = _guarded("compare", lambda: compare(
+        args.runs, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
+        reanalyze=args.reanalyze, progress=Progress()))
+    if failed is not None:
+        return failed
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "compare.json").write_text(json.dumps(table, indent=2, default=str) + "\n")
     md = render_markdown(table)
