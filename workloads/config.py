@@ -34,17 +34,20 @@ def run_workload(factory) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    on_harness_exit(stop)
+    on_harness_exit(stop, force=lambda: os._exit(1))
     return workload.run()
 
 
-def on_harness_exit(callback, poll_s: float = 1.0) -> None:
-    """Call `callback` once the process that started this one is gone (we get re-parented)."""
+def on_harness_exit(stop, force, poll_s: float = 1.0, grace_s: float = 15.0) -> None:
+    """Once the process that started this one is gone (we get re-parented): `stop`, and `force` if a
+    clean stop has not ended the process within grace_s (closing a client can wait on a frozen broker)."""
     parent = os.getppid()
 
     def watch():
         while os.getppid() == parent:
             time.sleep(poll_s)
-        callback()
+        stop()
+        time.sleep(grace_s)
+        force()
 
     threading.Thread(target=watch, name="harness-watch", daemon=True).start()

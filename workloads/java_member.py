@@ -62,7 +62,7 @@ def main() -> int:
         jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)  # the JVM got the same signal; wait for its clean exit
-    workload_config.on_harness_exit(jvm.terminate)
+    workload_config.on_harness_exit(jvm.terminate, force=jvm.kill)
     return jvm.wait()
 
 
