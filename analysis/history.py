@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import contract
 from .errors import InputError
-from .inputs import rel
+from .inputs import jsonl_objects, rel
 
 OPEN = 2**62  # "still owned at the end of the history"
 
@@ -91,39 +91,6 @@ class History:
 
 
 # ------------------------------------------------------------------------------------------------ reading
-def _jsonl(run_dir: Path, path: Path, warnings: list[str]):
-    """(line number, object) for each line; a truncated last line is tolerated with a warning."""
-    name = rel(run_dir, path)
-    try:
-        with open(path, "r", encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{name}: unreadable file ({getattr(exc, 'strerror', None) or exc})") from exc
-    while lines and not lines[-1].strip():
-        lines.pop()
-    try:  # fast path: the whole file as one JSON array (one C call instead of one per line)
-        numbers = [i for i, line in enumerate(lines, 1) if line.strip()]
-        objs = json.loads("[" + ",".join(lines[i - 1] for i in numbers) + "]")
-        if len(objs) == len(numbers) and all(isinstance(o, dict) for o in objs):
-            yield from zip(numbers, objs)
-            return
-    except ValueError:
-        pass
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            if number == len(lines):
-                warnings.append(f"{name}:{number}: last line is truncated (not valid JSON); ignored")
-                continue
-            raise InputError(f"{name}:{number}: not valid JSON")
-        if not isinstance(obj, dict):
-            raise InputError(f"{name}:{number}: not a JSON object")
-        yield number, obj
-
-
 def _int(obj, key, where, required=False, lo=None):
     value = obj.get(key)
     if value is None:
@@ -170,7 +137,7 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
     unknown: dict[str, int] = {}
     for path in files:
         name = rel(run_dir, path)
-        for number, obj in _jsonl(run_dir, path, warnings):
+        for number, obj in jsonl_objects(run_dir, path, warnings):
             where = f"{name}:{number}"
             ts = _int(obj, "ts_ms", where, required=True)
             member = _str(obj, "member", where, required=True)
@@ -210,7 +177,7 @@ def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
         return None
     name = rel(run_dir, path)
     merged: dict[str, Fault] = {}
-    for number, obj in _jsonl(run_dir, path, warnings):
+    for number, obj in jsonl_objects(run_dir, path, warnings):
         where = f"{name}:{number}"
         fid = _str(obj, "id", where, required=True)
         kind = _str(obj, "kind", where, required=True)
