@@ -83,11 +83,6 @@ class Nemesis:
     def active(self) -> list[Fault]:
         return [f for f in self.faults if f.active]
 
-    def wait(self, timeout_s: float | None = None) -> bool:
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-        return self.finished
-
     def heal_all(self) -> None:
         """The final heal: stop the schedule, then heal every fault still active."""
         self._stop.set()

@@ -48,7 +48,12 @@ LOOPBACK_ANY_PORT = ("127.0.0.1",)
 
 
 def new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Like Kafka's Uuid.randomUuid: never starting with '-', which the tools' argument parser
+    would take for an option (`kafka-storage format -t -abc...` fails)."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 @dataclass
@@ -61,10 +66,6 @@ class Broker:
 
     def proxy(self, lane: str) -> str:
         return f"{self.name}-{lane}"
-
-    @property
-    def docker_id(self) -> str:
-        return self.container.get_wrapped_container().id
 
 
 @dataclass
@@ -112,8 +113,7 @@ class KafkaCluster:
 
     def stop(self) -> None:
         """Remove everything this cluster started. Safe to call twice, and after a failed start."""
-        if self._admin is not None:
-            self._admin = None
+        self._admin = None
         for container in [b.container for b in self.brokers] + [self._toxiproxy_container]:
             if container is not None and container._container is not None:
                 _remove(container)
@@ -178,6 +178,7 @@ class KafkaCluster:
         last_error = "no answer yet"
         while time.monotonic() < deadline:
             for broker in self.brokers:
+                broker.container.reload()  # status is cached from start() otherwise
                 if broker.container.status in ("exited", "dead"):
                     raise ClusterError(f"{broker.name} exited during start-up:\n{_tail(broker.container)}")
             try:

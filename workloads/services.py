@@ -70,9 +70,6 @@ class WorkloadProcess:
     def resume(self) -> None:
         self._signal(signal.SIGCONT)
 
-    def wait(self, timeout_s: float | None = None) -> int:
-        return self.process.wait(timeout_s)
-
     @property
     def exit_code(self) -> int | None:
         return None if self.process is None else self.process.poll()
