@@ -1,9 +1,13 @@
 """Faults on a broker's process: a GC-like freeze (docker pause / unpause)."""
 from __future__ import annotations
 
+import time
+
 import docker
 
 from faults.base import Fault
+
+PAUSE_ATTEMPTS = 5
 
 
 class BrokerFreeze(Fault):
@@ -15,7 +19,16 @@ class BrokerFreeze(Fault):
         self._container = broker.container.get_wrapped_container()
 
     def _inject(self) -> None:
-        self._container.pause()
+        # The cgroup-v1 freezer sometimes gives up on a busy JVM ("OCI runtime pause failed: unable to
+        # freeze"); runc thaws it again, so another attempt is safe.
+        for attempt in range(PAUSE_ATTEMPTS):
+            try:
+                self._container.pause()
+                return
+            except docker.errors.APIError as exc:
+                if "unable to freeze" not in str(exc) or attempt == PAUSE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2)
 
     def _heal(self) -> None:
         self._container.reload()

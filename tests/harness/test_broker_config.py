@@ -27,3 +27,12 @@ def test_overrides_win_and_booleans_are_lowercase():
     props = parse(broker_config.render(1, LANES, "v", {"min.insync.replicas": 1, "auto.create.topics.enable": True}))
     assert props["min.insync.replicas"] == "1"
     assert props["auto.create.topics.enable"] == "true"
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch):
+    import uuid
+
+    from harness.cluster import new_cluster_id
+    ids = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(int=1)])  # the first encodes to "-AAA..."
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(ids))
+    assert new_cluster_id() == "AAAAAAAAAAAAAAAAAAAAAQ"
