@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import re
+import socket
 import sys
 import threading
 import warnings
@@ -21,6 +23,9 @@ RUNTIME_CONF = {
     "spark.sql.adaptive.coalescePartitions.enabled": "true",
 }
 
+# pyspark.sql.functions build Spark Connect columns while this is set (pyspark.sql.utils.is_remote)
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
+
 
 class SparkUnavailable(RuntimeError):
     """No Spark session could be had (missing Spark Connect client extras, unreachable master, no Java)."""
@@ -31,16 +36,128 @@ def _quiet_python_warnings() -> None:
     warnings.filterwarnings("ignore", message=".*PySpark does not yet fully support pandas.*")
 
 
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _is_connect(session) -> bool:
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def _few_retries(session, retries: int) -> None:
+    """Spark Connect retries an unreachable server for ~10 minutes by default; give up within seconds."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    session.client.set_retry_policies([DefaultPolicy(max_retries=retries, initial_backoff=200, max_backoff=1000)])
+
+
+def _probe(session) -> str | None:
+    """None if the Spark Connect server answers a trivial query within a few seconds, else why not."""
+    policies = session.client.get_retry_policies()
+    _few_retries(session, 2)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # [RETRIES_EXCEEDED]
+            session.range(1).collect()
+        return None
+    except Exception as exc:
+        details = re.search(r'details = "([^"]*)"', str(exc))  # gRPC errors are multi-line
+        return details.group(1) if details else _first_line(exc)
+    finally:
+        session.client.set_retry_policies(policies)
+
+
 def _alive(session) -> bool:
+    if _is_connect(session):
+        return not session.is_stopped and _probe(session) is None
     try:
         jsc = getattr(session.sparkContext, "_jsc", None)
         return jsc is not None and not jsc.sc().isStopped()
-    except Exception:  # Spark Connect sessions have no sparkContext
+    except Exception:
+        return False
+
+
+def _stop(session) -> None:
+    try:
+        if _is_connect(session):
+            _few_retries(session, 0)  # releasing the session is best effort: not minutes on a dead server
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            session.stop()
+    except Exception:
+        pass
+
+
+def _connect(remote: str):
+    """A Spark Connect session that has answered a query (the cached session is not touched before)."""
+    if not remote.startswith("sc://"):
+        raise SparkUnavailable(f"--remote must be a Spark Connect URL sc://HOST:PORT, not {remote!r}")
+    try:
+        from pyspark.sql.connect.session import SparkSession as ConnectSession
+    except ImportError as exc:  # the connect extras are not installed
+        raise SparkUnavailable(f"Spark Connect needs pyspark's connect extras ({exc}); "
+                               "install grpcio, grpcio-status, googleapis-common-protos and zstandard") from exc
+    try:
+        session = ConnectSession.builder.remote(remote).create()  # not getOrCreate: that ignores the URL
+    except Exception as exc:  # a malformed URL
+        raise SparkUnavailable(f"Spark Connect {remote}: {_first_line(exc)}") from exc
+    error = _probe(session)
+    if error is not None:
+        _stop(session)
+        raise SparkUnavailable(f"cannot reach the Spark Connect server at {remote}: {error}")
+    return session
+
+
+def _loopback(master: str) -> bool:
+    """local[...], or a master URL whose hosts are all loopback addresses (a cluster on this machine)."""
+    if master.startswith("local"):
+        return True
+    hosts = [h.rsplit(":", 1)[0] for h in master.split("://", 1)[-1].split(",")]
+    return all(h in ("localhost", "[::1]") or h.startswith("127.") for h in hosts)
+
+
+def _check_master(master: str) -> None:
+    """A standalone master nobody answers at fails here within seconds, not after Spark's minute of
+    registration retries ending in a Py4J error."""
+    if not master.startswith("spark://"):
+        return
+    errors = []
+    for address in master[len("spark://"):].split(","):  # spark://h1:7077,h2:7077 (standby masters)
+        host, _, port = address.rpartition(":") if ":" in address else (address, "", "7077")
         try:
-            session.range(1).collect()
-            return True
-        except Exception:
-            return False
+            socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+            return
+        except (OSError, ValueError) as exc:
+            errors.append(f"{address} ({getattr(exc, 'strerror', None) or exc})")
+    raise SparkUnavailable(f"cannot reach the Spark master {master}: {', '.join(errors)}")
+
+
+def _classic(master: str):
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master(master).appName("kafka-chaos-analysis")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_SPARK_DRIVER_MEMORY", "4g")))
+    if LOG4J.is_file():  # shipped next to this module (package data)
+        builder = (builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")
+                   .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}"))
+    if _loopback(master):  # executors on this machine reach the driver on loopback; nothing else can
+        builder = (builder.config("spark.driver.host", "127.0.0.1")
+                   .config("spark.driver.bindAddress", "127.0.0.1"))
+    for key, value in RUNTIME_CONF.items():
+        builder = builder.config(key, value)
+    try:
+        session = builder.getOrCreate()
+    except Exception as exc:
+        raise SparkUnavailable(f"cannot start Spark ({master}): {_first_line(exc)}") from exc
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _target(master: str | None, remote: str | None) -> tuple[str | None, str | None]:
+    return (None, remote) if remote else (master or "local[*]", None)
 
 
 def get_session(master: str | None = None, remote: str | None = None):
@@ -48,50 +165,31 @@ def get_session(master: str | None = None, remote: str | None = None):
 
     ``master``: any Spark master URL (default ``local[*]``); ``remote``: a Spark Connect URL ``sc://host:port``
     (needs pyspark's connect extras: grpcio, grpcio-status, googleapis-common-protos, zstandard).
-    A call with a different master/remote than the cached session stops it and builds a new one.
+    A call with a different master/remote than the cached session stops it and builds a new one: a session
+    held from an earlier call is then dead, so call get_session again rather than keeping one. An
+    unreachable Spark Connect server or standalone master raises SparkUnavailable within seconds (and the
+    cached session is kept).
     """
     global _SESSION, _TARGET
     _quiet_python_warnings()
-    target = (None, remote) if remote else (master or "local[*]", None)
+    target = _target(master, remote)
     with _LOCK:
         if _SESSION is not None and _TARGET == target and _alive(_SESSION):
             return _SESSION
-        if _SESSION is not None:
-            try:
-                _SESSION.stop()
-            except Exception:
-                pass
-            _SESSION = None
         os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        from pyspark.sql import SparkSession
-
-        if remote:
-            try:
-                session = SparkSession.builder.remote(remote).getOrCreate()
-            except ImportError as exc:  # the connect extras are not installed
-                raise SparkUnavailable(f"Spark Connect needs pyspark's connect extras ({exc}); "
-                                   "install grpcio, grpcio-status, googleapis-common-protos and zstandard") from exc
+        if remote:  # an unreachable target fails before the cached session is given up
+            session = _connect(remote)
         else:
-            m = target[0]
-            builder = (SparkSession.builder.master(m).appName("kafka-chaos-analysis")
-                       .config("spark.ui.enabled", "false")
-                       .config("spark.ui.showConsoleProgress", "false")
-                       .config("spark.sql.shuffle.partitions", "8")
-                       .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_SPARK_DRIVER_MEMORY", "4g")))
-            if LOG4J.is_file():  # shipped next to this module (package data)
-                builder = (builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")
-                           .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}"))
-            if m.startswith("local"):
-                builder = (builder.config("spark.driver.host", "127.0.0.1")
-                           .config("spark.driver.bindAddress", "127.0.0.1"))
-            for key, value in RUNTIME_CONF.items():
-                builder = builder.config(key, value)
-            try:
-                session = builder.getOrCreate()
-            except Exception as exc:
-                raise SparkUnavailable(f"cannot start Spark ({m}): {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}") from exc
-            session.sparkContext.setLogLevel("ERROR")
+            _check_master(target[0])
+        if _SESSION is not None:
+            _stop(_SESSION)
+            _SESSION, _TARGET = None, None
+        if remote:
+            os.environ[CONNECT_MODE] = "1"
+        else:
+            os.environ.pop(CONNECT_MODE, None)  # a classic SparkContext refuses to start in Connect mode
+            session = _classic(target[0])
         apply_runtime_conf(session)
         _SESSION, _TARGET = session, target
         return session
@@ -99,8 +197,7 @@ def get_session(master: str | None = None, remote: str | None = None):
 
 def is_started(master: str | None = None, remote: str | None = None) -> bool:
     """Whether get_session(master, remote) would return an existing session (no JVM start-up)."""
-    target = (None, remote) if remote else (master or "local[*]", None)
-    return _SESSION is not None and _TARGET == target and _alive(_SESSION)
+    return _SESSION is not None and _TARGET == _target(master, remote) and _alive(_SESSION)
 
 
 def apply_runtime_conf(session) -> None:
@@ -123,7 +220,6 @@ def stop_session() -> None:
     global _SESSION, _TARGET
     with _LOCK:
         if _SESSION is not None:
-            try:
-                _SESSION.stop()
-            finally:
-                _SESSION, _TARGET = None, None
+            _stop(_SESSION)
+            _SESSION, _TARGET = None, None
+            os.environ.pop(CONNECT_MODE, None)

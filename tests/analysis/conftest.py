@@ -14,8 +14,10 @@ if "analysis" in sys.modules and getattr(sys.modules["analysis"], "__file__", No
 import analysis  # noqa: E402,F401  the real one, from now on
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def spark():
+    """The warm local session. Asked for per test (cheap once started): a test that switches to another
+    target (test_analysis_spark_targets.py) stops the local session, and get_session builds a new one."""
     from analysis.spark import get_session
     return get_session()
 
