@@ -209,6 +209,17 @@ def _timeline(s, x, t0) -> str:
     return "".join(out)
 
 
+def rate_steps(rate: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The corners of a step line over sparse (bin, count) pairs: each bin is flat across its width, and a bin
+    with no record is drawn at zero (the pairs leave it out), so a freeze shows as a drop, not a ramp."""
+    counts = dict(rate)
+    out = []
+    for b in range(min(counts), max(counts) + 1):
+        n = counts.get(b, 0)
+        out += [(b, n), (b + 1, n)]
+    return out
+
+
 def _rate(s, x, t0) -> str:
     rate = x.get("rate") or []
     bin_ms = x.get("rate_bin_ms") or 1000
@@ -219,7 +230,7 @@ def _rate(s, x, t0) -> str:
     span = max(1, t1 - t0)
     peak = max(n for _, n in rate) * 1000 / bin_ms
     pts = []
-    for b, n in rate:
+    for b, n in rate_steps(rate):
         px = left + b * bin_ms / span * width
         py = top + height - (n * 1000 / bin_ms) / peak * height
         pts.append(f"{px:.1f},{py:.1f}")
