@@ -14,6 +14,7 @@ def now_ms() -> int:
 class JsonlLog:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        drop_unterminated_tail(path)
         self._file = open(path, "a", encoding="utf-8", buffering=1 << 16)
 
     def append(self, row: dict) -> None:
@@ -34,3 +35,25 @@ class JsonlLog:
         if not self._file.closed:
             self._file.flush()
             self._file.close()
+
+
+def drop_unterminated_tail(path: Path) -> None:
+    """A process killed while its buffer was being written can leave half a line. The rows on it were never
+    flushed as a whole, so nothing that depends on them (a commit) happened: a restarted process removes
+    the fragment instead of appending after it, which would leave a broken line in the middle of the log."""
+    try:
+        fh = open(path, "r+b")
+    except FileNotFoundError:
+        return
+    with fh:
+        end = keep = fh.seek(0, os.SEEK_END)
+        while keep > 0:
+            start = max(0, keep - (1 << 16))
+            fh.seek(start)
+            newline = fh.read(keep - start).rfind(b"\n")
+            if newline >= 0:
+                keep = start + newline + 1
+                break
+            keep = start
+        if keep != end:
+            fh.truncate(keep)
