@@ -61,6 +61,16 @@ def add_parser(subparsers) -> None:
     c.add_argument("--grace-ms", type=int, default=30_000, metavar="MS")
     c.set_defaults(handler=cmd_compare, func=cmd_compare)
 
+    k = subparsers.add_parser("compact", help="rewrite a run's produced/ and consumed/ JSONL logs as Parquet",
+                              description="Rewrite produced/*.jsonl and consumed/*.jsonl as Parquet: every row, "
+                                          "column and the row order kept, about 14x smaller, read about 7x faster "
+                                          "by the analysis. A file with a line the analysis would report stays "
+                                          "JSONL, so that `analyze` names the line. `kafka-chaos run` does this "
+                                          "itself at the end of a run (scenario: run.log_format).",
+                              epilog="exit codes: 0 done (files left as JSONL are listed), 2 no such run directory")
+    k.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    k.set_defaults(handler=cmd_compact, func=cmd_compact)
+
 
 def _spark_args(p) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*])")
@@ -154,13 +164,30 @@ def cmd_compare(args) -> int:
     return EXIT_VALID
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 1e6 else f"{n / 1e3:,.1f} kB"
+
+
+def cmd_compact(args) -> int:
+    from .compact import compact
+    if not (args.run_dir / "produced").is_dir() and not (args.run_dir / "consumed").is_dir():
+        print(f"kafka-chaos compact: bad input: {args.run_dir}: no produced/ or consumed/ folder", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    done = compact(args.run_dir)
+    print(f"compacted {len(done.converted)} file(s), {done.rows:,} rows: "
+          f"{_size(done.bytes_before)} of JSONL -> {_size(done.bytes_after)} of Parquet")
+    for name, why in done.left.items():
+        print(f"left as JSONL: {name}: {why}")
+    return EXIT_VALID
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m analysis", description="kafka-chaos analysis (the checker)",
                                      epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_parser(sub)
-    if argv and argv[0] not in ("analyze", "compare", "-h", "--help"):
+    if argv and argv[0] not in ("analyze", "compare", "compact", "-h", "--help"):
         argv = ["analyze"] + argv  # python -m analysis RUN_DIR
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

@@ -148,6 +148,9 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
             with phase("cluster"):
                 cluster = KafkaCluster(scenario.cluster, run_id).start()
         _run_on(cluster, scenario, run_dir, outcome, phase)
+        if scenario.run.log_format == "parquet":
+            with phase("compact logs"):
+                compact_logs(run_dir)
     finally:
         if cluster is not None:
             cluster.save_logs(run_dir / "logs")
@@ -156,6 +159,14 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
                     cluster.stop()
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
+
+
+def compact_logs(run_dir: Path) -> None:
+    from analysis.compact import compact
+    done = compact(run_dir)
+    say(f"{len(done.converted)} log(s) rewritten as Parquet ({done.bytes_before / 1e6:.1f} MB -> {done.bytes_after / 1e6:.1f} MB)")
+    for name, why in done.left.items():
+        say(f"{name} stays JSONL: {why}")
 
 
 def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase) -> None:

@@ -120,6 +120,9 @@ class FaultSpec(Strict):
 class RunSpec(Strict):
     drain_timeout_s: float = Field(180, gt=0, description="after the producer and all faults end, how long to wait for the group to catch up")
     seed: int = 0
+    log_format: Literal["parquet", "jsonl"] = Field(
+        "parquet", description="what produced/ and consumed/ are left in: members append JSONL while they run; "
+                               "with parquet the logs are rewritten once the workload has stopped (kafka-chaos compact)")
 
 
 class AnalysisSpec(Strict):

@@ -1,13 +1,9 @@
 """Every client, assignor and group protocol runs end to end on the real cluster and loses nothing."""
-import json
-
 import pytest
 
+from run_logs import rows
+
 pytestmark = pytest.mark.cluster
-
-
-def rows(folder):
-    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines() if line]
 
 
 @pytest.mark.parametrize("group", [

@@ -1,5 +1,4 @@
 """Whole runs on the real cluster: the default scenario, and a run interrupted mid-fault."""
-import json
 import signal
 import subprocess
 import sys
@@ -11,13 +10,10 @@ import pytest
 import yaml
 
 from harness.cluster import PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
+from run_logs import rows
 
 pytestmark = pytest.mark.cluster
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def jsonl_rows(folder: Path) -> list[dict]:
-    return [json.loads(line) for path in sorted(folder.glob("*.jsonl")) for line in path.read_text().splitlines() if line]
 
 
 def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(chaos_run):
@@ -27,8 +23,10 @@ def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(cha
     assert outcome.drained
     summary = outcome.summary
 
-    produced = jsonl_rows(outcome.run_dir / "produced")
-    consumed = jsonl_rows(outcome.run_dir / "consumed")
+    produced = rows(outcome.run_dir / "produced")
+    consumed = rows(outcome.run_dir / "consumed")
+    assert not list(outcome.run_dir.glob("*/*.partial"))
+    assert [p.suffix for p in (outcome.run_dir / "consumed").iterdir()] == [".parquet"] * 3, "logs compacted"
     acked = {(r["topic"], r["partition"], r["offset"]) for r in produced if r.get("status", "ok") == "ok"}
     deliveries: dict[tuple, int] = {}
     for r in consumed:
@@ -41,7 +39,7 @@ def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(cha
     assert summary["duplicated_offsets"] == sum(1 for n in deliveries.values() if n > 1)
     assert summary["duplicate_extra_deliveries"] == sum(n - 1 for n in deliveries.values())
 
-    [fault] = jsonl_rows(outcome.run_dir)  # faults.jsonl
+    [fault] = rows(outcome.run_dir, "faults")
     assert fault["kind"] == "broker_freeze" and fault["healed_at_ms"] - fault["injected_at_ms"] >= 11_000
     assert (outcome.run_dir / "report" / "index.html").stat().st_size > 0
     assert (outcome.run_dir / "logs" / f"{fault['target']}.log").read_text().count("INFO") > 10  # brokers really log
@@ -72,8 +70,8 @@ def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):
         if process.poll() is None:
             process.kill()
     assert process.returncode == 130, output
-    rows = [json.loads(line) for line in faults_file.read_text().splitlines()]
-    assert all(r["healed_at_ms"] is not None for r in rows), rows
+    faults = rows(faults_file.parent, "faults")
+    assert faults and all(f["healed_at_ms"] is not None for f in faults), faults
     run_id = faults_file.parent.name
     left = docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     assert left == [], [c.name for c in left]
