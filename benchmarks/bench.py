@@ -45,7 +45,7 @@ def duckdb_query(run_dir: Path, fmt: str) -> str:
         FROM c FULL OUTER JOIN p USING (topic, partition, "offset")"""
 
 
-def run(records: int, fmt: str, repeat: int, data_dir: Path, seed: int, cold_cli: bool) -> dict:
+def run(records: int, fmt: str, repeat: int, data_dir: Path, seed: int, cold_cli: bool, compact: bool = False) -> dict:
     import duckdb
 
     from benchmarks.synth import Plan, generate
@@ -101,7 +101,33 @@ def run(records: int, fmt: str, repeat: int, data_dir: Path, seed: int, cold_cli
         "analyze_anomaly_counts": s["anomaly_counts"], "valid": s["valid"], "engine": s["spark"]["engine"],
         "drilled_blocks": s["input"]["drilled_blocks"], "first_counts_equal": {k: first[k] for k in COUNT_KEYS} == spark_counts,
     })
+    if fmt == "jsonl" and compact:
+        out["compacted"] = compacted_figures(rd, spark, repeat)
     return out
+
+
+def compacted_figures(rd: Path, spark, repeat: int) -> dict:
+    """The JSONL run as `kafka-chaos run` leaves it: compacted to Parquet once, then analysed."""
+    import shutil
+
+    from analysis import analyze
+    from analysis.compact import compact
+    copy = rd.with_name(rd.name + "-compacted")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(rd, copy)
+    t = time.monotonic()
+    done = compact(copy)
+    compact_s = time.monotonic() - t
+    times, counts = [], None
+    for _ in range(repeat):
+        t = time.monotonic()
+        s = analyze(copy, spark=spark)
+        times.append(time.monotonic() - t)
+        counts = {k: s[k] for k in COUNT_KEYS}
+    shutil.rmtree(copy, ignore_errors=True)
+    return {"compact_s": round(compact_s, 2), "bytes_before": done.bytes_before, "bytes_after": done.bytes_after,
+            "analyze_s": [round(x, 3) for x in times], "analyze_median_s": round(statistics.median(times), 3),
+            "counts": counts}
 
 
 def main(argv=None) -> int:
@@ -112,9 +138,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--data-dir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "kafka-chaos-bench")
     ap.add_argument("--cold-cli", action="store_true", help="also time `python -m analysis RUN` in a fresh process")
+    ap.add_argument("--compact", action="store_true", help="JSONL: also time `kafka-chaos compact` and the analysis after it")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     a = ap.parse_args(argv)
-    res = run(a.records, a.format, a.repeat, a.data_dir, a.seed, a.cold_cli)
+    res = run(a.records, a.format, a.repeat, a.data_dir, a.seed, a.cold_cli, a.compact)
     a.out.mkdir(parents=True, exist_ok=True)
     name = f"analyze-vs-duckdb-{a.records}-{a.format}.json"
     (a.out / name).write_text(json.dumps(res, indent=2) + "\n")
@@ -122,7 +149,14 @@ def main(argv=None) -> int:
           f"DuckDB median {res['duckdb_median_s']:.2f}s, ratio {res['ratio_median']:.2f} (best/best {res['ratio_best']:.2f}); "
           f"identical counts: {res['identical_counts']}")
     print(json.dumps({k: res[k] for k in ("session_start_s", "first_analysis_s", "analyze_s", "duckdb_s", "phases_last_run_s")}))
-    return 0 if res["identical_counts"] else 1
+    ok = res["identical_counts"]
+    if "compacted" in res:
+        c = res["compacted"]
+        ok = ok and c["counts"] == res["truth"]
+        print(f"compacted to Parquet in {c['compact_s']:.1f}s ({c['bytes_before'] / 1e6:.0f} MB -> {c['bytes_after'] / 1e6:.0f} MB), "
+              f"then analyze median {c['analyze_median_s']:.2f}s, ratio to DuckDB on the JSONL "
+              f"{c['analyze_median_s'] / res['duckdb_median_s']:.2f}; counts equal the truth: {c['counts'] == res['truth']}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
