@@ -9,6 +9,8 @@ import threading
 import warnings
 from pathlib import Path
 
+from . import jvm_archive
+
 _LOCK = threading.Lock()
 _SESSION = None
 _TARGET: tuple[str | None, str | None] | None = None  # (master, remote) the cached session was built for
@@ -140,9 +142,12 @@ def _classic(master: str):
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "8")
                .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_SPARK_DRIVER_MEMORY", "4g")))
-    if LOG4J.is_file():  # shipped next to this module (package data)
-        builder = (builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}")
-                   .config("spark.executor.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{LOG4J}"))
+    log4j = f"-Dlog4j2.configurationFile=file:{LOG4J}" if LOG4J.is_file() else ""  # package data
+    driver = f"{log4j} {jvm_archive.java_options()}".strip()
+    if driver:
+        builder = builder.config("spark.driver.extraJavaOptions", driver)
+    if log4j:
+        builder = builder.config("spark.executor.extraJavaOptions", log4j)
     if _loopback(master):  # executors on this machine reach the driver on loopback; nothing else can
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1"))

@@ -1,0 +1,141 @@
+"""A class-data archive (the JDK's dynamic AppCDS) of the classes a Spark analysis loads.
+
+A cold `kafka-chaos analyze` (and the analysis at the end of every `kafka-chaos run`) spends most of its time
+starting a JVM and loading Spark's classes. Started with this archive, the driver JVM maps them instead:
+a 100k-record run is analysed in about 10 s instead of 16 (BENCHMARKS.md). `make setup` builds it once
+(`python -m analysis.jvm_archive`, about 20 s) by analysing a tiny run in a JVM that writes the archive when it
+exits. It is named after the JVM and the Spark jars it was built with, so an upgrade of either builds a new
+one; a JVM that finds no usable archive starts as it always did, silently.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "spark-cds"
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive would print a warning on stdout
+DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process that builds the archive
+
+
+def _java() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home) / "bin" / "java" if home else shutil.which("java")
+    return Path(java).resolve() if java and Path(java).exists() else None
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this JVM and these Spark jars lives (None without a JVM). The jars' folder is
+    part of the name: an archive only serves the class path it was built with (one per venv)."""
+    import pyspark
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    st = java.stat()
+    build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar"))]
+    return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}.jsa"
+
+
+def java_options() -> str:
+    """Options for the driver JVM: use the archive if there is one (or write it, in the building child)."""
+    if os.environ.get(DUMP_ENV):
+        return f"-XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]} {QUIET}"
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path is not None and path.is_file() else ""
+
+
+def build(force: bool = False) -> Path | None:
+    """Build the archive in a child process, unless it exists. Returns its path (None without a JVM)."""
+    path = archive_path()
+    if path is None or (path.is_file() and not force):
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    subprocess.run([sys.executable, "-m", "analysis.jvm_archive", "--train"], check=True,
+                   env={**os.environ, DUMP_ENV: str(partial)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    os.replace(partial, path)
+    for stale in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.jsa"):  # this venv's, for an earlier JVM or Spark
+        if stale != path:
+            stale.unlink(missing_ok=True)
+    return path
+
+
+def _train_and_exit(dump_to: Path) -> None:
+    """In the child: analyse a tiny run (both formats, both engines) so that the JVM loads what a real
+    analysis loads, then end the JVM and wait for it: it writes the archive as it exits."""
+    from pyspark import SparkContext
+
+    from .api import analyze
+    from .spark import get_session, stop_session
+    spark = get_session()
+    jvm = SparkContext._gateway.proc
+    with tempfile.TemporaryDirectory() as tmp:
+        run = _tiny_run(Path(tmp))
+        analyze(run, spark=spark)
+        analyze(run, spark=spark, engine="spark")
+    stop_session()
+    jvm.stdin.close()  # the gateway JVM exits when its stdin closes, writing the archive first
+    jvm.wait(timeout=300)
+    if not dump_to.is_file():
+        raise SystemExit(f"the JVM wrote no class-data archive at {dump_to}")
+
+
+def _tiny_run(root: Path) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    t0 = 1_700_000_000_000
+    for sub in ("produced", "consumed", "events"):
+        (root / sub).mkdir()
+    produced = [{"topic": "t", "partition": p, "offset": o, "acked_at_ms": t0 + o, "producer_id": "p", "seq": o,
+                 "status": "ok"} for p in (0, 1) for o in range(200)]
+    pq.write_table(pa.Table.from_pylist(produced), root / "produced" / "p.parquet")
+    for member, partition, offsets in (("a", 0, list(range(150)) + list(range(120, 200))), ("b", 1, range(200))):
+        rows = [{"topic": "t", "partition": partition, "offset": o, "member": member, "consumed_at_ms": t0 + 500 + i,
+                 "generation": 1, "producer_id": "p", "seq": o} for i, o in enumerate(offsets)]
+        if member == "a":
+            (root / "consumed" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        else:
+            pq.write_table(pa.Table.from_pylist(rows), root / "consumed" / "b.parquet")
+        events = [{"ts_ms": t0 + 400, "member": member, "kind": "started", "detail": "protocol=classic assignor=range"},
+                  {"ts_ms": t0 + 450, "member": member, "kind": "assigned", "generation": 1, "partitions": [f"t:{partition}"]},
+                  {"ts_ms": t0 + 800, "member": member, "kind": "committed", "generation": 1,
+                   "offsets": {f"t:{partition}": 100}}]
+        (root / "events" / f"{member}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (root / "faults.jsonl").write_text(json.dumps({"id": "f1", "kind": "broker_freeze", "target": "kafka-1",
+                                                   "injected_at_ms": t0 + 600, "healed_at_ms": t0 + 700,
+                                                   "params": {}}) + "\n")
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--train"]:
+        _train_and_exit(Path(os.environ[DUMP_ENV]))
+        return 0
+    path = archive_path()
+    if path is None:
+        print("no JVM found: nothing to build")
+        return 0
+    existed = path.is_file() and "--force" not in args
+    try:
+        build(force="--force" in args)
+    except subprocess.CalledProcessError as exc:
+        print(f"could not build the class-data archive: {exc.stderr.decode(errors='replace').strip()[-2000:]}",
+              file=sys.stderr)
+        return 1
+    print(f"{'present' if existed else 'built'}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
