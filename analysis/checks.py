@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .history import OPEN, Commit, History, Period
+from .history import OPEN, Commit, History, Period, period_column
 from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD
 
 COUNT_UNITS = {
@@ -375,6 +375,38 @@ def backwards(ctx: Context, flags: list[dict], rows: list[dict]) -> tuple[list[d
                               "offsets": [r["omin"], r["omax"]], "count": 1, "members": [r["member"]],
                               "generations": list(ctx.period_gens(r["period"])), "time_ms": [r["tmin"], r["tmax"]],
                               "period": r["period"], "detail": "position not resolved to single records"})
+    anomalies.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
+    return anomalies, len(anomalies)
+
+
+def backwards_in_log_order(ctx: Context, table, hist) -> tuple[list[dict], int]:
+    """Exact: every step back (the next record not above the previous one) in each member's log order, inside
+    one ownership, over ALL consumed records (an Arrow table from records.q_log_order). The block checks cannot
+    see a reordering strictly inside one 64-offset block; this can, at the cost of every record's position
+    (used below api.EXACT_ORDER_MAX_ROWS). Same order and anomalies as :func:`backwards` on drilled rows."""
+    import numpy as np
+    df = table.to_pandas()
+    if df.empty:
+        return [], 0
+    df["period"] = period_column(df, hist.periods, hist.members_with_events)
+    df = df[df["period"] >= 0]
+    df["_first"] = df.groupby("_file")["ts"].transform("min")  # files of one member by their first record
+    df = df.sort_values(["member", "topic", "partition", "period", "_first", "_file", "_block", "_row"], kind="stable")
+    keys = ["member", "topic", "partition", "period"]
+    same = np.ones(len(df), dtype=bool)
+    for k in keys:
+        col = df[k].to_numpy()
+        same[1:] &= col[1:] == col[:-1]
+    same[0] = False
+    off, ts = df["offset"].to_numpy(), df["ts"].to_numpy()
+    back = np.flatnonzero(same[1:] & (off[1:] <= off[:-1])) + 1
+    anomalies = []
+    for i in back.tolist():
+        r = df.iloc[i]
+        anomalies.append({"type": "backwards", "topic": r["topic"], "partition": int(r["partition"]),
+                          "offsets": [int(off[i]), int(off[i - 1])], "count": 1, "members": [r["member"]],
+                          "generations": list(ctx.period_gens(int(r["period"]))), "time_ms": [int(ts[i - 1]), int(ts[i])],
+                          "from_offset": int(off[i - 1]), "to_offset": int(off[i]), "period": int(r["period"])})
     anomalies.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
     return anomalies, len(anomalies)
 

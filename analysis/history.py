@@ -344,6 +344,29 @@ def epoch_map(periods: list[Period], bounds: list[int]) -> list[tuple]:
     return rows
 
 
+def period_column(df, periods: list[Period], members_with_events):
+    """The rule of assign_periods, vectorised over a pandas frame (member, topic, partition, ts) of many rows."""
+    import numpy as np
+    out = np.full(len(df), -2, dtype=np.int64)
+    with_events = set(members_with_events)
+    by_key = periods_by_key(periods)
+    for (member, topic, partition), idx in df.groupby(["member", "topic", "partition"], sort=False).indices.items():
+        if member not in with_events:
+            continue
+        ps = by_key.get((member, topic, int(partition)))
+        if not ps:
+            out[idx] = -1
+            continue
+        starts = np.array([p.start for p in ps], dtype=np.int64)
+        ends = np.array([p.end for p in ps], dtype=np.int64)
+        ids = np.array([p.id for p in ps], dtype=np.int64)
+        ts = df["ts"].to_numpy()[idx]
+        i = np.searchsorted(starts, ts, side="right") - 1
+        inside = (i >= 0) & (ts <= ends[np.maximum(i, 0)])
+        out[idx] = np.where(inside, ids[np.maximum(i, 0)], -1)
+    return out
+
+
 def assign_periods(rows: list[dict], periods: list[Period], members_with_events, has_events: bool) -> None:
     """Set row["period"] by the per-record rule of join_table (period k: start_k <= ts < next start and
     ts <= end_k; -1 outside every period of a member with events; -2 for a member without events)."""

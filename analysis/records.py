@@ -346,6 +346,12 @@ def q_drill_down(records_obj, keys):
             .select("topic", "partition", "offset", "member", "ts", "generation", "_file", "_block", "_row"))
 
 
+def q_log_order(records_obj):
+    """Every consumed record with its place in its member's log, for the exact order check of small runs."""
+    return (records_obj.with_order().where("_bad IS NULL")
+            .select("member", "topic", "partition", "offset", "ts", "_file", "_block", "_row"))
+
+
 def unpersist(s: Scan | None) -> None:
     if s is None:
         return

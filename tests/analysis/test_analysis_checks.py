@@ -116,6 +116,25 @@ def test_backwards_inside_one_ownership(tmp_path, spark, fmt):
     assert s["lost_records"] == 0
 
 
+def test_reordering_inside_one_block_is_backwards(tmp_path, spark, fmt, monkeypatch):
+    """0..63 consumed as 0, 1, 3, 2, 4, ..., 63 (one record per ms): no repeat, no gap, the block's first and last
+    records in place. Every record's log position finds the step back from 3 to 2; the block checks alone
+    (used above EXACT_ORDER_MAX_ROWS) cannot, and say so."""
+    import analysis.api as api
+    r = Run(tmp_path / "run", fmt)
+    r.produce("t", 0, range(64))
+    r.event("a", "assigned", 10, ["t:0"], generation=1)
+    r.consume("a", "t", 0, [0, 1, 3, 2] + list(range(4, 64)), at=100, generation=1)
+    rd = r.write()
+    s = analyze(rd, spark=spark)
+    assert [(a["from_offset"], a["to_offset"], a["generations"]) for a in of(s, "backwards")] == [(3, 2, [1])]
+    assert s["valid"] is False and s["checks"]["backwards"]["order"] == "every record"
+    assert s["anomaly_counts"]["skip"] == 0 and s["anomaly_counts"]["duplicate"] == 0
+    monkeypatch.setattr(api, "EXACT_ORDER_MAX_ROWS", 0)
+    s = analyze(rd, spark=spark)
+    assert s["anomaly_counts"]["backwards"] == 0 and s["checks"]["backwards"]["order"] == "64-offset blocks"
+
+
 def test_commit_regression(tmp_path, spark):
     r = Run(tmp_path / "run", "jsonl")
     r.produce("t", 0, range(30))
