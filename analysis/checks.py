@@ -351,6 +351,15 @@ def _sequences(rows: list[dict]) -> dict[tuple, list[dict]]:
     return seqs
 
 
+def _step_back(ctx: Context, key: tuple, prev: tuple[int, int], nxt: tuple[int, int]) -> dict:
+    """The backwards anomaly of one step from prev to nxt, each (offset, ts), inside ownership key
+    (member, topic, partition, period)."""
+    member, topic, partition, period = key
+    return {"type": "backwards", "topic": topic, "partition": partition, "offsets": [nxt[0], prev[0]], "count": 1,
+            "members": [member], "generations": list(ctx.period_gens(period)), "time_ms": [prev[1], nxt[1]],
+            "from_offset": prev[0], "to_offset": nxt[0], "period": period}
+
+
 def backwards(ctx: Context, flags: list[dict], rows: list[dict]) -> tuple[list[dict], int]:
     flagged = {(r["member"], r["topic"], r["partition"], r["period"]) for r in flags
                if r["repeat"] or r["order_in"] or r["order_across"]}
@@ -359,14 +368,10 @@ def backwards(ctx: Context, flags: list[dict], rows: list[dict]) -> tuple[list[d
     for key, seq in _sequences(rows).items():
         if key not in flagged:
             continue
-        member, topic, partition, period = key
         for prev, nxt in zip(seq, seq[1:]):
             if nxt["offset"] <= prev["offset"]:
                 found.add(key)
-                anomalies.append({"type": "backwards", "topic": topic, "partition": partition,
-                                  "offsets": [nxt["offset"], prev["offset"]], "count": 1, "members": [member],
-                                  "generations": list(ctx.period_gens(period)), "time_ms": [prev["ts"], nxt["ts"]],
-                                  "from_offset": prev["offset"], "to_offset": nxt["offset"], "period": period})
+                anomalies.append(_step_back(ctx, key, (prev["offset"], prev["ts"]), (nxt["offset"], nxt["ts"])))
     for r in flags:  # a repeat is a step back whatever the rows say; report it even if they were not read back
         key = (r["member"], r["topic"], r["partition"], r["period"])
         if r["repeat"] and key not in found:
@@ -384,7 +389,6 @@ def backwards_in_log_order(ctx: Context, table, hist) -> tuple[list[dict], int]:
     one ownership, over ALL consumed records (an Arrow table from records.q_log_order). The block checks cannot
     see a reordering strictly inside one 64-offset block; this can, at the cost of every record's position
     (used below api.EXACT_ORDER_MAX_ROWS). Same order and anomalies as :func:`backwards` on drilled rows."""
-    import numpy as np
     df = table.to_pandas()
     if df.empty:
         return [], 0
@@ -403,10 +407,8 @@ def backwards_in_log_order(ctx: Context, table, hist) -> tuple[list[dict], int]:
     anomalies = []
     for i in back.tolist():
         r = df.iloc[i]
-        anomalies.append({"type": "backwards", "topic": r["topic"], "partition": int(r["partition"]),
-                          "offsets": [int(off[i]), int(off[i - 1])], "count": 1, "members": [r["member"]],
-                          "generations": list(ctx.period_gens(int(r["period"]))), "time_ms": [int(ts[i - 1]), int(ts[i])],
-                          "from_offset": int(off[i - 1]), "to_offset": int(off[i]), "period": int(r["period"])})
+        key = (r["member"], r["topic"], int(r["partition"]), int(r["period"]))
+        anomalies.append(_step_back(ctx, key, (int(off[i - 1]), int(ts[i - 1])), (int(off[i]), int(ts[i]))))
     anomalies.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
     return anomalies, len(anomalies)
 

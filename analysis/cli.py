@@ -164,20 +164,12 @@ def cmd_compare(args) -> int:
     return EXIT_VALID
 
 
-def _size(n: int) -> str:
-    return f"{n / 1e6:,.1f} MB" if n >= 1e6 else f"{n / 1e3:,.1f} kB"
-
-
 def cmd_compact(args) -> int:
     from .compact import compact
     if not (args.run_dir / "produced").is_dir() and not (args.run_dir / "consumed").is_dir():
         print(f"kafka-chaos compact: bad input: {args.run_dir}: no produced/ or consumed/ folder", file=sys.stderr)
         return EXIT_BAD_INPUT
-    done = compact(args.run_dir)
-    print(f"compacted {len(done.converted)} file(s), {done.rows:,} rows: "
-          f"{_size(done.bytes_before)} of JSONL -> {_size(done.bytes_after)} of Parquet")
-    for name, why in done.left.items():
-        print(f"left as JSONL: {name}: {why}")
+    print("\n".join(compact(args.run_dir).lines()))
     return EXIT_VALID
 
 

@@ -29,6 +29,16 @@ class Compaction:
     bytes_after: int = 0
     rows: int = 0
 
+    def lines(self) -> list[str]:
+        """What was done, for people: one line, and one more per file left as JSONL."""
+        return ([f"compacted {len(self.converted)} file(s), {self.rows:,} rows: "
+                 f"{_size(self.bytes_before)} of JSONL -> {_size(self.bytes_after)} of Parquet"]
+                + [f"left as JSONL: {name}: {why}" for name, why in self.left.items()])
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 1e6 else f"{n / 1e3:,.1f} kB"
+
 
 def compact(run_dir, tables=("produced", "consumed")) -> Compaction:
     """Convert every ``*.jsonl`` of the given tables to ``*.parquet`` beside it; see the module docstring."""

@@ -345,11 +345,14 @@ def epoch_map(periods: list[Period], bounds: list[int]) -> list[tuple]:
 
 
 def period_column(df, periods: list[Period], members_with_events):
-    """The rule of assign_periods, vectorised over a pandas frame (member, topic, partition, ts) of many rows."""
+    """Each row's ownership period, for a pandas frame with member, topic, partition, ts: by the per-record rule
+    of join_table (period k: start_k <= ts < next start and ts <= end_k; -1 outside every period of a member
+    with events; -2 for a member without events)."""
     import numpy as np
     out = np.full(len(df), -2, dtype=np.int64)
     with_events = set(members_with_events)
     by_key = periods_by_key(periods)
+    all_ts = df["ts"].to_numpy()
     for (member, topic, partition), idx in df.groupby(["member", "topic", "partition"], sort=False).indices.items():
         if member not in with_events:
             continue
@@ -360,7 +363,7 @@ def period_column(df, periods: list[Period], members_with_events):
         starts = np.array([p.start for p in ps], dtype=np.int64)
         ends = np.array([p.end for p in ps], dtype=np.int64)
         ids = np.array([p.id for p in ps], dtype=np.int64)
-        ts = df["ts"].to_numpy()[idx]
+        ts = all_ts[idx]
         i = np.searchsorted(starts, ts, side="right") - 1
         inside = (i >= 0) & (ts <= ends[np.maximum(i, 0)])
         out[idx] = np.where(inside, ids[np.maximum(i, 0)], -1)
@@ -368,17 +371,11 @@ def period_column(df, periods: list[Period], members_with_events):
 
 
 def assign_periods(rows: list[dict], periods: list[Period], members_with_events, has_events: bool) -> None:
-    """Set row["period"] by the per-record rule of join_table (period k: start_k <= ts < next start and
-    ts <= end_k; -1 outside every period of a member with events; -2 for a member without events)."""
-    import bisect
-    by_key = periods_by_key(periods)
-    starts = {k: [p.start for p in ps] for k, ps in by_key.items()}
-    with_events = set(members_with_events)
-    for r in rows:
-        if not has_events or r["member"] not in with_events:
-            r["period"] = -2
-            continue
-        key = (r["member"], r["topic"], r["partition"])
-        ps = by_key.get(key)
-        i = bisect.bisect_right(starts[key], r["ts"]) - 1 if ps else -1
-        r["period"] = ps[i].id if i >= 0 and r["ts"] <= ps[i].end else -1
+    """Set row["period"] by the rule of period_column (the few rows of the drill-down)."""
+    if not rows:
+        return
+    import pandas as pd
+    frame = pd.DataFrame({k: [r[k] for r in rows] for k in ("member", "topic", "partition", "ts")})
+    column = period_column(frame, periods, members_with_events if has_events else ())
+    for r, period in zip(rows, column.tolist()):
+        r["period"] = period

@@ -163,10 +163,8 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
 
 def compact_logs(run_dir: Path) -> None:
     from analysis.compact import compact
-    done = compact(run_dir)
-    say(f"{len(done.converted)} log(s) rewritten as Parquet ({done.bytes_before / 1e6:.1f} MB -> {done.bytes_after / 1e6:.1f} MB)")
-    for name, why in done.left.items():
-        say(f"{name} stays JSONL: {why}")
+    for line in compact(run_dir).lines():
+        say(line)
 
 
 def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase) -> None:
