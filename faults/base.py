@@ -1,13 +1,40 @@
-"""What every fault is: inject(), heal() (idempotent), a context manager, recorded in the timeline."""
+"""What every fault is: inject(), heal() (idempotent), a context manager, recorded in the timeline.
+
+A fault kind is one subclass. It declares its `kind`, what it aims at (`target_kind`, see
+faults/targets.py) and its parameters (`Params`, a pydantic model); declaring `kind` registers it,
+so the scenario's fault entries and the nemesis find it by name with nothing else to edit.
+"""
 from __future__ import annotations
 
 import threading
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel, ConfigDict
 
 from faults.timeline import FaultTimeline
 
+if TYPE_CHECKING:
+    from faults.context import FaultContext
+
+
+class FaultParams(BaseModel):
+    """A fault kind's own parameters; they stand flat in the scenario's fault entry."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def check(self, facts) -> None:
+        """Cross-checks against the scenario (faults.context.ScenarioFacts); raise ValueError('field: why')."""
+
 
 class Fault:
-    kind = "fault"
+    kind: ClassVar[str] = "fault"
+    target_kind: ClassVar[str] = "broker"
+    Params: ClassVar[type[FaultParams]] = FaultParams
+    registry: ClassVar[dict[str, type["Fault"]]] = {}
+
+    def __init_subclass__(cls, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if "kind" in cls.__dict__:
+            Fault.registry[cls.kind] = cls
 
     def __init__(self, target: str, timeline: FaultTimeline | None = None, **params) -> None:
         self.target = target
@@ -16,25 +43,43 @@ class Fault:
         self.record: dict | None = None
         self._lock = threading.Lock()
 
+    @classmethod
+    def build(cls, ctx: "FaultContext", target: str, params: FaultParams, **record) -> "Fault":
+        """Make the fault when its step fires (so a role such as `coordinator` resolves then).
+        `record` goes into faults.jsonl's params (e.g. the requested target, the duration)."""
+        raise NotImplementedError(f"{cls.__name__}.build")
+
     @property
     def active(self) -> bool:
         return self.record is not None and self.record["healed_at_ms"] is None
 
     def inject(self) -> "Fault":
+        """Recorded as active *before* it runs: an inject that fails half-way (a pause that timed out
+        after the freeze took hold) is still in the timeline, and still healed."""
         with self._lock:
             if not self.active:
-                self._inject()
                 self.record = self.timeline.injected(self.kind, self.target, self.params)
+                try:
+                    self._inject()
+                except BaseException as exc:
+                    self.timeline.update(self.record, inject_error=str(exc) or type(exc).__name__)
+                    raise
+                self.timeline.update(self.record, inject_done_ms=self.timeline.now_ms())
         return self
 
     def heal(self) -> bool:
-        """Heal if active; True if this call healed it."""
+        """Heal if active; True if this call healed it. A heal that raises leaves the fault active."""
         with self._lock:
             if not self.active:
                 return False
             self._heal()
             self.timeline.healed(self.record)
             return True
+
+    def note(self, **facts) -> None:
+        """Add observed facts to this fault's row in faults.jsonl (e.g. the coordinator after a failover)."""
+        if self.record is not None:
+            self.timeline.update(self.record, **facts)
 
     def __enter__(self) -> "Fault":
         return self.inject()

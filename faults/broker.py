@@ -6,16 +6,32 @@ import time
 import docker
 
 from faults.base import Fault
+from faults.targets import broker_in
 
 PAUSE_ATTEMPTS = 5
 
 
-class BrokerFreeze(Fault):
+class BrokerFault(Fault):
+    """A fault on one broker, the target resolved (a role to the broker holding it) when it fires."""
+    target_kind = "broker"
+
+    def __init__(self, broker, params=None, *, toxiproxy=None, **kw) -> None:
+        self.spec = params or self.Params()
+        super().__init__(broker.name, **{**self.spec.model_dump(), **kw})
+        self.broker = broker
+        self.toxiproxy = toxiproxy
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        return cls(broker_in(ctx, target), params, toxiproxy=ctx.cluster.toxiproxy, timeline=ctx.timeline, **record)
+
+
+class BrokerFreeze(BrokerFault):
     """Every thread of the broker stops; TCP connects still succeed, nothing is answered."""
     kind = "broker_freeze"
 
-    def __init__(self, broker, **kw) -> None:
-        super().__init__(broker.name, **kw)
+    def __init__(self, broker, params=None, **kw) -> None:
+        super().__init__(broker, params, **kw)
         self._container = broker.container.get_wrapped_container()
 
     def _inject(self) -> None:

@@ -2,7 +2,10 @@
 
 As in Jepsen's combined nemesis, each step is an injector with its own final heal; `heal_all()`
 runs every heal, in order, whatever happened before (normal end, exception, SIGINT/SIGTERM).
-A heal that fails is logged and the others still run.
+Heals are due `duration_s` after the inject actually finished (a slow `docker pause` does not eat
+into the fault's length). A heal that fails is retried; if it still fails it is reported as an
+error (the harness then exits 3) with the fault left unhealed in faults.jsonl, and the other heals
+still run.
 """
 from __future__ import annotations
 
@@ -13,6 +16,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from faults.base import Fault
+
+HEAL_ATTEMPTS = 3
+HEAL_RETRY_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -52,14 +58,15 @@ class Nemesis:
                 fault = self._inject(payload)
                 if fault is not None:
                     counter += 1
-                    heapq.heappush(queue, (due + payload.duration_s, counter, "heal", fault))
+                    injected_at = time.monotonic() - self._t0
+                    heapq.heappush(queue, (injected_at + payload.duration_s, counter, "heal", fault))
             else:
                 self._heal(payload)
 
     def _inject(self, step: Step) -> Fault | None:
         try:
             fault = step.make_fault()
-            self.faults.append(fault)
+            self.faults.append(fault)  # before inject: a half-done inject is healed at the end too
             fault.inject()
             self.log(f"nemesis: injected {fault!r} for {step.duration_s:g} s")
             return fault
@@ -69,12 +76,19 @@ class Nemesis:
             return None
 
     def _heal(self, fault: Fault) -> None:
-        try:
-            if fault.heal():
-                self.log(f"nemesis: healed {fault!r}")
-        except Exception as exc:
-            self.errors.append(f"{fault!r}: heal failed: {exc}")
-            self.log(f"nemesis: {fault!r}: heal failed: {exc}")
+        for attempt in range(1, HEAL_ATTEMPTS + 1):
+            try:
+                if fault.heal():
+                    self.log(f"nemesis: healed {fault!r}")
+                return
+            except Exception as exc:
+                self.log(f"nemesis: {fault!r}: heal attempt {attempt} of {HEAL_ATTEMPTS} failed: {exc}")
+                if attempt == HEAL_ATTEMPTS:
+                    error = f"{fault!r}: heal failed {HEAL_ATTEMPTS} times: {exc}"
+                    if error not in self.errors:
+                        self.errors.append(error)
+                else:
+                    time.sleep(HEAL_RETRY_S * attempt)
 
     @property
     def finished(self) -> bool:

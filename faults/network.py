@@ -1,40 +1,53 @@
 """Network faults, all through Toxiproxy (this kernel has no netem)."""
 from __future__ import annotations
 
-from faults.base import Fault
+from pydantic import Field, model_validator
+
+from faults.base import FaultParams
+from faults.broker import BrokerFault
 
 
-class ProxyCut(Fault):
+class ProxyCut(BrokerFault):
     """Disable a broker's proxies: open connections are closed, new ones refused."""
     kind = "proxy_cut"
 
-    def __init__(self, toxiproxy, broker_name: str, lanes: tuple[str, ...] = ("client",), **kw) -> None:
-        super().__init__(broker_name, lanes=list(lanes), **kw)
-        self._toxiproxy = toxiproxy
-        self._proxies = [f"{broker_name}-{lane}" for lane in lanes]
+    def __init__(self, broker, params=None, lanes: tuple[str, ...] = ("client",), **kw) -> None:
+        super().__init__(broker, params, lanes=list(lanes), **kw)
+        self._proxies = [broker.proxy(lane) for lane in lanes]
 
     def _inject(self) -> None:
         for proxy in self._proxies:
-            self._toxiproxy.set_enabled(proxy, False)
+            self.toxiproxy.set_enabled(proxy, False)
 
     def _heal(self) -> None:
         for proxy in self._proxies:
-            self._toxiproxy.set_enabled(proxy, True)
+            self.toxiproxy.set_enabled(proxy, True)
 
 
-class Latency(Fault):
+class LatencyParams(FaultParams):
+    latency_ms: int = Field(gt=0, le=600_000, description="added to every response")
+    jitter_ms: int = Field(0, ge=0)
+
+    @model_validator(mode="after")
+    def _jitter_below_latency(self):
+        if self.jitter_ms > self.latency_ms:
+            raise ValueError(f"jitter_ms: must not exceed latency_ms ({self.latency_ms}), got {self.jitter_ms}")
+        return self
+
+
+class Latency(BrokerFault):
     """Delay every response from a broker's client lane (a Toxiproxy `latency` toxic, downstream)."""
     kind = "latency"
+    Params = LatencyParams
 
-    def __init__(self, toxiproxy, broker_name: str, latency_ms: int, jitter_ms: int = 0, **kw) -> None:
-        super().__init__(broker_name, latency_ms=latency_ms, jitter_ms=jitter_ms, **kw)
-        self._toxiproxy = toxiproxy
-        self._proxy = f"{broker_name}-client"
-        self._toxic = f"kafka-chaos-latency-{broker_name}"
+    def __init__(self, broker, params: LatencyParams, **kw) -> None:
+        super().__init__(broker, params, **kw)
+        self._proxy = broker.proxy("client")
+        self._toxic = f"kafka-chaos-latency-{broker.name}"
 
     def _inject(self) -> None:
-        self._toxiproxy.add_toxic(self._proxy, self._toxic, "latency",
-                                  {"latency": self.params["latency_ms"], "jitter": self.params["jitter_ms"]})
+        self.toxiproxy.add_toxic(self._proxy, self._toxic, "latency",
+                                  {"latency": self.spec.latency_ms, "jitter": self.spec.jitter_ms})
 
     def _heal(self) -> None:
-        self._toxiproxy.remove_toxic(self._proxy, self._toxic)
+        self.toxiproxy.remove_toxic(self._proxy, self._toxic)

@@ -2,12 +2,20 @@
 from __future__ import annotations
 
 from faults.base import Fault
+from faults.targets import resolve_member
 
 
 class MemberFault(Fault):
-    def __init__(self, process, **kw) -> None:
-        super().__init__(process.name, **kw)
+    target_kind = "member"
+
+    def __init__(self, process, params=None, **kw) -> None:
+        self.spec = params or self.Params()
+        super().__init__(process.name, **{**self.spec.model_dump(), **kw})
         self._process = process
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        return cls(resolve_member(ctx.members, target, ctx.rng), params, timeline=ctx.timeline, **record)
 
 
 class MemberFreeze(MemberFault):

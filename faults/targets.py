@@ -1,9 +1,20 @@
-"""Which broker a fault hits, looked up from cluster metadata at the moment it fires."""
+"""What a fault aims at: checked against the scenario before the run, resolved when the fault fires.
+
+Target kinds:
+  broker   kafka-N, or a role looked up when the fault fires: coordinator (the leader of the group's
+           __consumer_offsets partition), controller (the active KRaft controller), leader (of the
+           scenario topic's partition 0), leader:TOPIC:PARTITION, random
+  member   member-N, random-member
+"""
 from __future__ import annotations
 
 import random
+import re
 
 OFFSETS_TOPIC = "__consumer_offsets"
+BROKER_ROLES = ("coordinator", "controller", "leader", "random")
+MEMBER_ROLES = ("random-member",)
+LEADER_OF = re.compile(r"^leader:(?P<topic>[A-Za-z0-9._-]+):(?P<partition>\d+)$")
 
 
 class TargetError(RuntimeError):
@@ -47,15 +58,60 @@ def coordinator_id(admin, group_id: str) -> int:
     return partition_leader(admin, OFFSETS_TOPIC, offsets_partition(group_id, partitions))
 
 
+def controller_id(admin) -> int:
+    return admin.describe_cluster(request_timeout=10).result(timeout=15).controller.id
+
+
+# -- checked before the run -------------------------------------------------------------------
+
+def check_broker_target(target: str, facts) -> None:
+    """Raise ValueError naming the target when it cannot exist in this scenario."""
+    if target in BROKER_ROLES or target in facts.broker_names:
+        return
+    match = LEADER_OF.match(target)
+    if match:
+        topic, partition = match["topic"], int(match["partition"])
+        if topic != OFFSETS_TOPIC and topic in facts.topics and partition >= facts.topics[topic]:
+            raise ValueError(f"target: {target!r}: {topic} has {facts.topics[topic]} partitions")
+        if topic != OFFSETS_TOPIC and topic not in facts.topics:
+            raise ValueError(f"target: {target!r}: no topic {topic!r} in this scenario (topics: {sorted(facts.topics)})")
+        return
+    raise ValueError(f"target: {target!r} is not one of {list(facts.broker_names) + list(BROKER_ROLES)} "
+                     "or leader:TOPIC:PARTITION")
+
+
+def check_member_target(target: str, facts) -> None:
+    if target not in facts.members and target not in MEMBER_ROLES:
+        raise ValueError(f"target: {target!r} is not one of {list(facts.members) + list(MEMBER_ROLES)}")
+
+
+TARGET_CHECKS = {"broker": check_broker_target, "member": check_member_target}
+
+
+# -- resolved when the fault fires -------------------------------------------------------------
+
 def resolve_broker(cluster, target: str, *, group_id: str, topic: str, rng: random.Random):
-    """`kafka-N`, or a role: the group's coordinator, the active controller, the leader of partition 0, random."""
+    """The broker a target names now: kafka-N, or whoever holds the role at this moment."""
     admin = cluster.admin()
     if target == "coordinator":
         return cluster.broker_by_id(coordinator_id(admin, group_id))
     if target == "controller":
-        return cluster.broker_by_id(admin.describe_cluster(request_timeout=10).result(timeout=15).controller.id)
+        return cluster.broker_by_id(controller_id(admin))
     if target == "leader":
         return cluster.broker_by_id(partition_leader(admin, topic, 0))
+    match = LEADER_OF.match(target)
+    if match:
+        return cluster.broker_by_id(partition_leader(admin, match["topic"], int(match["partition"])))
     if target == "random":
         return rng.choice(cluster.brokers)
     return cluster.broker(target)
+
+
+def resolve_member(members: dict, target: str, rng: random.Random):
+    if target == "random-member":
+        return members[rng.choice(sorted(members))]
+    return members[target]
+
+
+def broker_in(ctx, target: str):
+    return resolve_broker(ctx.cluster, target, group_id=ctx.group_id, topic=ctx.topic, rng=ctx.rng)

@@ -1,7 +1,8 @@
 """faults.jsonl: one row per fault, rewritten whole on every change.
 
-A row is written the moment a fault is injected, with healed_at_ms null, so a harness that dies
-mid-fault leaves the evidence behind: the analysis reports it as an unhealed fault.
+A row is written the moment a fault starts to be injected, with healed_at_ms null, so a harness
+that dies mid-fault (or an inject that fails half-way) leaves the evidence behind: the analysis
+reports it as an unhealed fault.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ def now_ms() -> int:
 
 
 class FaultTimeline:
+    now_ms = staticmethod(now_ms)
+
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.rows: list[dict] = []
@@ -32,8 +35,11 @@ class FaultTimeline:
             return row
 
     def healed(self, row: dict) -> None:
+        self.update(row, healed_at_ms=now_ms())
+
+    def update(self, row: dict, **fields) -> None:
         with self._lock:
-            row["healed_at_ms"] = now_ms()
+            row.update(fields)
             self._write()
 
     def _write(self) -> None:

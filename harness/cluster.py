@@ -126,6 +126,17 @@ class KafkaCluster:
                 pass
             self._network = None
 
+    def reset_faults(self) -> None:
+        """Undo whatever faults a previous user of this cluster left behind (a test that failed
+        mid-fault): every proxy enabled and every toxic gone, no broker paused."""
+        if self.toxiproxy is not None:
+            self.toxiproxy.reset()
+        for broker in self.brokers:
+            container = broker.container.get_wrapped_container()
+            container.reload()
+            if container.status == "paused":
+                container.unpause()
+
     # -- start-up ---------------------------------------------------------------------------
 
     def _node_ids(self) -> range:

@@ -29,6 +29,7 @@ def chaos_run(kafka_cluster, tmp_path):
     from harness.run import run_scenario
 
     def run(scenario: dict, analyze: bool = True):
+        kafka_cluster.reset_faults()  # one test's leftovers must not poison the next
         suffix = secrets.token_hex(3)
         scenario = {**scenario,
                     "topic": {**scenario.get("topic", {}), "name": f"{scenario.get('topic', {}).get('name', 'chaos')}-{suffix}"},

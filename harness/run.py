@@ -13,18 +13,15 @@ from functools import partial
 from pathlib import Path
 
 from faults.base import Fault
-from faults.broker import BrokerFreeze
+from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
-from faults.network import Latency, ProxyCut
-from faults.process import MemberCrash, MemberFreeze
-from faults.targets import resolve_broker
 from faults.timeline import FaultTimeline
 from harness.client_jars import java_client
 from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import MEMBER_FAULTS, FaultSpec, Scenario
+from harness.scenario import Scenario
 from harness.versions import kafka_image
 from workloads.java_member import raw_events_path
 from workloads.verifiable import convert
@@ -88,21 +85,13 @@ def start_members(scenario: Scenario, run_dir: Path, bootstrap: str) -> list[Wor
 
 def nemesis_for(scenario: Scenario, cluster: KafkaCluster, members: dict[str, WorkloadProcess],
                 timeline: FaultTimeline) -> Nemesis:
-    rng = random.Random(scenario.run.seed)
+    ctx = FaultContext(cluster, members, timeline, random.Random(scenario.run.seed),
+                       scenario.consumer_group.group_id, scenario.topic.name)
 
-    def build(spec: FaultSpec) -> Fault:
+    def build(entry) -> Fault:
         """Called when the step fires, so a role (coordinator, leader, ...) resolves to the broker holding it then."""
-        params = {"timeline": timeline, "duration_s": spec.duration_s, "requested_target": spec.target}
-        if spec.kind in MEMBER_FAULTS:
-            process = rng.choice(list(members.values())) if spec.target == "random-member" else members[spec.target]
-            return (MemberFreeze if spec.kind == "member_freeze" else MemberCrash)(process, **params)
-        broker = resolve_broker(cluster, spec.target, group_id=scenario.consumer_group.group_id,
-                                topic=scenario.topic.name, rng=rng)
-        if spec.kind == "broker_freeze":
-            return BrokerFreeze(broker, **params)
-        if spec.kind == "latency":
-            return Latency(cluster.toxiproxy, broker.name, spec.latency_ms, spec.jitter_ms, **params)
-        return ProxyCut(cluster.toxiproxy, broker.name, **params)
+        return entry.fault_class.build(ctx, entry.target, entry.params,
+                                       duration_s=entry.duration_s, requested_target=entry.target)
 
     steps = [Step(f.at_s, f.duration_s, partial(build, f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.faults]
     return Nemesis(steps, log=say)

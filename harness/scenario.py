@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
-BROKER_TARGETS = ("coordinator", "controller", "leader", "random")
-BROKER_FAULTS = ("broker_freeze", "proxy_cut", "latency")
-MEMBER_FAULTS = ("member_freeze", "member_crash")
-MEMBER_TARGETS = ("random-member",)
+from faults.base import Fault, FaultParams
+from faults.context import ScenarioFacts
+from faults.kinds import fault_kinds
+from faults.targets import TARGET_CHECKS
+
 
 
 class ScenarioError(ValueError):
@@ -101,20 +102,30 @@ class ConsumerGroupSpec(Strict):
         return self
 
 
-class FaultSpec(Strict):
-    kind: Literal["broker_freeze", "proxy_cut", "latency", "member_freeze", "member_crash"]
-    target: str = Field(description="broker faults: kafka-1..N or one of " + ", ".join(BROKER_TARGETS)
-                        + "; member faults: member-1..N or random-member")
+class FaultEntry(Strict):
+    """What every scenario fault entry has; each kind adds its own parameters (its `Params`), flat."""
+    kind: str
+    target: str = Field(description="what it hits: see the kind's target kind in faults/targets.py")
     at_s: float = Field(ge=0, description="seconds after the workload starts")
-    duration_s: float = Field(gt=0, le=3600, description="until the heal (a crashed member restarts then)")
-    latency_ms: int | None = Field(None, gt=0, le=600_000, description="latency only")
-    jitter_ms: int = Field(0, ge=0)
+    duration_s: float = Field(gt=0, le=3600, description="from the end of the inject until the heal")
 
-    @model_validator(mode="after")
-    def _latency_needs_its_delay(self):
-        if (self.kind == "latency") != (self.latency_ms is not None):
-            raise ValueError("latency_ms: required with kind: latency, and only there")
-        return self
+    @property
+    def fault_class(self) -> type[Fault]:
+        return FAULT_KINDS[self.kind]
+
+    @property
+    def params(self) -> FaultParams:
+        """The kind's own parameters, as its Params model."""
+        return self.fault_class.Params(**{k: getattr(self, k) for k in self.fault_class.Params.model_fields})
+
+
+def _entry_model(kind: str, cls: type[Fault]) -> type[FaultEntry]:
+    return create_model(f"{cls.__name__}Entry", __base__=(cls.Params, FaultEntry), __doc__=cls.__doc__,
+                        kind=(Literal[kind], Field(description=(cls.__doc__ or "").strip())))
+
+
+FAULT_KINDS = fault_kinds()
+FaultSpec = Annotated[Union[tuple(_entry_model(k, c) for k, c in FAULT_KINDS.items())], Field(discriminator="kind")]
 
 
 class RunSpec(Strict):
@@ -144,13 +155,22 @@ class Scenario(Strict):
     def _cross_checks(self):
         if self.topic.replication_factor > self.cluster.brokers:
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than cluster.brokers ({self.cluster.brokers})")
-        brokers = [f"kafka-{n}" for n in range(1, self.cluster.brokers + 1)] + list(BROKER_TARGETS)
-        members = [f"member-{n}" for n in range(1, self.consumer_group.members + 1)] + list(MEMBER_TARGETS)
+        facts = self.facts()
         for i, fault in enumerate(self.faults):
-            allowed = brokers if fault.kind in BROKER_FAULTS else members
-            if fault.target not in allowed:
-                raise ValueError(f"faults[{i}].target: {fault.target!r} is not one of {allowed} for {fault.kind}")
+            try:
+                check_target = TARGET_CHECKS.get(fault.fault_class.target_kind)
+                if check_target:
+                    check_target(fault.target, facts)
+                fault.params.check(facts)
+            except ValueError as exc:
+                raise ValueError(f"faults[{i}].{exc}") from None
         return self
+
+    def facts(self) -> ScenarioFacts:
+        """What a fault entry is checked against before anything starts."""
+        return ScenarioFacts(brokers=self.cluster.brokers,
+                             members=tuple(f"member-{n}" for n in range(1, self.consumer_group.members + 1)),
+                             topics={self.topic.name: self.topic.partitions})
 
     def to_yaml(self) -> str:
         data = self.model_copy(update={"consumer_group": self.consumer_group.effective()}).model_dump(mode="json")
@@ -160,8 +180,13 @@ class Scenario(Strict):
 def _describe(error: ValidationError, source: str) -> str:
     lines = []
     for item in error.errors():
-        where = ".".join(str(p) for p in item["loc"]) or "scenario"
+        loc = [p for i, p in enumerate(item["loc"]) if not (p in FAULT_KINDS and i and isinstance(item["loc"][i - 1], int))]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "scenario"
         message = item["msg"].removeprefix("Value error, ")
+        if item["type"] == "union_tag_invalid":
+            where, message = f"{where}.kind", f"unknown fault kind {item['input'].get('kind')!r}; kinds: {', '.join(FAULT_KINDS)}"
+        elif item["type"] == "union_tag_not_found":
+            where, message = f"{where}.kind", f"required; kinds: {', '.join(FAULT_KINDS)}"
         if item["type"] == "extra_forbidden":
             message = "unknown field"
         named = re.match(r"^([\w\[\].]+): (.*)$", message)

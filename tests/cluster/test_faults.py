@@ -40,7 +40,7 @@ def test_heal_is_idempotent(kafka_cluster):
 def test_nemesis_final_heal_ends_faults_scheduled_to_last_longer(kafka_cluster, tmp_path):
     timeline = FaultTimeline(tmp_path / "faults.jsonl")
     broker = kafka_cluster.brokers[1]
-    steps = [Step(0, 600, lambda: ProxyCut(kafka_cluster.toxiproxy, broker.name, timeline=timeline), "cut"),
+    steps = [Step(0, 600, lambda: ProxyCut(broker, toxiproxy=kafka_cluster.toxiproxy, timeline=timeline), "cut"),
              Step(0, 600, lambda: BrokerFreeze(broker, timeline=timeline), "freeze")]
     nemesis = Nemesis(steps, log=lambda m: None).start()
     try:

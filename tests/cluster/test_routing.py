@@ -27,7 +27,7 @@ def test_brokers_advertise_their_toxiproxy_address(kafka_cluster):
 
 def test_cut_proxy_leaves_clients_unable_to_reach_that_broker(kafka_cluster):
     target, other = kafka_cluster.brokers[1], kafka_cluster.brokers[0]
-    with ProxyCut(kafka_cluster.toxiproxy, target.name):
+    with ProxyCut(target, toxiproxy=kafka_cluster.toxiproxy):
         with pytest.raises(Exception):
             metadata_via(target.client_address, 4)
         assert len(metadata_via(other.client_address, 20).brokers) == len(kafka_cluster.brokers)

@@ -42,8 +42,8 @@ def test_default_scenario_file_is_valid():
     ({"producer": {"records": "many"}}, "producer.records"),
     ({"topic": {"replication_factor": 4}}, "topic.replication_factor"),
     ({"faults": [{"kind": "broker_freeze", "target": "kafka-7", "at_s": 1, "duration_s": 1}]}, "faults[0].target"),
-    ({"faults": [{"kind": "meteor", "target": "kafka-1", "at_s": 1, "duration_s": 1}]}, "faults.0.kind"),
-    ({"faults": [{"kind": "proxy_cut", "target": "kafka-1", "at_s": 1, "duration_s": 0}]}, "faults.0.duration_s"),
+    ({"faults": [{"kind": "meteor", "target": "kafka-1", "at_s": 1, "duration_s": 1}]}, "faults[0].kind"),
+    ({"faults": [{"kind": "proxy_cut", "target": "kafka-1", "at_s": 1, "duration_s": 0}]}, "faults[0].duration_s"),
     ({"colour": "blue"}, "colour"),
 ])
 def test_bad_field_is_named(data, field):
