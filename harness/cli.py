@@ -39,10 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", type=Path, help="scenario YAML (see scenarios/default.yaml)")
     run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
     run.add_argument("--no-analysis", action="store_true", help="skip the PySpark analysis")
+    run.add_argument("--schedule", type=Path, metavar="FILE",
+                     help="replay a fault schedule instead of the scenario's faults and random_faults: a run's "
+                          "schedule.json (every run writes one before it starts) or a YAML list of fault entries")
     run.set_defaults(handler=cmd_run)
 
-    validate = commands.add_parser("validate", help="check a scenario file and print it with every default filled in")
+    validate = commands.add_parser("validate", help="check a scenario file and print it with every default filled in",
+                                   description="Check a scenario and print it with every default filled in; with "
+                                   "--schedule, print the fault schedule the run would follow (random_faults drawn from its seed).")
     validate.add_argument("scenario", type=Path)
+    validate.add_argument("--schedule", action="store_true", help="print the fault schedule instead (YAML)")
     validate.set_defaults(handler=cmd_validate)
 
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs")
@@ -56,13 +62,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_validate(args) -> int:
     from harness.scenario import load_scenario
-    print(load_scenario(args.scenario).to_yaml(), end="")
+    scenario = load_scenario(args.scenario)
+    if args.schedule:
+        import yaml
+        print(yaml.safe_dump([f.model_dump(mode="json") for f in scenario.schedule()], sort_keys=False), end="")
+    else:
+        print(scenario.to_yaml(), end="")
     return EXIT_OK
 
 
 def cmd_clean(args) -> int:
     from harness.cluster import sweep_stale_containers
-    print(f"removed {sweep_stale_containers(include_live=args.all)} container(s)")
+    from workloads.services import sweep_stale_workloads
+    print(f"removed {sweep_stale_containers(include_live=args.all)} container(s), "
+          f"thawed {sweep_stale_workloads()} frozen workload process(es) of dead runs")
     return EXIT_OK
 
 
@@ -70,6 +83,9 @@ def cmd_run(args) -> int:
     from harness.run import run_scenario
     from harness.scenario import load_scenario
     scenario = load_scenario(args.scenario)  # a bad scenario fails here, before anything starts
+    if args.schedule:
+        from harness.run import load_schedule
+        scenario = scenario.with_schedule(load_schedule(args.schedule), str(args.schedule))
     outcome = run_scenario(scenario, args.runs_dir)
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK

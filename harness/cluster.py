@@ -22,6 +22,7 @@ from harness.progress import progress
 from harness.scenario import ClusterSpec
 from harness.toxiproxy import Proxy, Toxiproxy
 from harness.versions import kafka_image, pinned, toxiproxy_image
+from workloads.services import owner_gone, sweep_stale_workloads
 
 # Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
 testcontainers_config.ryuk_disabled = True
@@ -97,6 +98,7 @@ class KafkaCluster:
     def start(self) -> Self:
         check_engine_and_images()
         sweep_stale_containers()
+        sweep_stale_workloads()
         labels = _labels(self.run_id)
         with progress(f"network kafka-chaos-{self.run_id}"):
             self._network = Network(docker_network_kw={"labels": labels})
@@ -327,7 +329,6 @@ def _remove(container: DockerContainer) -> None:
 def sweep_stale_containers(include_live: bool = False) -> int:
     """Remove containers and networks of ours whose owning harness process is gone (or all, if asked)."""
     client = docker.from_env()
-    here = socket.gethostname()
     removed = 0
 
     def stale(labels: dict[str, str]) -> bool:
@@ -335,8 +336,7 @@ def sweep_stale_containers(include_live: bool = False) -> int:
             return False  # not started by a harness process: e.g. a cluster brought up from compose.yaml
         if include_live:
             return True
-        host, _, pid = labels[OWNER_LABEL].partition(":")
-        return host != here or not pid.isdigit() or not _alive(int(pid))
+        return owner_gone(labels[OWNER_LABEL])
 
     for container in client.containers.list(all=True, filters={"label": PROJECT_LABEL}):
         if stale(container.labels):
@@ -351,13 +351,3 @@ def sweep_stale_containers(include_live: bool = False) -> int:
             except docker.errors.APIError:
                 pass
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+import yaml
+
 from faults.base import Fault
 from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
@@ -21,13 +23,14 @@ from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import Scenario
+from harness.scenario import Scenario, ScenarioError
 from harness.versions import kafka_image
 from workloads.java_member import raw_events_path
 from workloads.verifiable import convert
 from workloads.services import WorkloadProcess, member_process, producer_process, stop_all
 
 PROGRESS_EVERY_S = 5
+SCHEDULE_FILE = "schedule.json"
 GROUP_STABLE_TIMEOUT_S = 60
 
 
@@ -93,14 +96,14 @@ def nemesis_for(scenario: Scenario, cluster: KafkaCluster, members: dict[str, Wo
         return entry.fault_class.build(ctx, entry.target, entry.params,
                                        duration_s=entry.duration_s, requested_target=entry.target)
 
-    steps = [Step(f.at_s, f.duration_s, partial(build, f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.faults]
+    steps = [Step(f.at_s, f.duration_s, partial(build, f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.schedule()]
     return Nemesis(steps, log=say)
 
 
 def workload_time_limit(scenario: Scenario) -> float:
     """Generous: the producer's planned time, the last fault's end, plus its delivery time-out."""
     planned = scenario.producer.records / scenario.producer.rate if scenario.producer.rate else 60
-    last_fault = max((f.at_s + f.duration_s for f in scenario.faults), default=0)
+    last_fault = max((f.at_s + f.duration_s for f in scenario.schedule()), default=0)
     return max(planned, last_fault) + 300
 
 
@@ -128,6 +131,7 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
     run_id = new_run_id(scenario.name)
     run_dir = create_run_dir(runs_root, run_id)
     (run_dir / "scenario.yaml").write_text(scenario.to_yaml())
+    write_schedule(run_dir / SCHEDULE_FILE, scenario)
     outcome = RunOutcome(run_dir)
     phase = partial(timed_phase, outcome)
     say(f"run {run_id}: {run_dir}")
@@ -148,6 +152,24 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
                     cluster.stop()
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
+
+
+def write_schedule(path: Path, scenario: Scenario) -> None:
+    """The run's whole fault schedule, before it starts: `kafka-chaos run SCENARIO --schedule FILE` replays it."""
+    write_json(path, {"seed": scenario.run.seed,
+                      "faults": [f.model_dump(mode="json", exclude_defaults=False) for f in scenario.schedule()]})
+
+
+def load_schedule(path: Path) -> list[dict]:
+    """A schedule.json a run wrote, or a YAML/JSON list of fault entries."""
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ScenarioError(f"{path}: cannot read the schedule: {exc}") from None
+    entries = data.get("faults") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise ScenarioError(f"{path}: a schedule is a list of fault entries (or a run's {SCHEDULE_FILE})")
+    return entries
 
 
 def compact_logs(run_dir: Path) -> None:

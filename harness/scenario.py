@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, model_validator
 
 from faults.base import Fault, FaultParams
 from faults.context import ScenarioFacts
 from faults.kinds import fault_kinds
+from faults.schedule import random_schedule
 from faults.targets import TARGET_CHECKS
 
 
@@ -126,6 +127,41 @@ def _entry_model(kind: str, cls: type[Fault]) -> type[FaultEntry]:
 
 FAULT_KINDS = fault_kinds()
 FaultSpec = Annotated[Union[tuple(_entry_model(k, c) for k, c in FAULT_KINDS.items())], Field(discriminator="kind")]
+FAULT_ENTRY = TypeAdapter(FaultSpec)
+
+
+def _range(lo_min: float):
+    def check(value: tuple[float, float]) -> tuple[float, float]:
+        lo, hi = value
+        if lo < lo_min or hi < lo:
+            raise ValueError(f"must be [low, high] with {lo_min:g} <= low <= high, got [{lo:g}, {hi:g}]")
+        return value
+    return check
+
+
+class RandomFaultsSpec(Strict):
+    """A seeded random schedule drawn from a menu of faults (faults/schedule.py)."""
+    faults: list[dict[str, Any]] = Field(min_length=1, description="the menu: fault entries without at_s and duration_s")
+    seed: int | None = Field(None, description="default: run.seed")
+    start_s: float = Field(5, ge=0, description="when the first fault may start")
+    until_s: float | None = Field(None, gt=0, description="no fault starts after this; default: the producer's planned time")
+    interval_s: Annotated[tuple[float, float], AfterValidator(_range(0))] = Field((5, 15), description="quiet gap after each heal")
+    duration_s: Annotated[tuple[float, float], AfterValidator(_range(0.1))] = Field((3, 10), description="each fault's length")
+
+    @model_validator(mode="after")
+    def _menu_entries_are_faults(self):
+        for i, entry in enumerate(self.faults):
+            if "at_s" in entry or "duration_s" in entry:
+                raise ValueError(f"faults[{i}]: at_s and duration_s are drawn by the schedule; leave them out")
+            try:
+                FAULT_ENTRY.validate_python({**entry, "at_s": 0, "duration_s": 1})
+            except ValidationError as exc:
+                item = exc.errors()[0]
+                raise ValueError(f"faults[{i}]{_path(item)}: {_message(item)}") from None
+        return self
+
+    def menu(self) -> list[FaultEntry]:
+        return [FAULT_ENTRY.validate_python({**entry, "at_s": 0, "duration_s": 1}) for entry in self.faults]
 
 
 class RunSpec(Strict):
@@ -148,6 +184,7 @@ class Scenario(Strict):
     producer: ProducerSpec = Field(default_factory=ProducerSpec)
     consumer_group: ConsumerGroupSpec = Field(default_factory=ConsumerGroupSpec)
     faults: list[FaultSpec] = Field(default_factory=list)
+    random_faults: RandomFaultsSpec | None = Field(None, description="a seeded random schedule, added to faults")
     run: RunSpec = Field(default_factory=RunSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
 
@@ -157,14 +194,28 @@ class Scenario(Strict):
             raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than cluster.brokers ({self.cluster.brokers})")
         facts = self.facts()
         for i, fault in enumerate(self.faults):
-            try:
-                check_target = TARGET_CHECKS.get(fault.fault_class.target_kind)
-                if check_target:
-                    check_target(fault.target, facts)
-                fault.params.check(facts)
-            except ValueError as exc:
-                raise ValueError(f"faults[{i}].{exc}") from None
+            _check_fault(fault, facts, f"faults[{i}]")
+        for i, fault in enumerate(self.random_faults.menu() if self.random_faults else []):
+            _check_fault(fault, facts, f"random_faults.faults[{i}]")
         return self
+
+    def schedule(self) -> list[FaultEntry]:
+        """Every fault of the run in time order: the listed ones and the seeded random ones."""
+        drawn = []
+        if self.random_faults:
+            spec, facts = self.random_faults, self.facts()
+            planned_s = self.producer.records / self.producer.rate if self.producer.rate else 60
+            drawn = [FAULT_ENTRY.validate_python(entry) for entry in random_schedule(
+                spec.faults, seed=self.run.seed if spec.seed is None else spec.seed, start_s=spec.start_s,
+                until_s=spec.until_s or planned_s, interval_s=spec.interval_s, duration_s=spec.duration_s,
+                brokers=list(facts.broker_names), members=list(facts.members))]
+        return sorted([*self.faults, *drawn], key=lambda f: f.at_s)
+
+    def with_schedule(self, entries: list[dict], source: str) -> "Scenario":
+        """This scenario with exactly these faults (a schedule file being replayed), checked like a scenario."""
+        data = self.model_dump(mode="json")
+        data.update(faults=entries, random_faults=None)
+        return parse_scenario(data, source)
 
     def facts(self) -> ScenarioFacts:
         """What a fault entry is checked against before anything starts."""
@@ -177,18 +228,40 @@ class Scenario(Strict):
         return yaml.safe_dump(data, sort_keys=False)
 
 
+def _check_fault(fault: FaultEntry, facts: ScenarioFacts, where: str) -> None:
+    try:
+        check_target = TARGET_CHECKS.get(fault.fault_class.target_kind)
+        if check_target:
+            check_target(fault.target, facts)
+        fault.params.check(facts)
+    except ValueError as exc:
+        raise ValueError(f"{where}.{exc}") from None
+
+
+def _path(item) -> str:
+    """Where a pydantic error is, as a scenario path (`faults[0].target`), without the union's tag."""
+    loc = item["loc"]
+    loc = [p for i, p in enumerate(loc) if not (p in FAULT_KINDS and (i == 0 or isinstance(loc[i - 1], int)))]
+    if item["type"] in ("union_tag_invalid", "union_tag_not_found"):
+        loc.append("kind")
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
+def _message(item) -> str:
+    kinds = ", ".join(FAULT_KINDS)
+    if item["type"] == "union_tag_invalid":
+        return f"unknown fault kind {item['input'].get('kind')!r}; kinds: {kinds}"
+    if item["type"] == "union_tag_not_found":
+        return f"required; kinds: {kinds}"
+    if item["type"] == "extra_forbidden":
+        return "unknown field"
+    return item["msg"].removeprefix("Value error, ")
+
+
 def _describe(error: ValidationError, source: str) -> str:
     lines = []
     for item in error.errors():
-        loc = [p for i, p in enumerate(item["loc"]) if not (p in FAULT_KINDS and i and isinstance(item["loc"][i - 1], int))]
-        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".") or "scenario"
-        message = item["msg"].removeprefix("Value error, ")
-        if item["type"] == "union_tag_invalid":
-            where, message = f"{where}.kind", f"unknown fault kind {item['input'].get('kind')!r}; kinds: {', '.join(FAULT_KINDS)}"
-        elif item["type"] == "union_tag_not_found":
-            where, message = f"{where}.kind", f"required; kinds: {', '.join(FAULT_KINDS)}"
-        if item["type"] == "extra_forbidden":
-            message = "unknown field"
+        where, message = _path(item).lstrip(".") or "scenario", _message(item)
         named = re.match(r"^([\w\[\].]+): (.*)$", message)
         if named:  # a model-level check names its own field: attach it to the path
             where = named.group(1) if where == "scenario" else f"{where}.{named.group(1)}"

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from workloads import config as workload_config
+
+OWNER_ENV = "KAFKA_CHAOS_OWNER"  # host:pid of the harness that started the workload
 
 
 @dataclass
@@ -28,7 +31,7 @@ class WorkloadProcess:
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", self.module],
-                env={**os.environ, **workload_config.encode(self.settings)},
+                env={**os.environ, **workload_config.encode(self.settings), OWNER_ENV: f"{socket.gethostname()}:{os.getpid()}"},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
             )
@@ -90,3 +93,51 @@ def stop_all(processes: list[WorkloadProcess], timeout_s: float = 30) -> None:
         process.request_stop()
     for process in processes:
         process.stop(timeout_s)
+
+
+def sweep_stale_workloads() -> int:
+    """Thaw workloads whose harness is gone (killed with SIGKILL while they were frozen).
+
+    A running orphan stops by itself once it sees its harness gone (workloads/config.py); a frozen
+    one (SIGSTOP, a member fault) sees nothing until it is resumed. Each thawed one then stops
+    itself, forced 15 s later if closing hangs. Returns how many were thawed.
+    """
+    thawed = 0
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            owner = _env_value(environ.read_bytes(), OWNER_ENV)
+            state = (environ.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if owner is None or state not in ("T", "t"):
+            continue
+        if not owner_gone(owner):
+            continue
+        try:
+            os.kill(int(environ.parent.name), signal.SIGCONT)
+            thawed += 1
+        except ProcessLookupError:
+            pass
+    return thawed
+
+
+def _env_value(environ: bytes, name: str) -> str | None:
+    prefix = name.encode() + b"="
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode(errors="replace")
+    return None
+
+
+def owner_gone(owner: str) -> bool:
+    """An owner is `host:pid` of a harness process; gone if it is not a live process on this host."""
+    host, _, pid = owner.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+        return False
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
