@@ -53,7 +53,9 @@ base_image() {
   local img=$KAFKA_CHAOS_BASE_IMAGE h tarball dir old
   step "image $img"
   if ! is_local "$img"; then pull "$img"; return; fi
-  h=$(inputs_hash "$DEBIAN_SUITE" "$DEBIAN_MIRROR" -- images/base)
+  local mirror
+  mirror=$(debian_mirror "$DEBIAN_SUITE")
+  h=$(inputs_hash "$DEBIAN_SUITE" "$mirror" -- images/base)
   if [[ $(label_of "$img") == "$h" ]]; then step_done "up to date"; return; fi
   tarball=$CACHE_DIR/base/rootfs-$DEBIAN_SUITE-$h.tar
   if [[ ! -f $tarball ]]; then
@@ -63,8 +65,8 @@ base_image() {
     ON_EXIT+=("umount_and_remove '$dir'")
     log "debootstrap --variant=minbase $DEBIAN_SUITE (about a minute; cached as $tarball)"
     run_logged debootstrap debootstrap --variant=minbase \
-      --include="$(grep -v '^#' images/base/packages | paste -sd,)" "$DEBIAN_SUITE" "$dir" "$DEBIAN_MIRROR"
-    run_logged customize bash images/base/customize.sh "$dir" "$DEBIAN_SUITE" "$DEBIAN_MIRROR"
+      --include="$(grep -v '^#' images/base/packages | paste -sd,)" "$DEBIAN_SUITE" "$dir" "$mirror"
+    run_logged customize bash images/base/customize.sh "$dir" "$DEBIAN_SUITE" "$mirror"
     tar --numeric-owner --exclude='./dev/*' --exclude='./proc/*' --exclude='./sys/*' \
       -C "$dir" -cf "$tarball.part" .
     find "$CACHE_DIR/base" -maxdepth 1 -name "rootfs-$DEBIAN_SUITE-*.tar" -delete

@@ -56,6 +56,26 @@ load_versions() {
   done <"$ROOT/versions.env"
 }
 
+# The Debian mirror debootstrap uses: DEBIAN_MIRROR if set, else the one this machine's own apt
+# sources use for $DEBIAN_SUITE (deb822 .sources files or sources.list lines). No host name is
+# written into the project.
+debian_mirror() {
+  local suite=${1:?suite} uri
+  if [[ -n ${DEBIAN_MIRROR:-} ]]; then echo "$DEBIAN_MIRROR"; return; fi
+  uri=$(awk -v suite="$suite" '
+    /^[[:space:]]*$/ { if (uris != "" && ok) { print uris; exit } uris = ""; ok = 0; next }
+    /^URIs:/ { uris = $2 }
+    /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == suite) ok = 1 }
+    /^Enabled:[[:space:]]*no/ { uris = "" }
+    END { if (uris != "" && ok) print uris }' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+  if [[ -z $uri && -f /etc/apt/sources.list ]]; then
+    uri=$(awk -v suite="$suite" '$1 == "deb" { for (i = 2; i < NF; i++) if ($i !~ /^\[/ && $(i + 1) == suite) { print $i; exit } }' \
+      /etc/apt/sources.list)
+  fi
+  [[ -n $uri ]] || die "no Debian mirror for $suite in this machine's apt sources (/etc/apt/sources.list*); set DEBIAN_MIRROR"
+  echo "${uri%/}"
+}
+
 APT_UPDATED=""
 apt_install() {
   [[ $(id -u) == 0 ]] || die "need to install $* with apt-get, but not root"
