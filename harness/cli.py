@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="start a cluster, run a scenario with its faults, analyse it",
                               description="Start a 3-broker KRaft cluster behind Toxiproxy, run the scenario's "
                               "producer and consumer group with its fault schedule, heal, drain, analyse, and "
-                              "remove the cluster. Writes runs/<run-id>/ (see DESIGN.md).",
+                              "remove the cluster. Writes runs/<run-id>/ (see docs/DESIGN.md).",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("scenario", type=Path, help="scenario YAML (see scenarios/default.yaml)")
     run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
