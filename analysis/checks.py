@@ -1,11 +1,15 @@
-"""Anomaly checks on what records.py collected (small: only the blocks the counts flag) plus the history.
+"""The checks, each declared once in REGISTRY: its name, the inputs it needs, whether its findings make a
+run invalid, its count unit, its colour in the report, and a function from the facts of one run (``Facts``:
+the history, what records.check_partition reported, the records read back) to its anomalies.
 
-Every check returns anomalies as dicts of one shape::
+Every anomaly has one shape::
 
     {"type", "topic", "partition", "offsets": [first, last], "count", "members", "generations",
      "time_ms": [t0, t1], "fault_ids", ...type-specific fields}
 
-``offsets`` is an inclusive range; ``count`` is in the type's unit (see COUNT_UNITS).
+``offsets`` is an inclusive range; ``count`` is in the check's unit. The summary, the report's type list
+and colours, ``compare``'s columns and the CLI help are derived from REGISTRY: a new check is one function
+decorated with :func:`check`, and one test.
 """
 from __future__ import annotations
 
@@ -13,58 +17,11 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import numpy as np
+from typing import Callable
 
-from .history import OPEN, Commit, History, Period, period_column
-from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD
-
-COUNT_UNITS = {
-    "duplicate": "distinct topic/partition/offset consumed more than once",
-    "lost": "acked (ok) records never consumed",
-    "skip": "records a member jumped over inside one ownership of a partition",
-    "backwards": "times a member's next consumed offset went back inside one ownership",
-    "commit_regression": "times a partition's committed offset went down",
-    "duplicate_over_budget": "duplicated offsets not explained by a revoked owner's uncommitted tail",
-    "unhealed_fault": "faults never healed",
-    "duplicate_write": "producer_id/seq pairs stored at more than one offset",
-}
-INVALID_TYPES = ("lost", "skip", "backwards", "commit_regression", "duplicate_over_budget", "unhealed_fault",
-                 "duplicate_write")
-TYPES = ("duplicate", "lost", "duplicate_write", "skip", "backwards", "commit_regression",
-         "duplicate_over_budget", "unhealed_fault")
-U64 = (1 << 64) - 1
-
-
-def bits(mask: int) -> list[int]:
-    m = mask & U64
-    out = []
-    while m:
-        low = m & -m
-        out.append(low.bit_length() - 1)
-        m ^= low
-    return out
-
-
-def decode(blocks: list[int], masks: list[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Offsets set in the masks of the given blocks, and the index of the block each came from (sorted)."""
-    if not blocks:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    m = np.array([x & U64 for x in masks], dtype=np.uint64)
-    bitmat = np.unpackbits(m.view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    rows, cols = np.nonzero(bitmat)
-    offsets = np.array(blocks, dtype=np.int64)[rows] * 64 + cols
-    order = np.argsort(offsets, kind="stable")
-    return offsets[order], rows[order]
-
-
-def runs(offsets: np.ndarray) -> list[tuple[int, int]]:
-    """Index ranges [i, j) of consecutive offsets."""
-    if len(offsets) == 0:
-        return []
-    cut = np.nonzero(np.diff(offsets) != 1)[0] + 1
-    starts = np.concatenate([[0], cut])
-    ends = np.concatenate([cut, [len(offsets)]])
-    return list(zip(starts.tolist(), ends.tolist()))
+from .history import OPEN, Commit, History, Period
+from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64
+from .records import bits_of as bits
 
 
 @dataclass
@@ -225,7 +182,7 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
             for r in drilled[key]:
                 gens = (r["generation"],) if r["generation"] is not None and r["generation"] >= 0 else ctx.period_gens(r["period"])
                 by_off[r["offset"]].append(Delivery(r["member"], r["period"], r["ts"], r["ts"], gens,
-                                                    (r["ts"], r["_file"] or "", r["_block"] or 0, r["_row"] or 0)))
+                                                    (r["ts"], r["fh"], r["blk"], r["pos"])))
             for off in sorted(by_off):
                 ds = by_off[off]
                 if len(ds) > 1:
@@ -272,152 +229,112 @@ def _merge(items, signature):
     return out
 
 
-# ------------------------------------------------------------------------------------------------- lost
-def lost(ctx: Context, blocks: list[dict]) -> tuple[list[dict], int]:
+def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
+    """Index ranges [i, j) of consecutive offsets in a sorted list."""
+    out, i = [], 0
+    for j in range(1, len(offsets) + 1):
+        if j == len(offsets) or offsets[j] != offsets[j - 1] + 1:
+            out.append((i, j))
+            i = j
+    return out
+
+
+# -------------------------------------------------------------------------------------- the facts of a run
+@dataclass
+class Facts:
+    """What the checks read: the history, the per-partition results of records.check_partition (``got``),
+    the records read back (``rows``, with their period), and a way to ask Spark for more (``query``)."""
+    history: History
+    ctx: Context
+    got: dict
+    rows: list[dict]
+    need_rows: set
+    steps: list[tuple]
+    query: Callable | None = None          # query(kind, arg) -> rows (duplicate_write only)
+    has_columns: tuple = ()
+    memo: dict = field(default_factory=dict)
+
+    def once(self, key, fn):
+        if key not in self.memo:
+            self.memo[key] = fn()
+        return self.memo[key]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    needs: tuple            # "events", "faults", or consumed/ columns
+    invalidates: bool
+    unit: str
+    color: str
+    run: Callable           # Facts -> (anomalies, count, info dict); may raise Undecided
+
+
+class Skip(Exception):
+    """The check cannot run on this input (the reason is reported)."""
+
+
+REGISTRY: dict[str, Check] = {}
+
+
+def check(name, *, needs=(), invalidates=True, unit, color):
+    def register(fn):
+        REGISTRY[name] = Check(name, tuple(needs), invalidates, unit, color, fn)
+        return fn
+    return register
+
+
+def invalid_types() -> tuple:
+    return tuple(n for n, c in REGISTRY.items() if c.invalidates)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+def _duplicates(x: Facts):
+    rows = [r for r in x.rows if (r["topic"], r["partition"], r["offset"] >> 6) in x.need_rows]
+    return x.once("dup", lambda: duplicates(x.ctx, x.got.get("groups", []), rows))
+
+
+@check("duplicate", invalidates=False, unit="distinct topic/partition/offset consumed more than once", color="#8c8c8c")
+def duplicate_check(x: Facts):
+    dup, _, st = _duplicates(x)
+    extra = sum(r["extra"] for r in x.got.get("stats", []))
+    if st["extra_deliveries"] != extra:
+        raise AssertionError(f"block counts say {extra} extra deliveries, records say {st['extra_deliveries']}")
+    return dup, st["duplicated_offsets"], {"extra_deliveries": st["extra_deliveries"]}
+
+
+@check("lost", unit="acked (ok) records never consumed", color="#d62728")
+def lost(x: Facts):
     anomalies, total = [], 0
     by_tp = defaultdict(list)
-    for r in blocks:
-        if r["lost"]:
+    for r in x.got.get("dirty", []):
+        if r["lostmask"]:
             by_tp[(r["topic"], r["partition"])].append(r)
     for (topic, partition), rs in sorted(by_tp.items()):
-        offsets, idx = decode([r["b"] for r in rs], [r["lostmask"] for r in rs])
-        total += len(offsets)
-        t0s = np.array([r["ptmin"] for r in rs], dtype=np.int64)[idx]
-        t1s = np.array([max(r["ptmax"], r["ctmax"] or r["ptmax"]) for r in rs], dtype=np.int64)[idx]
-        for i, j in runs(offsets):
-            t0, t1 = int(t0s[i:j].min()), int(t1s[i:j].max())
-            owners = ctx.owners_during(topic, partition, t0, t1)
-            anomalies.append({"type": "lost", "topic": topic, "partition": partition,
-                              "offsets": [int(offsets[i]), int(offsets[j - 1])], "count": j - i,
-                              "members": sorted({p.member for p in owners}),
+        cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
+        total += len(cells)
+        offsets = [o for o, _ in cells]
+        for i, j in _ranges(offsets):
+            t0 = min(r["ptmin"] for _, r in cells[i:j])
+            t1 = max(max(r["ptmax"], r["ctmax"] or r["ptmax"]) for _, r in cells[i:j])
+            owners = x.ctx.owners_during(topic, partition, t0, t1)
+            anomalies.append({"type": "lost", "topic": topic, "partition": partition, "offsets": [offsets[i], offsets[j - 1]],
+                              "count": j - i, "members": sorted({p.member for p in owners}),
                               "generations": sorted({p.generation for p in owners if p.generation is not None}),
                               "time_ms": [t0, t1]})
-    return anomalies, total
+    return anomalies, total, {}
 
 
-# -------------------------------------------------------------------------------- skip and backwards
-def skips(ctx: Context, flags: list[dict], gaps: list[dict], gap_bits: list[dict], rows: list[dict],
-          known: dict[tuple, int]) -> tuple[list[dict], int]:
-    """Known records a member jumped over inside one ownership: never consumed in that ownership
-    (``missing`` bits, gaps between blocks), or consumed only after a later offset (record order)."""
-    skipped = defaultdict(dict)  # (member, topic, partition, period) -> {offset: (t0, t1)}
-    for r in flags:
-        if r["missing"]:
-            key = (r["member"], r["topic"], r["partition"], r["period"])
-            for j in bits(r["missing"]):
-                skipped[key].setdefault(r["b"] * 64 + j, (r["tmin"], r["tmax"]))
-    for g in gap_bits:
-        r = gaps[g["gid"]]
-        key = (r["member"], r["topic"], r["partition"], r["period"])
-        for j in bits(g["bits"]):
-            skipped[key].setdefault(g["b"] * 64 + j, (r["prev_tmax"], r["tmin"]))
-    for key, seq in _sequences(rows).items():
-        member, topic, partition, period = key
-        for prev, nxt in zip(seq, seq[1:]):
-            if nxt["offset"] > prev["offset"] + 1:
-                # consecutive only if every block in between was read back (rows hold only some blocks)
-                if any((topic, partition, b) not in known for b in range(prev["offset"] >> 6, (nxt["offset"] >> 6) + 1)):
-                    continue
-                for off in range(prev["offset"] + 1, nxt["offset"]):
-                    if known.get((topic, partition, off >> 6), 0) >> (off & 63) & 1:
-                        skipped[key].setdefault(off, (prev["ts"], nxt["ts"]))
-    anomalies, total = [], 0
-    for key in sorted(skipped, key=lambda k: (k[1], k[2], k[0], k[3])):
-        member, topic, partition, period = key
-        offs = sorted(skipped[key])
-        total += len(offs)
-        arr = np.array(offs, dtype=np.int64)
-        for i, j in runs(arr):
-            times = [skipped[key][o] for o in offs[i:j]]
-            anomalies.append({"type": "skip", "topic": topic, "partition": partition, "offsets": [offs[i], offs[j - 1]],
-                              "count": j - i, "members": [member], "generations": list(ctx.period_gens(period)),
-                              "time_ms": [min(t[0] for t in times), max(t[1] for t in times)], "period": period})
-    return anomalies, total
-
-
-def _sequences(rows: list[dict]) -> dict[tuple, list[dict]]:
-    """Each (member, topic, partition, period)'s records in the order the member logged them: file order
-    (the log is appended in consumption order; a wall clock that steps back does not reorder it), files of
-    one member ordered by their first timestamp."""
-    seqs = defaultdict(list)
-    first_ts: dict = {}
-    for r in rows:
-        f = r["_file"] or ""
-        first_ts[f] = min(first_ts.get(f, r["ts"]), r["ts"])
-        if r["period"] is not None and r["period"] >= 0:
-            seqs[(r["member"], r["topic"], r["partition"], r["period"])].append(r)
-    for v in seqs.values():
-        v.sort(key=lambda r: (first_ts[r["_file"] or ""], r["_file"] or "", r["_block"] or 0, r["_row"] or 0))
-    return seqs
-
-
-def _step_back(ctx: Context, key: tuple, prev: tuple[int, int], nxt: tuple[int, int]) -> dict:
-    """The backwards anomaly of one step from prev to nxt, each (offset, ts), inside ownership key
-    (member, topic, partition, period)."""
-    member, topic, partition, period = key
-    return {"type": "backwards", "topic": topic, "partition": partition, "offsets": [nxt[0], prev[0]], "count": 1,
-            "members": [member], "generations": list(ctx.period_gens(period)), "time_ms": [prev[1], nxt[1]],
-            "from_offset": prev[0], "to_offset": nxt[0], "period": period}
-
-
-def backwards(ctx: Context, flags: list[dict], rows: list[dict]) -> tuple[list[dict], int]:
-    flagged = {(r["member"], r["topic"], r["partition"], r["period"]) for r in flags
-               if r["repeat"] or r["order_in"] or r["order_across"]}
-    anomalies = []
-    found = set()
-    for key, seq in _sequences(rows).items():
-        if key not in flagged:
-            continue
-        for prev, nxt in zip(seq, seq[1:]):
-            if nxt["offset"] <= prev["offset"]:
-                found.add(key)
-                anomalies.append(_step_back(ctx, key, (prev["offset"], prev["ts"]), (nxt["offset"], nxt["ts"])))
-    for r in flags:  # a repeat is a step back whatever the rows say; report it even if they were not read back
-        key = (r["member"], r["topic"], r["partition"], r["period"])
-        if r["repeat"] and key not in found:
-            found.add(key)
-            anomalies.append({"type": "backwards", "topic": r["topic"], "partition": r["partition"],
-                              "offsets": [r["omin"], r["omax"]], "count": 1, "members": [r["member"]],
-                              "generations": list(ctx.period_gens(r["period"])), "time_ms": [r["tmin"], r["tmax"]],
-                              "period": r["period"], "detail": "position not resolved to single records"})
-    anomalies.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
-    return anomalies, len(anomalies)
-
-
-def backwards_in_log_order(ctx: Context, table, hist) -> tuple[list[dict], int]:
-    """Exact: every step back (the next record not above the previous one) in each member's log order, inside
-    one ownership, over ALL consumed records (an Arrow table from records.q_log_order). The block checks cannot
-    see a reordering strictly inside one 64-offset block; this can, at the cost of every record's position
-    (used below api.EXACT_ORDER_MAX_ROWS). Same order and anomalies as :func:`backwards` on drilled rows."""
-    df = table.to_pandas()
-    if df.empty:
-        return [], 0
-    df["period"] = period_column(df, hist.periods, hist.members_with_events)
-    df = df[df["period"] >= 0]
-    df["_first"] = df.groupby("_file")["ts"].transform("min")  # files of one member by their first record
-    df = df.sort_values(["member", "topic", "partition", "period", "_first", "_file", "_block", "_row"], kind="stable")
-    keys = ["member", "topic", "partition", "period"]
-    same = np.ones(len(df), dtype=bool)
-    for k in keys:
-        col = df[k].to_numpy()
-        same[1:] &= col[1:] == col[:-1]
-    same[0] = False
-    off, ts = df["offset"].to_numpy(), df["ts"].to_numpy()
-    back = np.flatnonzero(same[1:] & (off[1:] <= off[:-1])) + 1
-    anomalies = []
-    for i in back.tolist():
-        r = df.iloc[i]
-        key = (r["member"], r["topic"], int(r["partition"]), int(r["period"]))
-        anomalies.append(_step_back(ctx, key, (int(off[i - 1]), int(ts[i - 1])), (int(off[i]), int(ts[i]))))
-    anomalies.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
-    return anomalies, len(anomalies)
-
-
-# ---------------------------------------------------------------------------------- duplicate writes
-def duplicate_writes(copies: list[dict]) -> list[dict]:
-    """One producer_id/seq stored at more than one topic/partition/offset (a producer-side duplicate)."""
+@check("duplicate_write", needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",
+       color="#bcbd22")
+def duplicate_writes(x: Facts):
+    """One producer_id/seq stored at more than one topic/partition/offset (a producer-side duplicate). A retry
+    that duplicates a write always leaves a consumed copy nobody acked ok (the attempt whose acknowledgement
+    was lost), so only the producer_id/seq of such records are looked up: a run without them pays nothing."""
+    cells = {(r["topic"], r["partition"], r["b"] * 64 + j) for r in x.got.get("dirty", []) for j in bits(r["unackedmask"])}
+    pairs = {(r["producer_id"], r["seq"]) for r in x.query("unacked", cells)} if cells else set()
     by_pair = defaultdict(list)
-    for r in copies:
+    for r in (x.query("copies", pairs) if pairs else []):
         by_pair[(r["producer_id"], r["seq"])].append(r)
     out = []
     for (pid, seq), rs in sorted(by_pair.items()):
@@ -428,14 +345,52 @@ def duplicate_writes(copies: list[dict]) -> list[dict]:
                     "offsets": [rs[0]["offset"], rs[-1]["offset"]], "count": 1, "members": [], "generations": [],
                     "time_ms": [min(r["tmin"] for r in rs), max(r["tmax"] for r in rs)], "producer_id": pid, "seq": seq,
                     "copies": [f"{r['topic']}:{r['partition']}@{r['offset']}" for r in rs]})
-    return out
+    return out, len(out), {"unacked_records": len(cells)}
 
 
-# ------------------------------------------------------------------------------------- commits, faults
-def commit_regressions(ctx: Context) -> list[dict]:
+@check("skip", needs=("events",), unit="known records a member did not consume inside one ownership of a partition",
+       color="#ff7f0e")
+def skips(x: Facts):
+    """Known records (acked, or consumed by anyone) inside the offset range one member consumed during one
+    ownership of a partition, that it did not consume in that ownership."""
+    skipped = defaultdict(dict)  # (member, topic, partition, period) -> {offset: (t0, t1)}
+    for r in x.got.get("skip", []):
+        key = (r["member"], r["topic"], r["partition"], r["period"])
+        for j in bits(r["bits"]):
+            skipped[key].setdefault(r["b"] * 64 + j, (r["t0"], r["t1"]))
+    anomalies, total = [], 0
+    for key in sorted(skipped, key=lambda k: (k[1], k[2], k[0], k[3])):
+        member, topic, partition, period = key
+        offs = sorted(skipped[key])
+        total += len(offs)
+        for i, j in _ranges(offs):
+            times = [skipped[key][o] for o in offs[i:j]]
+            anomalies.append({"type": "skip", "topic": topic, "partition": partition, "offsets": [offs[i], offs[j - 1]],
+                              "count": j - i, "members": [member], "generations": list(x.ctx.period_gens(period)),
+                              "time_ms": [min(t[0] for t in times), max(t[1] for t in times)], "period": period})
+    return anomalies, total, {}
+
+
+@check("backwards", needs=("events",), unit="times a member's next consumed record (in its log) was not above the "
+       "previous one inside one ownership", color="#9467bd")
+def backwards(x: Facts):
+    """Exact at every size: records.check_partition finds the log units that are out of order, their records
+    are read back, and every step back between two records that follow each other in the member's log is
+    reported (records.steps_back)."""
+    out = []
+    for member, topic, partition, period, prev, nxt in x.steps:
+        out.append({"type": "backwards", "topic": topic, "partition": partition, "offsets": [nxt[0], prev[0]], "count": 1,
+                    "members": [member], "generations": list(x.ctx.period_gens(period)), "time_ms": [prev[1], nxt[1]],
+                    "from_offset": prev[0], "to_offset": nxt[0], "period": period})
+    out.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
+    return out, len(out), {}
+
+
+@check("commit_regression", needs=("events",), unit="times a partition's committed offset went down", color="#17becf")
+def commit_regressions(x: Facts):
     out = []
     by_tp = defaultdict(list)
-    for c in ctx.history.commits:
+    for c in x.history.commits:
         if c.ok:
             by_tp[(c.topic, c.partition)].append(c)
     for (topic, partition), cs in sorted(by_tp.items()):
@@ -448,13 +403,25 @@ def commit_regressions(ctx: Context) -> list[dict]:
                             "generations": sorted({g for g in (prev.generation, cur.generation) if g is not None and g >= 0}),
                             "time_ms": [prev.eff_ts, cur.eff_ts], "from_offset": prev.offset, "to_offset": cur.offset,
                             "by": cur.member})
-    return out
+    return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok)}
 
 
-def unhealed_faults(h: History) -> list[dict]:
-    return [{"type": "unhealed_fault", "topic": None, "partition": None, "offsets": None, "count": 1, "members": [],
-             "generations": [], "time_ms": [f.injected_at_ms, None], "fault_ids": [f.id], "kind": f.kind,
-             "target": f.target} for f in h.faults if f.healed_at_ms is None]
+@check("duplicate_over_budget", needs=("events",), unit="duplicated offsets not explained by a revoked owner's "
+       "uncommitted tail", color="#e377c2")
+def over_budget(x: Facts):
+    _, over, st = _duplicates(x)
+    info = {"within_budget_offsets": st["duplicated_offsets"] - st["over_budget_offsets"] - st["unknown_budget_offsets"]}
+    if st["unknown_budget_offsets"]:
+        info.update(status="unknown", undecided_offsets=st["unknown_budget_offsets"], reason="some members logged no events")
+    return over, st["over_budget_offsets"], info
+
+
+@check("unhealed_fault", needs=("faults",), unit="faults never healed", color="#000000")
+def unhealed_faults(x: Facts):
+    out = [{"type": "unhealed_fault", "topic": None, "partition": None, "offsets": None, "count": 1, "members": [],
+            "generations": [], "time_ms": [f.injected_at_ms, None], "fault_ids": [f.id], "kind": f.kind,
+            "target": f.target} for f in x.history.faults if f.healed_at_ms is None]
+    return out, len(out), {}
 
 
 def attribute(anomalies: list[dict], h: History, grace_ms: int) -> None:

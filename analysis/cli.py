@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+from .checks import REGISTRY
 from .errors import InputError
 from .spark import SparkUnavailable
 
@@ -15,15 +16,18 @@ EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
 ANALYZE_EPILOG = """exit codes:
   0  valid: no anomaly that breaks the delivery guarantees (duplicates inside the commit budget are allowed)
-  1  invalid: anomalies found (lost, skip, backwards, commit_regression, duplicate_over_budget, duplicate_write,
-     unhealed_fault)
+  1  invalid: anomalies found ({invalid})
   2  bad input: the run directory does not follow contract v1; the message names the file and the column
   3  unknown: a check crashed or could not decide (see report/index.html); no stack trace instead of a report
 
 input: RUN_DIR/produced/ and RUN_DIR/consumed/ (*.parquet and/or *.jsonl) are required; RUN_DIR/events/*.jsonl
 and RUN_DIR/faults.jsonl are optional (the checks that need them are skipped and the report says why).
 output: RUN_DIR/report/summary.json and RUN_DIR/report/index.html (self-contained, opens offline).
-"""
+
+checks (count unit; needs):
+{checks}
+""".format(invalid=", ".join(n for n, c in REGISTRY.items() if c.invalidates), checks="\n".join(
+    f"  {n:22} {c.unit}{'; needs ' + ', '.join(c.needs) if c.needs else ''}" for n, c in REGISTRY.items()))
 
 COMPARE_EPILOG = """Each RUN is a run directory. Runs without report/summary.json are analysed first (Spark).
 Writes compare.json and compare.md into --out (default: the current directory) and prints the table.

@@ -83,9 +83,9 @@ def _compact_file(run_dir: Path, table: str, path: Path, out: Compaction) -> str
         lines = _count_lines(path, exact=True)
     if data.num_rows != lines:
         return f"{data.num_rows} rows parsed from {lines} lines"
-    problem = _contract_problem(table, data)
+    problem = contract.first_problem(table, data)
     if problem:
-        return problem
+        return f"line {problem[0] + 1}: {problem[1]}"
     data = data.replace_schema_metadata({**(data.schema.metadata or {}), SOURCE_KEY: stamp})
     partial = target.with_name(target.name + ".partial")  # not *.parquet: never read half-written
     pq.write_table(data, partial, row_group_size=256 * 1024)
@@ -120,32 +120,3 @@ def _stamp(target: Path) -> bytes | None:
         return (pq.read_schema(target).metadata or {}).get(SOURCE_KEY)
     except Exception:
         return None
-
-
-def _contract_problem(table: str, data) -> str | None:
-    """What the analysis would report about these rows (required values, statuses, negative positions)."""
-    import pyarrow.compute as pc
-    not_ok = None
-    if table == "produced":
-        status = data.column("status")
-        bad = pc.sum(pc.invert(pc.is_in(status.drop_null(), value_set=_array(contract.STATUSES)))).as_py()
-        if bad:
-            return "unknown status values"
-        not_ok = pc.and_(pc.is_valid(status), pc.not_equal(status, "ok"))
-    for column in contract.SPECS[table]:
-        if not column.required:
-            continue
-        missing = pc.is_null(data.column(column.name))
-        if not_ok is not None and column.name in ("partition", "offset"):
-            missing = pc.and_(missing, pc.invert(not_ok))
-        if pc.any(missing).as_py():
-            return f"required column '{column.name}' has missing values"
-    for column in ("partition", "offset"):
-        if pc.any(pc.less(data.column(column), 0)).as_py():
-            return f"column '{column}' has negative values"
-    return None
-
-
-def _array(values):
-    import pyarrow as pa
-    return pa.array(values, pa.string())

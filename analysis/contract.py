@@ -1,9 +1,21 @@
-"""Run-directory contract v1 (DESIGN.md): the columns the analysis reads and their types."""
+"""Run-directory contract v1 (DESIGN.md): the columns, their types and rules, and THE validator.
+
+Every reader of a run directory checks its input here: the analysis (JSON lines and Parquet row groups,
+once Spark has counted bad rows, see inputs.bad_sql), the history reader (events/, faults.jsonl) and
+``compact``. The error is always one line naming the file, the line (JSONL) or row (Parquet) and the column.
+"""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-STRING, INT32, INT64 = "string", "int32", "int64"
+from .errors import InputError
+
+STRING, INT32, INT64, LIST, OBJECT = "string", "int32", "int64", "list", "object"
+STATUSES = ("ok", "fail", "info")
+EVENT_KINDS = ("started", "assigned", "revoked", "lost", "committed", "commit_failed", "fenced", "stopped",
+               "crashed", "error")
+RECORD_SUFFIXES = (".parquet", ".jsonl")
 
 
 @dataclass(frozen=True)
@@ -11,32 +23,42 @@ class Column:
     name: str
     type: str
     required: bool = False
+    if_ok: bool = False             # required only when status is absent or "ok" (produced partition/offset)
+    min: int | None = None
+    values: tuple | None = None
 
 
+_POSITION = dict(min=0)
 PRODUCED = (
-    Column("topic", STRING, True), Column("partition", INT32, True), Column("offset", INT64, True),
-    Column("acked_at_ms", INT64, True), Column("key", STRING), Column("producer_id", STRING),
-    Column("seq", INT64), Column("status", STRING),
+    Column("topic", STRING, True), Column("partition", INT32, True, if_ok=True, **_POSITION),
+    Column("offset", INT64, True, if_ok=True, **_POSITION), Column("acked_at_ms", INT64, True), Column("key", STRING),
+    Column("producer_id", STRING), Column("seq", INT64), Column("status", STRING, values=STATUSES),
 )
 CONSUMED = (
-    Column("topic", STRING, True), Column("partition", INT32, True), Column("offset", INT64, True),
+    Column("topic", STRING, True), Column("partition", INT32, True, **_POSITION), Column("offset", INT64, True, **_POSITION),
     Column("member", STRING, True), Column("consumed_at_ms", INT64, True), Column("key", STRING),
     Column("producer_id", STRING), Column("seq", INT64), Column("instance_id", STRING),
     Column("generation", INT32), Column("client", STRING),
 )
-# The columns the analysis actually reads (a parquet footer is checked for all contract columns; JSON lines
-# are parsed only for these).
+EVENTS = (
+    Column("ts_ms", INT64, True), Column("member", STRING, True), Column("kind", STRING, True),
+    Column("generation", INT32), Column("partitions", LIST), Column("offsets", OBJECT), Column("detail", STRING),
+    # typed facts of a `started` event (issue 8)
+    Column("client", STRING), Column("protocol", STRING), Column("assignor", STRING), Column("instance_id", STRING),
+)
+FAULTS = (
+    Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),
+    Column("injected_at_ms", INT64, True), Column("healed_at_ms", INT64), Column("params", OBJECT),
+)
+SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS}
+# The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
+# JSON lines are parsed only for these).
 READ = {
     "produced": ("topic", "partition", "offset", "acked_at_ms", "status", "producer_id", "seq"),
     "consumed": ("topic", "partition", "offset", "member", "consumed_at_ms", "generation", "producer_id", "seq"),
 }
-SPECS = {"produced": PRODUCED, "consumed": CONSUMED}
 TIME_COLUMN = {"produced": "acked_at_ms", "consumed": "consumed_at_ms"}
-
-STATUSES = ("ok", "fail", "info")
-EVENT_KINDS = ("started", "assigned", "revoked", "lost", "committed", "commit_failed", "fenced", "stopped",
-               "crashed", "error")
-RECORD_SUFFIXES = (".parquet", ".jsonl")
+TYPE_WORDS = {STRING: "string", INT32: "int32", INT64: "int64", LIST: "a list", OBJECT: "an object"}
 
 
 def spec(table: str, name: str) -> Column:
@@ -44,3 +66,94 @@ def spec(table: str, name: str) -> Column:
         if column.name == name:
             return column
     raise KeyError(name)
+
+
+def describe(value) -> str:
+    kind = {str: "a string", float: "a float", bool: "a boolean", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    text = json.dumps(value)
+    return f"{text[:37] + '...' if len(text) > 40 else text} ({kind})"
+
+
+def _type_ok(value, typ: str) -> bool:
+    if typ == STRING:
+        return not isinstance(value, (dict, list))  # any scalar is kept as its text
+    if typ == LIST:
+        return isinstance(value, list)
+    if typ == OBJECT:
+        return isinstance(value, dict)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return -2**31 <= value < 2**31 if typ == INT32 else -2**63 <= value < 2**63
+
+
+def _rule(column: Column, value, status) -> str | None:
+    """What is wrong with one value of a column (None: nothing)."""
+    if value is None:
+        if column.required and not (column.if_ok and status not in (None, "ok")):
+            return "is missing"
+        return None
+    if column.values is not None and value not in column.values:
+        return f"has {describe(value)}, expected one of {'/'.join(column.values)}"
+    if column.min is not None and value < column.min:
+        return f"has {value}, expected a value >= {column.min}"
+    return None
+
+
+def _error(where: str, column: Column, problem: str) -> InputError:
+    word = "required column" if problem in ("is missing", "is null") else "column"
+    return InputError(f"{where}: {word} '{column.name}' {problem}")
+
+
+def check_object(table: str, obj: dict, where: str, columns=None) -> None:
+    """One JSON line (``where`` = "file:line"): raises InputError for its first problem."""
+    status = obj.get("status")
+    for column in SPECS[table]:
+        if columns is not None and column.name not in columns:
+            continue
+        value = obj.get(column.name)
+        if value is not None and not _type_ok(value, column.type):
+            raise _error(where, column, f"has {describe(value)}, expected {TYPE_WORDS[column.type]}")
+        problem = _rule(column, value, status if isinstance(status, str) else None)
+        if problem:
+            raise _error(where, column, "is null" if problem == "is missing" and column.name in obj else problem)
+
+
+def first_problem(table: str, data) -> tuple[int, str] | None:
+    """(row index, message) of the first row of a pyarrow table (contract types) that breaks a rule, or None.
+    Vectorised: only a table with a problem is looked at row by row."""
+    import pyarrow.compute as pc
+    names = set(data.column_names)
+    status = data.column("status") if "status" in names else None
+    bad = None
+    for column in SPECS[table]:
+        if column.name not in names:
+            if column.required:
+                return 0, f"required column '{column.name}' is missing"
+            continue
+        v = data.column(column.name)
+        checks = []
+        if column.required:
+            missing = pc.is_null(v)
+            if column.if_ok and status is not None:
+                missing = pc.and_(missing, pc.or_(pc.is_null(status), pc.equal(status, "ok")))
+            checks.append(missing)
+        if column.values is not None:
+            checks.append(pc.invert(pc.fill_null(pc.is_in(v, value_set=_array(column.values)), True)))
+        if column.min is not None:
+            checks.append(pc.fill_null(pc.less(v, column.min), False))
+        for c in checks:
+            bad = c if bad is None else pc.or_(bad, c)
+    if bad is None or not pc.any(bad).as_py():
+        return None
+    i = pc.index(bad, True).as_py()
+    row = data.slice(i, 1).to_pylist()[0]
+    for column in SPECS[table]:
+        problem = _rule(column, row.get(column.name), row.get("status")) if column.name in names else None
+        if problem:
+            return i, str(_error("", column, "is null" if problem == "is missing" else problem))[2:]
+    return i, "malformed row"
+
+
+def _array(values):
+    import pyarrow as pa
+    return pa.array(values, pa.string())

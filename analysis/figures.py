@@ -1,16 +1,13 @@
 """Rebalance figures from the rebuilt ownership: rounds, windows with no owner, revocations, time to stable."""
 from __future__ import annotations
 
-import re
-
-from .history import OPEN, History
+from .history import OPEN, History, group_protocol
 
 ROUND_GAP_MS = 2000  # without group generations, assignment changes closer than this belong to one rebalance
 
 
 def _kip848(h: History) -> bool:
-    return any(e.kind == "started" and e.detail and re.search(r"protocol\s*[=:]\s*consumer", e.detail.lower())
-               for e in h.events)
+    return any(e.kind == "started" and group_protocol(e) == "consumer" for e in h.events)
 
 
 def rounds(h: History) -> list[dict]:

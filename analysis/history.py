@@ -19,6 +19,7 @@ from .errors import InputError
 from .inputs import jsonl_objects, rel
 
 OPEN = 2**62  # "still owned at the end of the history"
+STARTED_FACTS = ("client", "protocol", "assignor", "instance_id")
 
 
 @dataclass
@@ -72,6 +73,26 @@ class Event:
     offsets: dict[tuple[str, int], int] | None
     detail: str | None
     order: int
+    facts: dict = field(default_factory=dict)  # started: client, protocol, assignor, instance_id
+
+
+def group_protocol(e: Event) -> str | None:
+    """A ``started`` event's group protocol ("classic" / "consumer"): the typed field, or, in run directories
+    written before it existed, from the detail text (``protocol=consumer``)."""
+    if e.facts.get("protocol"):
+        return str(e.facts["protocol"]).lower()
+    m = re.search(r"protocol\s*[=:]\s*(\w+)", (e.detail or "").lower())
+    return m.group(1) if m else None
+
+
+def rebalance_protocol(e: Event) -> str | None:
+    """eager / cooperative from a ``started`` event (typed fields first, else the old detail text)."""
+    assignor = str(e.facts.get("assignor") or "").lower() or (e.detail or "").lower()
+    if group_protocol(e) == "consumer" or "cooperative" in assignor:
+        return "cooperative"
+    if re.search(r"\b(range|roundrobin|round-robin|sticky|rangeassignor|roundrobinassignor|stickyassignor)\b", assignor):
+        return "eager"
+    return None
 
 
 @dataclass
@@ -91,30 +112,6 @@ class History:
 
 
 # ------------------------------------------------------------------------------------------------ reading
-def _int(obj, key, where, required=False, lo=None):
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise InputError(f"{where}: required column '{key}' {'is null' if key in obj else 'is missing'}")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"{where}: column '{key}' has {json.dumps(value)[:40]}, expected an integer")
-    if lo is not None and value < lo:
-        raise InputError(f"{where}: column '{key}' has {value}, expected a value >= {lo}")
-    return value
-
-
-def _str(obj, key, where, required=False):
-    value = obj.get(key)
-    if value is None:
-        if required:
-            raise InputError(f"{where}: required column '{key}' {'is null' if key in obj else 'is missing'}")
-        return None
-    if isinstance(value, (dict, list)):
-        raise InputError(f"{where}: column '{key}' has {json.dumps(value)[:40]}, expected a string")
-    return str(value)
-
-
 def parse_tp(text, where, column) -> tuple[str, int]:
     if isinstance(text, str):
         topic, sep, part = text.rpartition(":")
@@ -139,19 +136,13 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
         name = rel(run_dir, path)
         for number, obj in jsonl_objects(run_dir, path, warnings):
             where = f"{name}:{number}"
-            ts = _int(obj, "ts_ms", where, required=True)
-            member = _str(obj, "member", where, required=True)
-            kind = _str(obj, "kind", where, required=True)
-            generation = _int(obj, "generation", where)
+            contract.check_object("events", obj, where)
+            ts, member, kind, generation = obj["ts_ms"], str(obj["member"]), str(obj["kind"]), obj.get("generation")
             parts = obj.get("partitions")
             if parts is not None:
-                if not isinstance(parts, list):
-                    raise InputError(f"{where}: column 'partitions' has {json.dumps(parts)[:40]}, expected a list of \"topic:partition\"")
                 parts = [parse_tp(p, where, "partitions") for p in parts]
             offsets = obj.get("offsets")
             if offsets is not None:
-                if not isinstance(offsets, dict):
-                    raise InputError(f"{where}: column 'offsets' has {json.dumps(offsets)[:40]}, expected an object \"topic:partition\" -> offset")
                 parsed = {}
                 for k, v in offsets.items():
                     if isinstance(v, bool) or not isinstance(v, int):
@@ -162,8 +153,9 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
             if kind not in contract.EVENT_KINDS:
                 unknown[kind] = unknown.get(kind, 0) + 1
                 continue
+            facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None}
             events.append(Event(ts, member, kind, generation, parts, offsets,
-                                None if detail is None else str(detail), order))
+                                None if detail is None else str(detail), order, facts))
             order += 1
     for kind, n in sorted(unknown.items()):
         warnings.append(f"events/: {n} event(s) of unknown kind '{kind}' ignored")
@@ -179,16 +171,11 @@ def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
     merged: dict[str, Fault] = {}
     for number, obj in jsonl_objects(run_dir, path, warnings):
         where = f"{name}:{number}"
-        fid = _str(obj, "id", where, required=True)
-        kind = _str(obj, "kind", where, required=True)
-        if obj.get("target") is None:
-            _str(obj, "target", where, required=True)
-        target = obj["target"] if isinstance(obj["target"], str) else json.dumps(obj["target"])
-        injected = _int(obj, "injected_at_ms", where, required=True)
-        healed = _int(obj, "healed_at_ms", where)
-        params = obj.get("params") or {}
-        if not isinstance(params, dict):
-            raise InputError(f"{where}: column 'params' has {json.dumps(params)[:40]}, expected an object")
+        if isinstance(obj.get("target"), (dict, list)):  # tolerated: a structured target, kept as its JSON
+            obj = {**obj, "target": json.dumps(obj["target"])}
+        contract.check_object("faults", obj, where)
+        fid, kind, target = str(obj["id"]), str(obj["kind"]), str(obj["target"])
+        injected, healed, params = obj["injected_at_ms"], obj.get("healed_at_ms"), obj.get("params") or {}
         if fid in merged:  # the same fault written again (e.g. once at inject, once at heal): merge
             f = merged[fid]
             f.injected_at_ms = min(f.injected_at_ms, injected)
@@ -205,12 +192,8 @@ def _member_protocol(events: list[Event], default: str) -> str:
     if default in ("eager", "cooperative"):
         return default
     for e in events:
-        if e.kind == "started" and e.detail:
-            d = e.detail.lower()
-            if "cooperative" in d or re.search(r"protocol\s*[=:]\s*consumer", d):
-                return "cooperative"
-            if re.search(r"\b(range|roundrobin|round-robin|rangeassignor|roundrobinassignor)\b", d):
-                return "eager"
+        if e.kind == "started" and (proto := rebalance_protocol(e)):
+            return proto
     return "cooperative"  # add/remove semantics: the same as eager whenever revocations are logged
 
 
@@ -309,73 +292,32 @@ def periods_by_key(periods: list[Period]) -> dict[tuple[str, str, int], list[Per
     return out
 
 
-def join_table(periods: list[Period]) -> list[tuple]:
-    """Rows (member, topic, partition, period id, start, next start, end) for the per-record join: a record
-    of (member, topic, partition) at ts belongs to the period with start <= ts < next start, and is
-    outside ownership when ts > end."""
-    rows = []
-    for key, ps in periods_by_key(periods).items():
-        for i, p in enumerate(ps):
-            nxt = ps[i + 1].start if i + 1 < len(ps) else OPEN
-            rows.append((p.member, p.topic, p.partition, p.id, p.start, nxt, p.end))
-    return rows
-
-
 def boundaries(periods: list[Period]) -> list[int]:
     """Every time at which some member's ownership of some partition starts, or ends (end + 1)."""
     return sorted({p.start for p in periods} | {p.end + 1 for p in periods if p.end < OPEN})
 
 
-def epoch_map(periods: list[Period], bounds: list[int]) -> list[tuple]:
-    """Rows (member, topic, partition, first epoch, last epoch, period id): the epochs (see
-    records.with_epoch) in which a record of (member, topic, partition) belongs to that period. It follows
-    the per-record rule of join_table: period k holds start_k <= ts < next start and ts <= end_k."""
-    import bisect
-    rows = []
-    for (member, topic, partition), ps in periods_by_key(periods).items():
-        for i, p in enumerate(ps):
-            nxt = ps[i + 1].start if i + 1 < len(ps) else OPEN
-            last = min(p.end, nxt - 1)
-            if last < p.start:
-                continue
-            lo = bisect.bisect_right(bounds, p.start)
-            hi = bisect.bisect_right(bounds, last)
-            rows.append((member, topic, partition, lo, hi, p.id))
-    return rows
+class Ownership:
+    """THE period rule: a record of (member, topic, partition) at ts belongs to the period k of that key with
+    start_k <= ts < next start and ts <= end_k; outside every period it is OUTSIDE (-1), or NO_EVENTS (-2)
+    for a member that logged no events. Applied through epochs: ``epoch`` = how many of ``bounds`` are <= ts
+    (records.epoch_expr, in Spark); inside one epoch no key's ownership changes, so (key, epoch) names one
+    period (``periods``, looked up by :meth:`period_of`)."""
 
+    def __init__(self, h: "History"):
+        import bisect
+        self.bounds = boundaries(h.periods)
+        self.with_events = set(h.members_with_events) if h.has_events else set()
+        self.periods: dict[tuple, list[tuple[int, int, int]]] = {}
+        for key, ps in periods_by_key(h.periods).items():
+            for i, p in enumerate(ps):
+                last = min(p.end, (ps[i + 1].start if i + 1 < len(ps) else OPEN) - 1)
+                if last >= p.start:
+                    self.periods.setdefault(key, []).append(
+                        (bisect.bisect_right(self.bounds, p.start), bisect.bisect_right(self.bounds, last), p.id))
 
-def period_column(df, periods: list[Period], members_with_events):
-    """Each row's ownership period, for a pandas frame with member, topic, partition, ts: by the per-record rule
-    of join_table (period k: start_k <= ts < next start and ts <= end_k; -1 outside every period of a member
-    with events; -2 for a member without events)."""
-    import numpy as np
-    out = np.full(len(df), -2, dtype=np.int64)
-    with_events = set(members_with_events)
-    by_key = periods_by_key(periods)
-    all_ts = df["ts"].to_numpy()
-    for (member, topic, partition), idx in df.groupby(["member", "topic", "partition"], sort=False).indices.items():
-        if member not in with_events:
-            continue
-        ps = by_key.get((member, topic, int(partition)))
-        if not ps:
-            out[idx] = -1
-            continue
-        starts = np.array([p.start for p in ps], dtype=np.int64)
-        ends = np.array([p.end for p in ps], dtype=np.int64)
-        ids = np.array([p.id for p in ps], dtype=np.int64)
-        ts = all_ts[idx]
-        i = np.searchsorted(starts, ts, side="right") - 1
-        inside = (i >= 0) & (ts <= ends[np.maximum(i, 0)])
-        out[idx] = np.where(inside, ids[np.maximum(i, 0)], -1)
-    return out
-
-
-def assign_periods(rows: list[dict], periods: list[Period], members_with_events, has_events: bool) -> None:
-    """Set row["period"] by the rule of period_column (the few rows of the drill-down)."""
-    if not rows:
-        return
-    import pandas as pd
-    frame = pd.DataFrame({k: [r[k] for r in rows] for k in ("member", "topic", "partition", "ts")})
-    column = period_column(frame, periods, members_with_events if has_events else ())
-    for r, period in zip(rows, column.tolist()):
-        r["period"] = period
+    def period_of(self, member, topic, partition, epoch) -> int:
+        for lo, hi, pid in self.periods.get((member, topic, partition), ()):
+            if lo <= epoch <= hi:
+                return pid
+        return -1 if member in self.with_events else -2

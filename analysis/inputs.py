@@ -17,7 +17,7 @@ from .contract import INT32, INT64, STRING
 from .errors import InputError
 
 SPARK_TYPE = {STRING: "string", INT32: "int", INT64: "bigint"}
-TYPE_WORDS = {STRING: "string", INT32: "int32", INT64: "int64"}
+TYPE_WORDS = contract.TYPE_WORDS
 
 
 @dataclass
@@ -42,13 +42,12 @@ class Records:
     def has(self, column: str) -> bool:
         return column in self.columns
 
-    def with_order(self, condition: str | None = None):
-        """The rows matching the SQL ``condition`` plus _file, _block, _row: their order inside each member's
-        file. Parquet: the condition is pushed down to the reader and _row is the row index in the file;
-        JSON: _row is a per-split counter, so the condition is applied after numbering the rows."""
+    def rows(self, condition: str):
+        """The rows matching the SQL ``condition`` (pushed down to the reader: Parquet row groups skipped on
+        their statistics, JSON rows dropped once parsed), with their place in the log (_fh, _blk, _pos)."""
         df = None
         for source in self.sources:
-            part = _canonical(source, self.table, with_order=True, condition=condition)
+            part = _canonical(source, self.table, condition)
             df = part if df is None else df.unionByName(part)
         return df
 
@@ -160,58 +159,6 @@ def _read_parquet(spark, run_dir: Path, table: str, files: list[Path]) -> list[S
     return sources
 
 
-def exact_values(path: Path, column: str) -> set | None:
-    """The distinct values of a string column from the Parquet footer, when every row group's statistics
-    pin it down (min == max, or all null); None when the footer cannot tell."""
-    import pyarrow.parquet as pq
-    try:
-        md = pq.ParquetFile(path).metadata
-    except Exception:
-        return None
-    names = [md.schema.column(i).name.lower() for i in range(md.num_columns)]
-    if column not in names:
-        return None
-    j = names.index(column)
-    values: set = set()
-    for i in range(md.num_row_groups):
-        rg = md.row_group(i)
-        if rg.num_rows == 0:
-            continue
-        st = rg.column(j).statistics
-        if st is None:
-            return None
-        if st.null_count:
-            values.add(None)
-        if st.null_count == rg.num_rows:
-            continue
-        if not st.has_min_max or st.min != st.max:
-            return None
-        v = st.min
-        values.add(v.decode() if isinstance(v, bytes) else v)
-    return values
-
-
-def name_candidates(records: "Records") -> set | None:
-    """(topic, member) pairs present in the files, read from Parquet footers; None if not all files are
-    Parquet with telling statistics. produced rows carry member None."""
-    out: set = set()
-    for path in records.files:
-        if path.suffix != ".parquet":
-            return None
-        topics = exact_values(path, "topic")
-        if topics is None:
-            return None
-        if records.table == "consumed":
-            members = exact_values(path, "member")
-            if members is None:
-                return None
-            out |= {(t, m) for t in topics for m in members}
-            out |= {(t, None) for t in topics}  # bad rows with a null member
-        else:
-            out |= {(t, None) for t in topics}
-    return out
-
-
 # ------------------------------------------------------------------------------------------------- JSON
 def _read_json(spark, table: str, files: list[Path]) -> Source:
     cols = contract.READ[table]
@@ -225,21 +172,23 @@ def _read_json(spark, table: str, files: list[Path]) -> Source:
 
 # ------------------------------------------------------------------------------------------- canonical
 def bad_sql(table: str, fmt: str) -> str:
-    """SQL for an int column: null for a good row, else a code (1 malformed/wrong type, 2 required value
-    missing, 3 unknown status, 4 negative partition/offset). Built as one SQL string: every Column method
-    call is a round trip to the JVM, which adds up on a small run."""
-    if table == "produced":
-        missing = ("topic IS NULL OR acked_at_ms IS NULL OR ((status IS NULL OR status = 'ok') "
-                   "AND (`partition` IS NULL OR `offset` IS NULL))")
-        statuses = ", ".join(f"'{x}'" for x in contract.STATUSES)
-        status_bad = f"status IS NOT NULL AND status NOT IN ({statuses})"
-    else:
-        missing = "topic IS NULL OR `partition` IS NULL OR `offset` IS NULL OR member IS NULL OR consumed_at_ms IS NULL"
-        status_bad = "false"
-    expr = f"CASE WHEN {missing} THEN 2 WHEN {status_bad} THEN 3 WHEN `partition` < 0 OR `offset` < 0 THEN 4 END"
+    """SQL for the ``_bad`` column: null for a good row, else a code (1 not JSON / wrong type, 2 required value
+    missing, 3 value not allowed, 4 below its minimum), from the contract's rules (contract.SPECS). Only a
+    non-zero count of bad rows sends diagnose() to contract.check_object / first_problem for the message."""
+    cases = []
+    for c in contract.SPECS[table]:
+        if c.name not in contract.READ[table]:
+            continue
+        col = f"`{c.name}`"
+        if c.required:
+            cases.append((2, f"{col} IS NULL" + (" AND (status IS NULL OR status = 'ok')" if c.if_ok else "")))
+        if c.values:
+            cases.append((3, f"{col} NOT IN ({', '.join(repr(v) for v in c.values)})"))
+        if c.min is not None:
+            cases.append((4, f"{col} < {c.min}"))
     if fmt == "jsonl":
-        expr = f"CASE WHEN _corrupt IS NOT NULL THEN 1 ELSE {expr} END"
-    return f"CAST({expr} AS INT)"
+        cases.insert(0, (1, "_corrupt IS NOT NULL"))
+    return "CAST(CASE " + " ".join(f"WHEN {cond} THEN {code}" for code, cond in sorted(cases, key=lambda x: x[0])) + " END AS INT)"
 
 
 def _bad_expr(table: str, fmt: str):
@@ -247,20 +196,16 @@ def _bad_expr(table: str, fmt: str):
     return F.expr(bad_sql(table, fmt))
 
 
-def _canonical(source: Source, table: str, with_order: bool = False, condition: str | None = None):
-    df = source.raw
+def _canonical(source: Source, table: str, condition: str | None = None):
+    """Contract columns with their contract types, ``_bad`` (see bad_sql), ``ts``; for consumed rows also their
+    place in the member's log: ``_fh`` (hash of the file's path), ``_blk`` (JSONL: the split's first byte;
+    Parquet: -1) and ``_pos`` (Parquet: the row's index in the file; JSONL: increasing inside a split)."""
+    df = source.raw if condition is None else source.raw.where(condition)
     cols = []
-    if with_order:  # file order, for the record-level drill-down only
-        if condition:
-            # pushed down to the reader (Parquet: row groups skipped on offset statistics; JSON: rows dropped
-            # as soon as their fields are parsed). Filtering keeps the order of rows inside a split, so a
-            # counter numbered after the filter still orders them within (_file, _block).
-            df = df.where(condition)
-        if source.fmt == "parquet":
-            cols += ["_metadata.file_path AS _file", "CAST(0 AS BIGINT) AS _block", "_metadata.row_index AS _row"]
-        else:
-            cols += ["_metadata.file_path AS _file", "_metadata.file_block_start AS _block",
-                     "monotonically_increasing_id() AS _row"]
+    if table == "consumed":
+        cols += ["xxhash64(_metadata.file_path) AS _fh"]
+        cols += (["-1L AS _blk", "_metadata.row_index AS _pos"] if source.fmt == "parquet" else
+                 ["_metadata.file_block_start AS _blk", "monotonically_increasing_id() AS _pos"])
     for name in contract.READ[table]:
         typ = SPARK_TYPE[contract.spec(table, name).type]
         cols.append(f"CAST(`{name}` AS {typ}) AS `{name}`" if name in source.present else f"CAST(NULL AS {typ}) AS `{name}`")
@@ -372,24 +317,6 @@ def _local_path(uri: str) -> Path:
     return Path(unquote(parsed.path)) if parsed.scheme in ("file", "") else Path(uri)
 
 
-def _json_type_ok(value, typ: str) -> bool:
-    if value is None:
-        return True
-    if typ == STRING:
-        return True  # Spark keeps any scalar as its text
-    if isinstance(value, bool) or not isinstance(value, int):
-        return False
-    return -2**31 <= value < 2**31 if typ == INT32 else -2**63 <= value < 2**63
-
-
-def _describe(value) -> str:
-    kind = {str: "a string", float: "a float", bool: "a boolean", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
-    text = json.dumps(value)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{text} ({kind})"
-
-
 def jsonl_objects(run_dir: Path, path: Path, warnings: list[str]):
     """(line number, object) for each line; a truncated last line is tolerated with a warning."""
     name = rel(run_dir, path)
@@ -426,31 +353,10 @@ def jsonl_objects(run_dir: Path, path: Path, warnings: list[str]):
 
 def _diagnose_json(records: Records, path: Path, row) -> str | None:
     """Raise InputError for the first bad line of this file, or return a warning for a truncated last line."""
-    table, name = records.table, rel(records.run_dir, path)
     warnings: list[str] = []
+    name = rel(records.run_dir, path)
     for number, obj in jsonl_objects(records.run_dir, path, warnings):
-        status = obj.get("status")
-        for column in contract.SPECS[table]:
-            if column.name not in contract.READ[table]:
-                continue
-            value = obj.get(column.name)
-            if not _json_type_ok(value, column.type):
-                raise InputError(f"{name}:{number}: column '{column.name}' has {_describe(value)}, "
-                                 f"expected {TYPE_WORDS[column.type]}")
-        if table == "produced" and status is not None and status not in contract.STATUSES:
-            raise InputError(f"{name}:{number}: column 'status' has {_describe(status)}, expected one of ok/fail/info")
-        for column in contract.SPECS[table]:
-            if not column.required:
-                continue
-            if table == "produced" and column.name in ("partition", "offset") and status not in (None, "ok"):
-                continue
-            if obj.get(column.name) is None:
-                what = "is missing" if column.name not in obj else "is null"
-                raise InputError(f"{name}:{number}: required column '{column.name}' {what}")
-        for column in ("partition", "offset"):
-            value = obj.get(column)
-            if isinstance(value, int) and value < 0:
-                raise InputError(f"{name}:{number}: column '{column}' has {value}, expected a value >= 0")
+        contract.check_object(records.table, obj, f"{name}:{number}", contract.READ[records.table])
     if warnings:  # the only bad line was a truncated last one
         return warnings[0]
     raise InputError(f"{name}: malformed row (code {row['_code']})")
@@ -458,24 +364,14 @@ def _diagnose_json(records: Records, path: Path, row) -> str | None:
 
 def _diagnose_parquet(records: Records, path: Path, code: int) -> None:
     import pyarrow.parquet as pq
-    table, name = records.table, rel(records.run_dir, path)
-    data = pq.read_table(path)
-    names = {n.lower(): n for n in data.column_names}
-    col = lambda c: data.column(names[c]).to_pylist() if c in names else [None] * data.num_rows  # noqa: E731
-    status = col("status") if table == "produced" else [None] * data.num_rows
-    for column in contract.SPECS[table]:
-        if not column.required:
-            continue
-        values = col(column.name)
-        for i, value in enumerate(values):
-            if value is None and not (table == "produced" and column.name in ("partition", "offset")
-                                      and status[i] not in (None, "ok")):
-                raise InputError(f"{name}: required column '{column.name}' is null in row {i + 1}")
-    for i, value in enumerate(status):
-        if value is not None and value not in contract.STATUSES:
-            raise InputError(f"{name}: column 'status' has {_describe(value)} in row {i + 1}, expected one of ok/fail/info")
-    for column in ("partition", "offset"):
-        for i, value in enumerate(col(column)):
-            if value is not None and value < 0:
-                raise InputError(f"{name}: column '{column}' has {value} in row {i + 1}, expected a value >= 0")
+    name, f = rel(records.run_dir, path), pq.ParquetFile(path)
+    columns = [c for c in f.schema_arrow.names if c.lower() in contract.READ[records.table]]
+    first = 0
+    for group in range(f.num_row_groups):
+        data = f.read_row_group(group, columns=columns)
+        data = data.rename_columns([c.lower() for c in data.column_names])
+        found = contract.first_problem(records.table, data)
+        if found:
+            raise InputError(f"{name}: {found[1]} in row {first + found[0] + 1} (row group {group + 1})")
+        first += data.num_rows
     raise InputError(f"{name}: malformed row (code {code})")

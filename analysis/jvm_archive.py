@@ -18,40 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "spark-cds"
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive would print a warning on stdout
-DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process that builds the archive
-
-
-def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    java = Path(home) / "bin" / "java" if home else shutil.which("java")
-    return Path(java).resolve() if java and Path(java).exists() else None
-
-
-def _digest(value) -> str:
-    return hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
-
-
-def archive_path() -> Path | None:
-    """Where the archive for this JVM and these Spark jars lives (None without a JVM). The jars' folder is
-    part of the name: an archive only serves the class path it was built with (one per venv)."""
-    import pyspark
-    java = _java()
-    if java is None:
-        return None
-    jars = Path(pyspark.__file__).parent / "jars"
-    st = java.stat()
-    build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar"))]
-    return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}.jsa"
-
-
-def java_options() -> str:
-    """Options for the driver JVM: use the archive if there is one (or write it, in the building child)."""
-    if os.environ.get(DUMP_ENV):
-        return f"-XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]} {QUIET}"
-    path = archive_path()
-    return f"-XX:SharedArchiveFile={path} {QUIET}" if path is not None and path.is_file() else ""
+from .spark import CACHE, DUMP_ENV, archive_path, java_options  # noqa: F401  (where the JVM looks for it)
 
 
 def build(force: bool = False) -> Path | None:
@@ -71,7 +38,7 @@ def build(force: bool = False) -> Path | None:
 
 
 def _train_and_exit(dump_to: Path) -> None:
-    """In the child: analyse a tiny run (both formats, both engines) so that the JVM loads what a real
+    """In the child: analyse a tiny run (both formats) so that the JVM loads what a real
     analysis loads, then end the JVM and wait for it: it writes the archive as it exits."""
     from pyspark import SparkContext
 
@@ -82,7 +49,6 @@ def _train_and_exit(dump_to: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         run = _tiny_run(Path(tmp))
         analyze(run, spark=spark)
-        analyze(run, spark=spark, engine="spark")
     stop_session()
     jvm.stdin.close()  # the gateway JVM exits when its stdin closes, writing the archive first
     jvm.wait(timeout=300)

@@ -1,383 +1,416 @@
-"""The record-level work in Spark: one scan of each input, aggregated to 64-offset blocks before any shuffle.
+"""The record-level work, all in Spark: one scan of each input, folded into small groups, then one job that
+checks each partition's groups in an executor. The driver only collects what the checks report.
 
 Every produced and consumed row is folded into a group keyed by
 
-    (side, topic, partition, b = offset >> 6, member, ownership period)
+    (side, topic, partition, epoch, member, b = offset >> 6, log chunk)
 
-holding its row count ``n``, the 64-bit set ``mask`` of offsets it contains (``bit_or`` of ``1 << (offset & 63)``),
-time and offset bounds, and order keys ``kmin``/``kmax`` = min/max of ``ts << 6 | (offset & 63)``. Counts
-follow exactly from the masks: the distinct consumed offsets of a block are ``bit_count(OR of masks)``,
-deliveries beyond the first are ``rows - distinct``, lost records are ``bit_count(produced & ~consumed)``.
-The aggregate is ~64x smaller than the input and cached; every later query runs on it, and record-level
-rows are read again ("drill-down") only for the blocks whose counts show a repeat inside one member's
-ownership, which a mask cannot resolve.
+holding its row count ``n``, the 64-bit set ``mask`` of its offsets, min/max of ``ts << 6 | offset & 63``
+and, for consumed rows, where in the member's log it sits: the file (``fh``, a hash of its path), the split
+(``blk``, JSONL only) and the chunk ``c`` of 512 log positions, the set ``p0..p7`` of positions it occupies
+in that chunk and ``s`` = sum of ``(offset & 63) * (position & 511)``. The offsets and the positions of a group
+are both known exactly (two bit sets), so whether the group was consumed in offset order is exact arithmetic
+(the rearrangement inequality: ``s`` is the largest pairing sum only for the sorted pairing). Groups of one
+ownership, ordered by their place in the log, must follow each other; where they do not (or a group is not
+sorted), those log chunks are read back and the steps back are found record by record. So ``backwards`` is
+exact at every size, and a log that is in order costs only the aggregation.
+
+The epoch of a row is the number of ownership boundaries at or before its time (a balanced CASE tree); the
+ownership period of a group is looked up from its epoch (``history.Ownership``: the one period rule).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
 
+import numpy as np
 
 CONSUMED, PRODUCED, FAILED, INFO, BAD_PRODUCED, BAD_CONSUMED = 0, 1, 2, 3, 8, 9
 NO_EVENTS_PERIOD, OUTSIDE_PERIOD = -2, -1
-
-BIT = "shiftleft(1L, cast(offset & 63 as int))"
-
-
-def range_mask(lo: str, hi: str, b: str = "b") -> str:
-    """SQL: the bits of block ``b`` for offsets in [lo, hi] (64-bit, wrapping arithmetic)."""
-    low = f"greatest(({lo}) - ({b}) * 64, 0)"
-    high = f"least(({hi}) - ({b}) * 64, 63)"
-    return (f"(CASE WHEN ({hi}) < ({b}) * 64 OR ({lo}) > ({b}) * 64 + 63 THEN 0L ELSE "
-            f"(shiftleft(-1L, cast({low} as int)) & shiftrightunsigned(-1L, cast(63 - {high} as int))) END)")
+CHUNK_BITS, WORDS = 9, 8                      # log chunks of 512 positions: 8 words of 64 bits
+U64 = (1 << 64) - 1
+BIG, SMALL = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
-@dataclass
-class Scan:
-    agg: object          # cached DataFrame of groups (Spark engine)
-    blocks: object       # cached DataFrame per (topic, partition, b)
-    consumed_p: object   # consumed rows (lazy; for drill-down)
-    totals: dict         # side -> (rows, groups, tmin, tmax)
-
-
-MAX_CASE_BOUNDARIES = 512
-
-
+# ------------------------------------------------------------------------------------------------- Spark
 def epoch_expr(bounds: list[int]) -> str:
-    """SQL: how many of the sorted ``bounds`` are <= ts (Python's bisect_right), as a balanced CASE tree:
-    log2(len(bounds)) comparisons per row, cheaper than a join."""
+    """SQL: how many of the sorted ``bounds`` are <= ts, as a balanced CASE tree (log2 comparisons a row)."""
     def tree(lo, hi):
         if lo >= hi:
             return str(lo)
         mid = (lo + hi) // 2
         return f"CASE WHEN ts < {bounds[mid]} THEN {tree(lo, mid)} ELSE {tree(mid + 1, hi)} END"
-    return tree(0, len(bounds))
+    return f"CAST({tree(0, len(bounds))} AS INT)" if bounds else "0"
 
 
-def with_epoch(consumed_df, bounds: list[int] | None):
-    """Consumed rows plus ``epoch``: the number of ownership boundaries (any member's period start or
-    end + 1) at or before the row's time. Within one epoch every (member, partition) is either inside one
-    ownership period or outside all, so the period is resolved per group after the aggregation."""
+def aggregate(produced_df, consumed_df, bounds: list[int]):
+    """The one pass (lazy): every row of both inputs folded into its group, key unpacked."""
     from pyspark.sql import functions as F
-    if not bounds:
-        return consumed_df.withColumn("epoch", F.lit(0))
-    return consumed_df.withColumn("epoch", F.expr(epoch_expr(bounds)).cast("int"))
-
-
-def with_period(spark, consumed_df, join_rows, members_with_events):
-    """Consumed rows plus ``period`` per row (a join; used for the few rows of the drill-down and when there
-    are too many boundaries for :func:`epoch_expr`): the ownership period id, -1 outside every period of a
-    member that logged events, -2 when the member logged no events (or there are no events at all)."""
-    from pyspark.sql import functions as F
-    if join_rows is None:
-        return consumed_df.withColumn("period", F.lit(NO_EVENTS_PERIOD))
-    known = F.col("member").isin(*members_with_events) if members_with_events else F.lit(False)
-    if not join_rows:
-        return consumed_df.withColumn("period", F.when(known, OUTSIDE_PERIOD).otherwise(NO_EVENTS_PERIOD))
-    per = spark.createDataFrame(join_rows, "pm string, pt string, pp int, pid int, pstart bigint, pnext bigint, pend bigint")
-    c = consumed_df
-    cond = ((c["member"] == per["pm"]) & (c["topic"] == per["pt"]) & (c["partition"] == per["pp"])
-            & (c["ts"] >= per["pstart"]) & (c["ts"] < per["pnext"]))
-    j = c.join(F.broadcast(per), cond, "left")
-    period = (F.when(F.col("pid").isNotNull() & (F.col("ts") <= F.col("pend")), F.col("pid"))
-              .when(known, OUTSIDE_PERIOD).otherwise(NO_EVENTS_PERIOD))
-    return j.select(*[F.col(x) for x in c.columns], period.alias("period"))
-
-
-def aggregate(produced, consumed_e, hashed: bool = False):
-    """The one pass: every row of both inputs folded into its group (lazy DataFrame).
-
-    Group key: k (side, partition and epoch packed in one long: fewer, fixed-width hash keys are
-    measurably faster), topic, b, member. Values: n, mask, kmin, kmax, gmax. Everything else is derived
-    from these (see unpack): tmin = kmin >> 6, tmax = kmax >> 6, omin/omax = the lowest/highest bit of mask.
-    """
-    from pyspark.sql import functions as F
-    rows_c = consumed_e.selectExpr(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END AS side",
-                                   "topic", "`partition`", "`offset`", "member", "epoch", "ts", "generation")
-    rows_p = produced.selectExpr(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR status = 'ok' "
-                                 f"THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END AS side",
-                                 "topic", "`partition`", "`offset`", "CAST(NULL AS STRING) AS member",
-                                 "CAST(NULL AS INT) AS epoch", "ts", "CAST(NULL AS INT) AS generation")
-    # hashed: topic and member as one 64-bit xxhash64 key (~20 % faster than two string keys); the caller
-    # maps hashes back to names it knows (Parquet footers) and checks that every hash was known
-    names = ["xxhash64(topic, member) AS h"] if hashed else ["topic", "member"]
-    u = rows_c.unionByName(rows_p).selectExpr(
-        "side + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4)"
-        " + shiftleft(CAST(coalesce(epoch, 0) + 2 AS BIGINT), 36) AS k",
-        *names, "`offset` >> 6 AS b", "`offset`", "ts", "generation")
-    return u.groupBy("k", *[n.split(" AS ")[-1] for n in names], "b").agg(
-        F.expr("count(1)").alias("n"),
-        F.expr(f"bit_or({BIT})").alias("mask"),
+    pw = [f"bit_or(CASE WHEN (_pos >> 6) & {WORDS - 1} = {w} THEN shiftleft(1L, CAST(_pos & 63 AS INT)) END) AS p{w}"
+          for w in range(WORDS)]
+    c = consumed_df.selectExpr(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END AS side",
+                               "topic", "`partition`", "`offset`", "member", f"{epoch_expr(bounds)} AS epoch", "ts",
+                               "generation", "_fh", "_blk", "_pos")
+    p = produced_df.selectExpr(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR status = 'ok' "
+                               f"THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END AS side",
+                               "topic", "`partition`", "`offset`", "CAST(NULL AS STRING) AS member", "0 AS epoch",
+                               "ts", "CAST(NULL AS INT) AS generation", "0L AS _fh", "0L AS _blk", "CAST(NULL AS BIGINT) AS _pos")
+    u = c.unionByName(p).selectExpr(
+        # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
+        "side + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST(epoch + 2 AS BIGINT), 36) AS k",
+        "topic", "member", "`offset` >> 6 AS b", f"_fh AS fh", "_blk AS blk", f"coalesce(_pos >> {CHUNK_BITS}, 0L) AS c",
+        "`offset`", "ts", "generation", "_pos")
+    agg = u.groupBy("k", "topic", "member", "b", "fh", "blk", "c").agg(
+        F.expr("count(1)").alias("n"), F.expr("bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT)))").alias("mask"),
         F.expr("min(shiftleft(ts, 6) | (`offset` & 63))").alias("kmin"),
-        F.expr("max(shiftleft(ts, 6) | (`offset` & 63))").alias("kmax"),
-        F.expr("max(generation)").alias("gmax"),
-    )
-
-
-def unpack(agg, hashed: bool = False):
-    """side, partition, epoch back out of the packed key."""
-    names = ["h"] if hashed else ["topic", "member"]
+        F.expr("max(shiftleft(ts, 6) | (`offset` & 63))").alias("kmax"), F.expr("max(generation)").alias("gmax"),
+        *[F.expr(x) for x in pw], F.expr(f"sum((`offset` & 63) * (_pos & {(1 << CHUNK_BITS) - 1}))").alias("s"))
     return agg.selectExpr("CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-                          "b", *names, "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "n", "mask", "kmin", "kmax",
-                          "CASE WHEN gmax >= 0 THEN gmax END AS gmax")
+                          "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "topic", "member", "b", "fh", "blk", "c", "n",
+                          "mask", "kmin", "kmax", "gmax", *[f"p{w}" for w in range(WORDS)], "s")
 
 
-def name_hashes(spark, pairs) -> dict[int, tuple]:
-    """xxhash64(topic, member) -> (topic, member), computed by Spark itself (one tiny query)."""
-    pairs = sorted(pairs, key=lambda x: (x[0] or "", x[1] or ""))
-    df = spark.createDataFrame(pairs, "topic string, member string")
-    return {r["h"]: (r["topic"], r["member"]) for r in df.selectExpr("topic", "member", "xxhash64(topic, member) AS h").collect()}
+def totals(agg) -> dict[int, tuple]:
+    """side -> (rows, groups, tmin, tmax): one small job, which also fills the cache of ``agg``."""
+    rows = agg.groupBy("side").agg({"n": "sum", "*": "count", "kmin": "min", "kmax": "max"}).toArrow().to_pylist()
+    shift = lambda v: None if v is None else v >> 6  # noqa: E731  (no offset: a send that was not ok)
+    return {r["side"]: (r["sum(n)"], r["count(1)"], shift(r["min(kmin)"]), shift(r["max(kmax)"])) for r in rows}
 
 
-def unhash(table, names: dict[int, tuple]):
-    """Replace the h column of a collected aggregate by topic and member; None if a hash is unknown."""
-    import numpy as np
+def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
+    """Every partition's groups checked in one executor task each (:func:`check_partition`); the small
+    results collected once, as Arrow."""
+    import pyspark.cloudpickle as cp
+
+    from . import records as me
+    cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
+    fn = lambda t: _check_partition_arrow(t, cfg)  # noqa: E731
+    out = agg.where(f"side < {BAD_PRODUCED}").groupBy("topic", "partition").applyInArrow(fn, "q string, j string")
+    got: dict[str, list[dict]] = {}
+    table = out.toArrow()
+    for q, j in zip(table.column("q").to_pylist(), table.column("j").to_pylist()):
+        got.setdefault(q, []).append(json.loads(j))
+    return got
+
+
+def _check_partition_arrow(table, cfg):
     import pyarrow as pa
-    h = np.asarray(table.column("h").to_numpy(zero_copy_only=False), dtype=np.int64)
-    keys = np.array(sorted(names), dtype=np.int64)
-    if len(h) == 0:
-        idx = np.zeros(0, np.int64)
-    else:
-        if len(keys) == 0:
-            return None
-        idx = np.searchsorted(keys, h)
-        idx = np.minimum(idx, len(keys) - 1)
-        if not np.array_equal(keys[idx], h):
-            return None
-    topics = pa.array([names[k][0] for k in keys.tolist()], pa.string()).take(pa.array(idx))
-    members = pa.array([names[k][1] for k in keys.tolist()], pa.string()).take(pa.array(idx))
-    i = table.column_names.index("h")
-    return table.remove_column(i).append_column("topic", topics).append_column("member", members)
+    rows = check_partition(table, cfg)
+    return pa.table({"q": pa.array([q for q, _ in rows], pa.string()),
+                     "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
 
 
-def lowbit(m: str) -> str:
-    return f"bit_count(({m} & -{m}) - 1)"
-
-
-def highbit(m: str) -> str:
-    x = m
-    for k in (1, 2, 4, 8, 16, 32):
-        x = f"({x} | shiftrightunsigned({x}, {k}))"
-    return f"(bit_count({x}) - 1)"
-
-
-def scan(spark, produced, consumed_e, epoch_map: list[tuple] | None, members_with_events,
-         epoch_is_period: bool = False) -> Scan:
-    """Spark engine: resolve epochs to periods (a join on the small aggregate), derive the time and offset
-    bounds, cache, and read the totals per side."""
-    from pyspark.sql import functions as F
-    agg = unpack(aggregate(produced, consumed_e))
-    known = F.col("member").isin(*members_with_events) if members_with_events else F.lit(False)
-    outside = F.when(known, OUTSIDE_PERIOD).otherwise(NO_EVENTS_PERIOD)
-    if epoch_is_period:
-        agg = agg.withColumn("period", F.when(F.col("side") == CONSUMED, F.col("epoch")))
-    elif epoch_map:
-        m = spark.createDataFrame(epoch_map, "em string, et string, ep int, elo int, ehi int, pid int")
-        j = agg.join(F.broadcast(m), (agg["member"] == m["em"]) & (agg["topic"] == m["et"]) & (agg["partition"] == m["ep"])
-                     & (agg["epoch"] >= m["elo"]) & (agg["epoch"] <= m["ehi"]), "left")
-        period = F.when(F.col("side") != CONSUMED, F.lit(None)).when(F.col("pid").isNotNull(), F.col("pid")).otherwise(outside)
-        agg = j.select(*[F.col(x) for x in agg.columns], period.cast("int").alias("period"))
-    else:
-        agg = agg.withColumn("period", F.when(F.col("side") == CONSUMED, outside))
-    # several epochs can fall inside one period: one group per period
-    keys = ["side", "topic", "partition", "b", "member", "period"]
-    agg = agg.groupBy(*keys).agg(F.sum("n").alias("n"), F.expr("bit_or(mask)").alias("mask"), F.min("kmin").alias("kmin"),
-                                 F.max("kmax").alias("kmax"), F.min("gmax").alias("gmin"), F.max("gmax").alias("gmax"))
-    agg = (agg.withColumn("tmin", F.expr("shiftright(kmin, 6)")).withColumn("tmax", F.expr("shiftright(kmax, 6)"))
-           .withColumn("omin", F.expr(f"b * 64 + {lowbit('mask')}")).withColumn("omax", F.expr(f"b * 64 + {highbit('mask')}"))
-           .cache())
-    totals = {r["side"]: (r["rows"], r["groups"], r["tmin"] if r["side"] <= PRODUCED else None,
-                          r["tmax"] if r["side"] <= PRODUCED else None) for r in
-              agg.groupBy("side").agg(F.sum("n").alias("rows"), F.count(F.lit(1)).alias("groups"),
-                                      F.min("tmin").alias("tmin"), F.max("tmax").alias("tmax")).collect()}
-    return Scan(agg, None, consumed_e, totals)
-
-
-def build_blocks(s: Scan):
-    from pyspark.sql import functions as F
-    a = s.agg.where(F.col("side") <= PRODUCED)
-    isc, isp = F.col("side") == CONSUMED, F.col("side") == PRODUCED
-    blocks = a.groupBy("topic", "partition", "b").agg(
-        F.sum(F.when(isc, F.col("n")).otherwise(0)).alias("cn"),
-        F.expr(f"bit_or(CASE WHEN side = {CONSUMED} THEN mask ELSE 0L END)").alias("cmask"),
-        F.expr(f"sum(CASE WHEN side = {CONSUMED} THEN n - bit_count(mask) ELSE 0 END)").alias("internal"),
-        F.sum(F.when(isc, 1).otherwise(0)).alias("cgroups"),
-        F.expr(f"bit_or(CASE WHEN side = {PRODUCED} THEN mask ELSE 0L END)").alias("pmask"),
-        F.sum(F.when(isp, F.col("n")).otherwise(0)).alias("pn"),
-        F.min(F.when(isc, F.col("tmin"))).alias("ctmin"), F.max(F.when(isc, F.col("tmax"))).alias("ctmax"),
-        F.min(F.when(isp, F.col("tmin"))).alias("ptmin"), F.max(F.when(isp, F.col("tmax"))).alias("ptmax"),
-        F.max(F.when(isc, F.col("omax"))).alias("comax"),
-    )
-    blocks = (blocks.withColumn("distinct_c", F.expr("bit_count(cmask)"))
-              .withColumn("extra", F.expr("cn - bit_count(cmask)"))
-              .withColumn("lostmask", F.expr("pmask & ~cmask"))
-              .withColumn("lost", F.expr("bit_count(pmask & ~cmask)"))
-              .withColumn("unacked", F.expr("bit_count(cmask & ~pmask)"))
-              .withColumn("prepeat", F.expr("pn - bit_count(pmask)"))
-              .withColumn("known", F.expr("pmask | cmask"))).cache()
-    s.blocks = blocks
-    return blocks
-
-
-def collect_many(queries: dict) -> dict[str, list[dict]]:
-    """Run several small queries as ONE Spark job (a union of JSON-encoded rows): each job costs ~0.1-0.3 s
-    of scheduling and code generation, which is most of the time on a small run."""
-    from pyspark.sql import functions as F
-    import json as _json
-    parts = [df.select(F.lit(name).alias("q"), F.to_json(F.struct(*df.columns), {"ignoreNullFields": "false"}).alias("j")) for name, df in queries.items()]
-    if not parts:
-        return {}
-    u = parts[0]
-    for p in parts[1:]:
-        u = u.unionByName(p)
-    out: dict[str, list[dict]] = {name: [] for name in queries}
-    for row in u.collect():
-        out[row["q"]].append(_json.loads(row["j"]))
-    return out
-
-
-def q_partition_stats(s: Scan):
-    from pyspark.sql import functions as F
-    return s.blocks.groupBy("topic", "partition").agg(
-        F.sum("pn").alias("produced"), F.sum("cn").alias("consumed_rows"), F.sum("distinct_c").alias("consumed_distinct"),
-        F.sum("extra").alias("extra"), F.sum("lost").alias("lost"), F.sum("unacked").alias("unacked"),
-        F.sum("prepeat").alias("produced_repeats"), F.sum("internal").alias("internal"),
-        F.count_if(F.col("extra") > 0).alias("dup_blocks"), F.count_if(F.col("lost") > 0).alias("lost_blocks"),
-        F.max("comax").alias("max_consumed_offset"),
-        F.min("ptmin").alias("ptmin"), F.max("ptmax").alias("ptmax"),
-        F.min("ctmin").alias("ctmin"), F.max("ctmax").alias("ctmax"),
-    )
-
-
-def q_dirty_blocks(s: Scan):
-    from pyspark.sql import functions as F
-    return (s.blocks.where((F.col("extra") > 0) | (F.col("lost") > 0) | (F.col("unacked") > 0))
-            .select("topic", "partition", "b", "cn", "cmask", "pmask", "lostmask", "extra", "lost", "internal",
-                    "unacked", "ctmin", "ctmax", "ptmin", "ptmax"))
-
-
-def q_duplicate_groups(s: Scan):
-    """The consumer groups (member, period) of every block with a duplicate delivery."""
-    from pyspark.sql import functions as F
-    dup = s.blocks.where(F.col("extra") > 0).select("topic", "partition", "b")
-    return (s.agg.where(F.col("side") == CONSUMED).join(dup, ["topic", "partition", "b"], "left_semi")
-            .select("topic", "partition", "b", "member", "period", "n", "mask", "tmin", "tmax", "gmin", "gmax"))
-
-
-def q_period_summaries(s: Scan):
-    """Per (member, topic, partition, period): what the member consumed in it (period < 0: outside)."""
-    from pyspark.sql import functions as F
-    return (s.agg.where(F.col("side") == CONSUMED).groupBy("member", "topic", "partition", "period").agg(
-        F.sum("n").alias("n"), F.expr("sum(bit_count(mask))").alias("distinct"),
-        F.min("omin").alias("omin"), F.max("omax").alias("omax"),
-        F.min("tmin").alias("tmin"), F.max("tmax").alias("tmax"),
-        F.expr("min_by(b * 64 + (kmin & 63), kmin)").alias("first"),
-        F.expr("max_by(b * 64 + (kmax & 63), kmax)").alias("last"),
-        F.min("gmin").alias("gmin"), F.max("gmax").alias("gmax"),
-    ))
-
-
-def q_ownership_flags(s: Scan):
-    """Blocks of one member's ownership period that show a skip or a step back.
-
-    kind: ``repeat`` (an offset consumed twice in the same ownership), ``order_in`` (inside the block the first
-    record by time is not the lowest offset, or the last not the highest), ``order_across`` (a record of this
-    block was consumed before the last one of the previous block), ``missing`` (known records inside
-    [omin, omax] of the block not consumed: ``missing`` bits), ``gap`` (no consumption between the previous
-    block's highest offset and this block's lowest: checked against known records by :func:`q_gap_skips`).
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-    c1 = s.agg.where((F.col("side") == CONSUMED) & (F.col("period") >= 0)).select(
-        "member", "topic", "partition", "period", "b", "n", "mask", "tmin", "tmax", "kmin", "kmax", "omin", "omax")
-    w = Window.partitionBy("member", "topic", "partition", "period").orderBy("b")
-    j = (c1.join(s.blocks.select("topic", "partition", "b", "known"), ["topic", "partition", "b"], "left")
-         .withColumn("prev_b", F.lag("b").over(w)).withColumn("prev_omax", F.lag("omax").over(w))
-         .withColumn("prev_tmax", F.lag("tmax").over(w)))
-    j = (j.withColumn("repeat", F.expr("n > bit_count(mask)"))
-         .withColumn("order_in", F.expr("(kmin & 63) != (omin & 63) OR (kmax & 63) != (omax & 63)"))
-         .withColumn("order_across", F.expr("prev_tmax IS NOT NULL AND prev_tmax > tmin"))
-         .withColumn("missing", F.expr(f"known & ~mask & {range_mask('omin', 'omax')}"))
-         .withColumn("gap", F.expr("prev_omax IS NOT NULL AND omin > prev_omax + 1")))
-    return (j.where("repeat OR order_in OR order_across OR missing != 0 OR gap")
-            .select("member", "topic", "partition", "period", "b", "prev_b", "n", "mask", "tmin", "tmax", "omin",
-                    "omax", "prev_omax", "prev_tmax", "repeat", "order_in", "order_across", "missing", "gap"))
-
-
-def q_gap_skips(spark, s: Scan, gaps: list[dict]):
-    """Known records strictly between prev_omax and omin for each gap row: (gid, b, bits)."""
-    from pyspark.sql import functions as F
-    g = spark.createDataFrame([(i, r["topic"], r["partition"], r["prev_omax"] + 1, r["omin"] - 1)
-                               for i, r in enumerate(gaps)], "gid int, gt string, gp int, lo bigint, hi bigint")
-    k = s.blocks.select("topic", "partition", "b", "known")
-    j = k.join(F.broadcast(g), (k["topic"] == g["gt"]) & (k["partition"] == g["gp"])
-               & (k["b"] >= F.expr("lo >> 6")) & (k["b"] <= F.expr("hi >> 6")), "inner")
-    return j.withColumn("bits", F.expr(f"known & {range_mask('lo', 'hi')}")).where("bits != 0").select("gid", "b", "bits")
-
-
-def q_known(spark, s: Scan, keys):
-    k = spark.createDataFrame(sorted(set(keys)), "topic string, partition int, b bigint")
-    return s.blocks.join(k, ["topic", "partition", "b"], "left_semi").select("topic", "partition", "b", "known")
-
-
-def q_rate(s: Scan, t0: int, bin_ms: int):
-    from pyspark.sql import functions as F
-    return (s.agg.where(F.col("side") == CONSUMED)
-            .groupBy(F.floor((F.col("tmin") - F.lit(t0)) / F.lit(bin_ms)).alias("bin"))
-            .agg(F.sum("n").alias("n")))
-
-
-def block_filter(keys) -> str:
-    """SQL condition selecting the records of the given (topic, partition, block) keys; adjacent blocks are
-    merged into offset ranges so that Parquet row groups can be skipped on their offset statistics."""
+def read_rows(spark, consumed, units: list[dict], blocks: list[tuple], bounds: list[int]):
+    """Record-level rows, read back only where the groups could not settle a check: the log units of
+    ``units`` (order; Parquet: 512 rows of one file, JSONL: one split of one member's partition) and the
+    64-offset ``blocks`` (duplicates). One job; Arrow."""
+    lit = lambda t: "'" + str(t).replace("\\", "\\\\").replace("'", "\\'") + "'"  # noqa: E731
+    conds = []
+    for u in units:
+        key = f"topic = {lit(u['topic'])} AND `partition` = {u['partition']} AND member = {lit(u['member'])}"
+        where = f"xxhash64(_metadata.file_path) = {u['fh']}"
+        if u["blk"] < 0:
+            lo = u["c"] << CHUNK_BITS
+            where += f" AND _metadata.row_index BETWEEN {lo} AND {lo + (1 << CHUNK_BITS) - 1}"
+        else:
+            where += f" AND _metadata.file_block_start = {u['blk']}"
+        conds.append(f"({where} AND {key})")
     ranges = []
-    for t, p, b in sorted(set(keys)):
+    for t, p, b in sorted(set(blocks)):  # adjacent blocks merged: Parquet row groups skipped on offset statistics
         if ranges and ranges[-1][0] == t and ranges[-1][1] == p and ranges[-1][3] == b * 64 - 1:
             ranges[-1][3] = b * 64 + 63
         else:
             ranges.append([t, p, b * 64, b * 64 + 63])
-    lit = lambda t: "'" + t.replace("\\", "\\\\").replace("'", "\\'") + "'"  # noqa: E731
-    return " OR ".join(f"(topic = {lit(t)} AND partition = {p} AND offset BETWEEN {lo} AND {hi})" for t, p, lo, hi in ranges)
+    conds += [f"(topic = {lit(t)} AND `partition` = {p} AND `offset` BETWEEN {lo} AND {hi})" for t, p, lo, hi in ranges]
+    if not conds:
+        return []
+    df = consumed.rows(" OR ".join(conds)).where("_bad IS NULL")
+    return df.selectExpr("topic", "`partition`", "`offset`", "member", "ts", "generation", "_fh AS fh", "_blk AS blk",
+                         "_pos AS pos", f"{epoch_expr(bounds)} AS epoch").toArrow().to_pylist()
 
 
-def q_drill_down(records_obj, keys):
-    """Record-level rows (with file order) of the given (topic, partition, block) keys; their ownership
-    period is added on the driver (history.assign_periods), the rows being few."""
-    return (records_obj.with_order(block_filter(keys)).where("_bad IS NULL")
-            .select("topic", "partition", "offset", "member", "ts", "generation", "_file", "_block", "_row"))
-
-
-def q_log_order(records_obj):
-    """Every consumed record with its place in its member's log, for the exact order check of small runs."""
-    return (records_obj.with_order().where("_bad IS NULL")
-            .select("member", "topic", "partition", "offset", "ts", "_file", "_block", "_row"))
-
-
-def unpersist(s: Scan | None) -> None:
-    if s is None:
-        return
-    for df in (s.blocks, s.agg):
-        if df is not None:
-            try:
-                df.unpersist()
-            except Exception:
-                pass
-
-
-
-
-
-def q_unacked_rows(records_obj, keys):
-    """Consumed rows of the blocks holding records nobody acked ok, with their producer_id and seq."""
-    return (records_obj.with_order(block_filter(keys)).where("_bad IS NULL AND producer_id IS NOT NULL AND seq IS NOT NULL")
-            .select("topic", "partition", "offset", "producer_id", "seq"))
-
-
-def q_write_copies(spark, produced, consumed, pairs):
-    """Every distinct record (topic, partition, offset) carrying one of the given (producer_id, seq) pairs,
-    acked ok or consumed, with its time range."""
+def write_copies(spark, produced_df, consumed_df, pairs):
+    """Every distinct record carrying one of the (producer_id, seq) pairs, acked ok or consumed."""
     from pyspark.sql import functions as F
     k = spark.createDataFrame(sorted(pairs), "producer_id string, seq bigint")
-    p = produced.where("_bad IS NULL AND (status IS NULL OR status = 'ok')").select("producer_id", "seq", "topic", "partition", "offset", "ts")
-    c = consumed.where("_bad IS NULL").select("producer_id", "seq", "topic", "partition", "offset", "ts")
-    u = p.unionByName(c).join(F.broadcast(k), ["producer_id", "seq"], "left_semi")
-    return u.groupBy("producer_id", "seq", "topic", "partition", "offset").agg(F.min("ts").alias("tmin"), F.max("ts").alias("tmax"))
+    cols = ["producer_id", "seq", "topic", "partition", "offset", "ts"]
+    p = produced_df.where("_bad IS NULL AND (status IS NULL OR status = 'ok')").select(*cols)
+    u = p.unionByName(consumed_df.where("_bad IS NULL").select(*cols)).join(F.broadcast(k), ["producer_id", "seq"], "left_semi")
+    return (u.groupBy("producer_id", "seq", "topic", "partition", "offset")
+            .agg(F.min("ts").alias("tmin"), F.max("ts").alias("tmax")).toArrow().to_pylist())
+
+
+def unacked_rows(consumed, keys):
+    """producer_id/seq of the consumed rows in the given (topic, partition, offset) cells."""
+    conds = " OR ".join(f"(topic = '{t}' AND `partition` = {p} AND `offset` = {o})" for t, p, o in sorted(keys))
+    return (consumed.rows(conds).where("_bad IS NULL AND producer_id IS NOT NULL AND seq IS NOT NULL")
+            .select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
+
+
+# --------------------------------------------------------------------------------- in the executor: numpy
+def popcount(a: np.ndarray) -> np.ndarray:
+    return np.bitwise_count(a.view(np.uint64)).astype(np.int64)
+
+
+def lowbit(m: np.ndarray) -> np.ndarray:
+    u = m.view(np.uint64)
+    with np.errstate(over="ignore"):
+        return np.bitwise_count((u & (~u + np.uint64(1))) - np.uint64(1)).astype(np.int64)
+
+
+def highbit(m: np.ndarray) -> np.ndarray:
+    x = m.view(np.uint64).copy()
+    for k in (1, 2, 4, 8, 16, 32):
+        x |= x >> np.uint64(k)
+    return np.bitwise_count(x).astype(np.int64) - 1
+
+
+def range_mask(lo: np.ndarray, hi: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Bits of block b for offsets in [lo, hi]."""
+    base = b * 64
+    low, high = np.clip(lo - base, 0, 64), np.clip(hi - base, -1, 63)
+    ones = np.uint64(U64)
+    with np.errstate(over="ignore"):
+        left = np.where(low >= 64, np.uint64(0), ones << np.minimum(low, 63).astype(np.uint64))
+        right = ones >> (63 - np.maximum(high, 0)).astype(np.uint64)
+    return np.where((hi < base) | (lo > base + 63) | (high < low), 0, (left & right).view(np.int64))
+
+
+def bits_of(mask: int) -> list[int]:
+    m, out = mask & U64, []
+    while m:
+        low = m & -m
+        out.append(low.bit_length() - 1)
+        m ^= low
+    return out
+
+
+def _starts(*keys) -> np.ndarray:
+    n = len(keys[0])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    change = np.zeros(n, bool)
+    change[0] = True
+    for k in keys:
+        change[1:] |= k[1:] != k[:-1]
+    return np.nonzero(change)[0]
+
+
+def _reduce(cols: dict, keys: list[str], ops: dict) -> dict:
+    """Group rows of equal ``keys`` (numpy columns): ops name -> "sum" | "or" | "min" | "max" | "first"."""
+    n = len(cols[keys[0]])
+    if n == 0:
+        return {k: cols[k][:0] for k in list(keys) + list(ops)}
+    order = np.lexsort([cols[k] for k in reversed(keys)])
+    st = _starts(*[cols[k][order] for k in keys])
+    ufunc = {"sum": np.add, "or": np.bitwise_or, "min": np.minimum, "max": np.maximum}
+    out = {k: cols[k][order][st] for k in keys}
+    for name, op in ops.items():
+        v = cols[name][order]
+        out[name] = v[st] if op == "first" else ufunc[op].reduceat(v, st)
+    return out
+
+
+def _chunk_sorted(mask, n, pw, s) -> np.ndarray:
+    """Per group: offsets and log positions are both known exactly (bit sets); the group was consumed in
+    offset order iff every offset came once and s equals the pairing of both in sorted order."""
+    pcount = sum(popcount(w) for w in pw)
+    ok = (popcount(mask) == n) & (pcount == n)
+    idx = np.nonzero(ok)[0]
+    if len(idx):
+        om = np.unpackbits(mask[idx].view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+        pm = np.concatenate([np.unpackbits(w[idx].view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+                             for w in pw], axis=1)
+        orow, ocol = np.nonzero(om)
+        _, pcol = np.nonzero(pm)   # row-major: the k-th offset of a group pairs with its k-th position
+        smax = np.bincount(orow, weights=(ocol * pcol).astype(np.float64), minlength=len(idx))
+        ok[idx] = np.rint(smax).astype(np.int64) == s[idx]
+    return ok
+
+
+def _pos_bounds(pw) -> tuple[np.ndarray, np.ndarray]:
+    lo = np.full(len(pw[0]), BIG, np.int64)
+    hi = np.full(len(pw[0]), -1, np.int64)
+    for w, word in enumerate(pw):
+        has = word != 0
+        lo = np.where(has & (lo == BIG), w * 64 + lowbit(word), lo)
+        hi = np.where(has, w * 64 + highbit(word), hi)
+    return lo, hi
+
+
+def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
+    """All checks over one partition's groups (pyarrow table of :func:`aggregate`'s columns). ``cfg``:
+    ``periods`` {(member, topic, partition): [(first epoch, last epoch, period id)]}, ``with_events``
+    (members that logged events), ``t0``/``bin_ms`` (the rate's bins). Returns (kind, row) pairs."""
+    if table.num_rows == 0:
+        return []
+    col = lambda name, fill=0: np.asarray(table.column(name).fill_null(fill).to_numpy(zero_copy_only=False))  # noqa: E731
+    topic, partition = table.column("topic")[0].as_py(), int(table.column("partition")[0].as_py())
+    side, b = col("side").astype(np.int64), col("b").astype(np.int64)
+    members = table.column("member").to_pylist()
+    out: list[tuple[str, dict]] = []
+    cons = np.nonzero(side == CONSUMED)[0]
+    prod = np.nonzero(side == PRODUCED)[0]
+    names = sorted({members[i] for i in cons})
+    code = {m: i for i, m in enumerate(names)}
+    mcode = np.array([code[members[i]] for i in cons], np.int64)
+    epoch = col("epoch")[cons].astype(np.int64)
+    period = np.empty(len(cons), np.int64)
+    for (m, e) in {(int(x), int(y)) for x, y in zip(mcode, epoch)}:
+        member = names[m]
+        value = OUTSIDE_PERIOD if member in cfg["with_events"] else NO_EVENTS_PERIOD
+        for lo, hi, pid in cfg["periods"].get((member, topic, partition), ()):
+            if lo <= e <= hi:
+                value = pid
+                break
+        period[(mcode == m) & (epoch == e)] = value
+    g = {"m": mcode, "period": period, "b": b[cons], "n": col("n")[cons].astype(np.int64),
+         "mask": col("mask")[cons].astype(np.int64), "kmin": col("kmin")[cons].astype(np.int64),
+         "kmax": col("kmax")[cons].astype(np.int64), "fh": col("fh")[cons].astype(np.int64),
+         "blk": col("blk")[cons].astype(np.int64), "c": col("c")[cons].astype(np.int64),
+         "s": col("s")[cons].astype(np.int64), "gmax": col("gmax", -1)[cons].astype(np.int64)}
+    g["gmin"] = np.where(g["gmax"] < 0, BIG, g["gmax"])
+    for w in range(WORDS):
+        g[f"p{w}"] = col(f"p{w}")[cons].astype(np.int64)
+    # several epochs inside one period and one log chunk: one group
+    ops = {"n": "sum", "mask": "or", "kmin": "min", "kmax": "max", "s": "sum", "gmin": "min", "gmax": "max",
+           **{f"p{w}": "or" for w in range(WORDS)}}
+    g = _reduce(g, ["m", "period", "fh", "blk", "c", "b"], ops)
+    out += [("order", r) for r in _order(g, topic, partition, names)]
+
+    # one group per (member, period, block): the deliveries the other checks reason about
+    bg = _reduce(g, ["m", "period", "b"], {k: ops[k] for k in ("n", "mask", "kmin", "kmax", "gmin", "gmax")})
+    bg["tmin"], bg["tmax"] = bg["kmin"] >> 6, bg["kmax"] >> 6
+    bg["omin"], bg["omax"] = bg["b"] * 64 + lowbit(bg["mask"]), bg["b"] * 64 + highbit(bg["mask"])
+
+    # blocks: everything consumed and acked ok per 64 offsets
+    pb = {"b": b[prod], "mask": col("mask")[prod].astype(np.int64), "n": col("n")[prod].astype(np.int64),
+          "tmin": col("kmin")[prod].astype(np.int64) >> 6, "tmax": col("kmax")[prod].astype(np.int64) >> 6}
+    pb = _reduce(pb, ["b"], {"mask": "or", "n": "sum", "tmin": "min", "tmax": "max"})
+    cb = _reduce(bg, ["b"], {"mask": "or", "n": "sum", "tmin": "min", "tmax": "max", "omax": "max"})
+    allb = np.union1d(pb["b"], cb["b"])
+    ip, ic = np.searchsorted(pb["b"], allb), np.searchsorted(cb["b"], allb)
+    hasp = (ip < len(pb["b"])) & (pb["b"][np.minimum(ip, len(pb["b"]) - 1)] == allb) if len(pb["b"]) else np.zeros(len(allb), bool)
+    hasc = (ic < len(cb["b"])) & (cb["b"][np.minimum(ic, len(cb["b"]) - 1)] == allb) if len(cb["b"]) else np.zeros(len(allb), bool)
+    take = lambda d, i, has, k, fill: np.where(has, d[k][np.minimum(i, max(len(d[k]) - 1, 0))] if len(d[k]) else fill, fill)  # noqa: E731
+    B = {"b": allb, "pmask": take(pb, ip, hasp, "mask", 0), "pn": take(pb, ip, hasp, "n", 0),
+         "ptmin": take(pb, ip, hasp, "tmin", BIG), "ptmax": take(pb, ip, hasp, "tmax", SMALL),
+         "cmask": take(cb, ic, hasc, "mask", 0), "cn": take(cb, ic, hasc, "n", 0),
+         "ctmin": take(cb, ic, hasc, "tmin", BIG), "ctmax": take(cb, ic, hasc, "tmax", SMALL)}
+    known = B["pmask"] | B["cmask"]
+    extra = B["cn"] - popcount(B["cmask"])
+    lostmask = B["pmask"] & ~B["cmask"]
+    unacked = B["cmask"] & ~B["pmask"]
+    out.append(("stats", {"topic": topic, "partition": partition, "produced": int(B["pn"].sum()),
+                          "consumed_rows": int(B["cn"].sum()), "consumed_distinct": int(popcount(B["cmask"]).sum()),
+                          "extra": int(extra.sum()), "lost": int(popcount(lostmask).sum()),
+                          "unacked": int(popcount(unacked).sum()),
+                          "produced_repeats": int((B["pn"] - popcount(B["pmask"])).sum())}))
+    none = lambda v, sentinel: None if v == sentinel else int(v)  # noqa: E731
+    for i in np.nonzero((lostmask != 0) | (unacked != 0))[0]:
+        out.append(("dirty", {"topic": topic, "partition": partition, "b": int(allb[i]), "lostmask": int(lostmask[i]),
+                              "unackedmask": int(unacked[i]), "ptmin": none(B["ptmin"][i], BIG),
+                              "ptmax": none(B["ptmax"][i], SMALL), "ctmax": none(B["ctmax"][i], SMALL)}))
+    dup_b = set(allb[extra > 0].tolist())
+    for i in range(len(bg["b"])):
+        if int(bg["b"][i]) in dup_b:
+            out.append(("groups", {"topic": topic, "partition": partition, "b": int(bg["b"][i]),
+                                   "member": names[bg["m"][i]], "period": int(bg["period"][i]), "n": int(bg["n"][i]),
+                                   "mask": int(bg["mask"][i]), "tmin": int(bg["tmin"][i]), "tmax": int(bg["tmax"][i]),
+                                   "gmin": none(bg["gmin"][i], BIG), "gmax": none(bg["gmax"][i], -1)}))
+    ps = _reduce(bg, ["m", "period"], {"n": "sum"})
+    out += [("periods", {"member": names[m], "topic": topic, "partition": partition, "period": int(p), "n": int(n)})
+            for m, p, n in zip(ps["m"], ps["period"], ps["n"])]
+    rate = _reduce({"bin": (bg["tmin"] - cfg["t0"]) // cfg["bin_ms"], "n": bg["n"]}, ["bin"], {"n": "sum"})
+    out += [("rate", {"bin": int(x), "n": int(n)}) for x, n in zip(rate["bin"], rate["n"])]
+    out += [("skip", r) for r in _skips(bg, allb, known, topic, partition, names)]
+    return out
+
+
+def _skips(bg, allb, known, topic, partition, names) -> list[dict]:
+    """Known records inside one ownership's consumed range that the owner never consumed in it: missing bits
+    inside a block's [omin, omax], and known records in the gap between two consecutive consumed blocks."""
+    out = []
+    inside = np.nonzero(bg["period"] >= 0)[0]
+    kb = known[np.searchsorted(allb, bg["b"][inside])]
+    miss = kb & ~bg["mask"][inside] & range_mask(bg["omin"][inside], bg["omax"][inside], bg["b"][inside])
+    for j in np.nonzero(miss)[0]:
+        i = inside[j]
+        out.append({"member": names[bg["m"][i]], "topic": topic, "partition": partition, "period": int(bg["period"][i]),
+                    "b": int(bg["b"][i]), "bits": int(miss[j]), "t0": int(bg["tmin"][i]), "t1": int(bg["tmax"][i])})
+    for a, z in zip(inside[:-1], inside[1:]):  # bg is sorted by (member, period, b)
+        if bg["m"][a] != bg["m"][z] or bg["period"][a] != bg["period"][z] or bg["omin"][z] <= bg["omax"][a] + 1:
+            continue
+        lo, hi = int(bg["omax"][a]) + 1, int(bg["omin"][z]) - 1
+        i0, i1 = np.searchsorted(allb, lo >> 6), np.searchsorted(allb, hi >> 6, side="right")
+        bits = known[i0:i1] & range_mask(np.full(i1 - i0, lo), np.full(i1 - i0, hi), allb[i0:i1])
+        for k in np.nonzero(bits)[0]:
+            out.append({"member": names[bg["m"][a]], "topic": topic, "partition": partition, "period": int(bg["period"][a]),
+                        "b": int(allb[i0 + k]), "bits": int(bits[k]), "t0": int(bg["tmax"][a]), "t1": int(bg["tmin"][z])})
+    return out
+
+
+def _order(g, topic, partition, names) -> list[dict]:
+    """Log units (Parquet: a chunk of 512 rows; JSONL: a split) whose records must be read back to find
+    every step back exactly: those holding a group not consumed in order, or two groups of one ownership that
+    do not follow each other in the log, and the units just before and after them in that ownership."""
+    pw = [g[f"p{w}"] for w in range(WORDS)]
+    ok = _chunk_sorted(g["mask"], g["n"], pw, g["s"])
+    plo, phi = _pos_bounds(pw)
+    omin, omax = g["b"] * 64 + lowbit(g["mask"]), g["b"] * 64 + highbit(g["mask"])
+    sel = np.nonzero(g["period"] >= 0)[0]
+    if len(sel) == 0:
+        return []
+    # a member's files in the order of their first record of this partition
+    first = {}
+    for i in sel:
+        key = (int(g["m"][i]), int(g["fh"][i]))
+        first[key] = min(first.get(key, BIG), int(g["kmin"][i] >> 6))
+    rank = np.array([first[(int(g["m"][i]), int(g["fh"][i]))] for i in sel], np.int64)
+    order = sel[np.lexsort((g["b"][sel], g["c"][sel], g["blk"][sel], g["fh"][sel], rank, g["period"][sel], g["m"][sel]))]
+    bad_units: dict[tuple, set] = {}
+    seq_units: dict[tuple, list] = {}
+    for idx, i in enumerate(order):
+        seq = (int(g["m"][i]), int(g["period"][i]))
+        unit = (int(g["fh"][i]), int(g["blk"][i]), int(g["c"][i]) if g["blk"][i] < 0 else 0)
+        units = seq_units.setdefault(seq, [])
+        if not units or units[-1] != unit:
+            units.append(unit)
+        if not ok[i]:
+            bad_units.setdefault(seq, set()).add(len(units) - 1)
+        h = order[idx - 1] if idx else None
+        if h is not None and (int(g["m"][h]), int(g["period"][h])) == seq:
+            same = (g["fh"][h], g["blk"][h], g["c"][h]) == (g["fh"][i], g["blk"][i], g["c"][i])
+            if omax[h] >= omin[i] or (same and phi[h] >= plo[i]):  # the two groups do not follow each other
+                bad_units.setdefault(seq, set()).update({len(units) - 1, len(units) - 1 - (not same)})
+    out = []
+    for seq, bad in bad_units.items():
+        units = seq_units[seq]
+        wanted = sorted({j + d for j in bad for d in (-1, 0, 1) if 0 <= j + d < len(units)})
+        for j in wanted:
+            fh, blk, c = units[j]
+            out.append({"member": names[seq[0]], "topic": topic, "partition": partition, "period": seq[1],
+                        "fh": fh, "blk": blk, "c": c, "idx": j})
+    return out
+
+
+def steps_back(units: list[dict], rows: list[dict], period_of) -> list[tuple]:
+    """Every step back (next offset not above the previous one) inside the read-back log units, record by
+    record: (member, topic, partition, period, (offset, ts) before, (offset, ts) after)."""
+    where = {}
+    for u in units:
+        where[(u["member"], u["topic"], u["partition"], u["period"], u["fh"], u["blk"], u["c"])] = u["idx"]
+    seqs: dict[tuple, list] = {}
+    for r in rows:
+        blk = r["blk"]
+        c = r["pos"] >> CHUNK_BITS if blk < 0 else 0
+        period = period_of(r["member"], r["topic"], r["partition"], r["epoch"])
+        idx = where.get((r["member"], r["topic"], r["partition"], period, r["fh"], blk, c))
+        if idx is not None:
+            seqs.setdefault((r["member"], r["topic"], r["partition"], period), []).append((idx, r["pos"], r["offset"], r["ts"]))
+    out = []
+    for key, seq in seqs.items():
+        seq.sort()
+        for (i0, p0, o0, t0), (i1, p1, o1, t1) in zip(seq, seq[1:]):
+            if i1 - i0 <= 1 and (i0, p0) != (i1, p1) and o1 <= o0:
+                out.append((*key, (o0, t0), (o1, t1)))
+    return out

@@ -5,13 +5,11 @@ import html
 import json
 from pathlib import Path
 
-from .checks import COUNT_UNITS, TYPES
+from .checks import REGISTRY
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
            "#bab0ac", "#e15759", "#86bcb6", "#d37295"]
-TYPE_COLOR = {"duplicate": "#8c8c8c", "lost": "#d62728", "skip": "#ff7f0e", "backwards": "#9467bd",
-              "commit_regression": "#17becf", "duplicate_over_budget": "#e377c2", "unhealed_fault": "#000000",
-              "duplicate_write": "#bcbd22"}
+TYPE_COLOR = {name: c.color for name, c in REGISTRY.items()}
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -73,7 +71,7 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
     cls = {True: "valid", False: "invalid"}.get(valid, "unknown")
     word = {True: "VALID", False: "INVALID"}.get(valid, "UNKNOWN")
     counts = s["anomaly_counts"]
-    bad = [f"{counts[t]:,} {t}" for t in TYPES if counts.get(t)]
+    bad = [f"{counts[t]:,} {t}" for t in REGISTRY if counts.get(t)]
     why = ", ".join(bad) if bad else "no anomalies"
     if valid == "unknown":
         why += "; " + ", ".join(f"{k} {v['status']}" for k, v in s["checks"].items() if v["status"] in ("crashed", "unknown"))
@@ -93,7 +91,7 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
     rf = s.get("rebalance_figures") or {}
     if rf:
         parts.append(f"<div class=fig><b>{(rf.get('no_owner_total_ms') or 0) / 1000:.1f}s</b><span>partition-time with no owner</span></div>")
-    for t in ("skip", "backwards", "commit_regression", "duplicate_over_budget", "unhealed_fault"):
+    for t in (name for name, c in REGISTRY.items() if c.invalidates and name != "lost"):
         if s["checks"].get(t, {}).get("status") == "ran":
             parts.append(f"<div class='fig{' bad' if counts.get(t) else ''}'><b>{fmt_int(counts.get(t))}</b><span>{e(t)}</span></div>")
     parts.append(f"<div class=fig><b>{len(s['faults'])}</b><span>faults</span></div></section>")
@@ -134,7 +132,7 @@ def _anomaly_table(s, rel) -> str:
                     f"<td>{e(', '.join(a.get('members') or []))}</td><td>{e(', '.join(map(str, a.get('generations') or [])))}</td>"
                     f"<td>{e(rel(a['time_ms'][0]))}</td><td>{e(', '.join(a.get('fault_ids') or []))}</td><td class=small>{e(detail)}</td></tr>")
     counts = s["anomaly_counts"]
-    head = ", ".join(f"{t}: {counts[t]:,}" for t in TYPES if counts.get(t)) or "none"
+    head = ", ".join(f"{t}: {counts[t]:,}" for t in REGISTRY if counts.get(t)) or "none"
     if not rows:
         return f"<h2>Anomalies</h2><p id=anomalies-none>No anomalies found ({e(head)}).</p><table id=anomalies hidden></table>"
     return ("<h2>Anomalies</h2><p class=small>Exact counts: " + e(head) + "</p><table id=anomalies><thead><tr><th>type</th><th>partition</th>"
@@ -292,7 +290,7 @@ def _checks(s) -> str:
         detail = c.get("reason") or c.get("error") or ""
         count = c.get("count")
         rows.append(f"<tr><td>{e(name)}</td><td>{e(c['status'])}</td><td class=num>{fmt_int(count)}</td>"
-                    f"<td class=small>{e(COUNT_UNITS.get(name, ''))}</td><td class=small>{e(detail)}</td></tr>")
+                    f"<td class=small>{e(REGISTRY[name].unit if name in REGISTRY else '')}</td><td class=small>{e(detail)}</td></tr>")
     return ("<h2>Checks</h2><table id=checks><thead><tr><th>check</th><th>status</th><th>count</th><th>unit</th><th>note</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
 

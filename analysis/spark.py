@@ -1,15 +1,17 @@
 """One SparkSession per process, reused by every analysis (a pytest session pays JVM start-up once)."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import shutil
 import socket
 import sys
 import threading
 import warnings
 from pathlib import Path
 
-from . import jvm_archive
 
 _LOCK = threading.Lock()
 _SESSION = None
@@ -31,6 +33,43 @@ CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 
 class SparkUnavailable(RuntimeError):
     """No Spark session could be had (missing Spark Connect client extras, unreachable master, no Java)."""
+
+
+# The class-data archive (analysis/jvm_archive.py builds it): where the driver JVM finds it.
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "spark-cds"
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive would print a warning on stdout
+DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process that builds the archive
+
+
+def _java() -> Path | None:
+    home = os.environ.get("JAVA_HOME")
+    java = Path(home) / "bin" / "java" if home else shutil.which("java")
+    return Path(java).resolve() if java and Path(java).exists() else None
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this JVM and these Spark jars lives (None without a JVM). The jars' folder is
+    part of the name: an archive only serves the class path it was built with (one per venv)."""
+    import pyspark
+    java = _java()
+    if java is None:
+        return None
+    jars = Path(pyspark.__file__).parent / "jars"
+    st = java.stat()
+    build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar"))]
+    return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}.jsa"
+
+
+def java_options() -> str:
+    """Options for the driver JVM: use the archive if there is one (or write it, in the building child)."""
+    if os.environ.get(DUMP_ENV):
+        return f"-XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]} {QUIET}"
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path is not None and path.is_file() else ""
 
 
 def _quiet_python_warnings() -> None:
@@ -143,7 +182,7 @@ def _classic(master: str):
                .config("spark.sql.shuffle.partitions", "8")
                .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_SPARK_DRIVER_MEMORY", "4g")))
     log4j = f"-Dlog4j2.configurationFile=file:{LOG4J}" if LOG4J.is_file() else ""  # package data
-    driver = f"{log4j} {jvm_archive.java_options()}".strip()
+    driver = f"{log4j} {java_options()}".strip()
     if driver:
         builder = builder.config("spark.driver.extraJavaOptions", driver)
     if log4j:

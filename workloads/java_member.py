@@ -9,12 +9,15 @@ After the run `workloads.verifiable.convert` turns the raw events into the run-d
 """
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from workloads import config as workload_config
+from workloads.verifiable import FACTS_EVENT
 
 ASSIGNORS = {
     "range": "org.apache.kafka.clients.consumer.RangeAssignor",
@@ -59,6 +62,11 @@ def main() -> int:
     properties_file = run_dir / "logs" / f"{cfg['member']}.client.properties"
     properties_file.write_text(client_properties(cfg))
     with open(raw_events_path(run_dir, cfg["member"]), "ab") as events:
+        # the facts VerifiableConsumer does not print, for the converter's typed `started` event
+        events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
+                                  "protocol": cfg["protocol"], "assignor": cfg.get("assignor") or cfg.get("remote_assignor"),
+                                  "instance_id": cfg.get("instance_id")}) + "\n").encode())
+        events.flush()
         jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)  # the JVM got the same signal; wait for its clean exit

@@ -97,8 +97,10 @@ class Member:
     def run(self) -> int:
         self.consumer.subscribe([self.cfg["topic"]], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         cfg = self.cfg
-        self.event("started", detail=f"protocol={cfg['protocol']} assignor={cfg.get('assignor') or cfg.get('remote_assignor')} "
-                                     f"instance_id={cfg.get('instance_id')} commit={cfg['commit']}")
+        # typed facts of the client contract; the analysis reads these fields, detail is for people
+        self.event("started", client=CLIENT, protocol=cfg["protocol"],
+                   assignor=cfg.get("assignor") or cfg.get("remote_assignor"), instance_id=cfg.get("instance_id"),
+                   detail=f"commit={cfg['commit']}")
         try:
             while not self.stopping:
                 batch = self.consumer.consume(self.cfg["batch_size"], timeout=0.5)

@@ -7,6 +7,7 @@ from pathlib import Path
 from workloads.history import JsonlLog
 
 CLIENT = "java"
+FACTS_EVENT = "kafka_chaos_member"  # written by workloads/java_member.py before the JVM starts
 
 
 def _partitions(event: dict) -> list[str]:
@@ -19,6 +20,7 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
     events = JsonlLog(run_dir / "events" / f"{member}.jsonl")
     rows = written_events = 0
     previous_ts = -1
+    facts = {"protocol": None, "assignor": None}
 
     def event(ts: int, kind: str, **fields) -> None:
         nonlocal written_events
@@ -34,6 +36,9 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
         # VerifiableConsumer commits right after it prints a poll's records: the commit was requested
         # no earlier than the event before it.
         requested_at, previous_ts = previous_ts, ts
+        if name == FACTS_EVENT:
+            facts = {"protocol": e.get("protocol"), "assignor": e.get("assignor")}
+            continue
         if name == "record_data":
             producer_id, _, seq = str(e.get("value") or "").partition(":")
             consumed.append({"topic": e["topic"], "partition": e["partition"], "offset": e["offset"], "member": member,
@@ -42,7 +47,7 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
                              "generation": -1, "client": CLIENT})
             rows += 1
         elif name == "startup_complete":
-            event(ts, "started", detail="VerifiableConsumer")
+            event(ts, "started", client=CLIENT, **facts, instance_id=instance_id, detail="VerifiableConsumer")
         elif name == "partitions_assigned":
             event(ts, "assigned", partitions=_partitions(e))
         elif name == "partitions_revoked":

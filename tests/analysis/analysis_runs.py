@@ -50,8 +50,8 @@ class Run:
                          "seq": seq_of(partition, off), "instance_id": None, "generation": generation, "client": "librdkafka"})
         return self
 
-    def event(self, member, kind, at, partitions=None, offsets=None, generation=None, detail=None):
-        ev = {"ts_ms": T0 + at, "member": member, "kind": kind, "generation": generation}
+    def event(self, member, kind, at, partitions=None, offsets=None, generation=None, detail=None, **facts):
+        ev = {"ts_ms": T0 + at, "member": member, "kind": kind, "generation": generation, **facts}
         if partitions is not None:
             ev["partitions"] = partitions
         if offsets is not None:

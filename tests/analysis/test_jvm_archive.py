@@ -5,11 +5,12 @@ import subprocess
 import pytest
 
 from analysis import jvm_archive
+from analysis import spark as where  # where the driver JVM finds the archive (jvm_archive only builds it)
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
-    monkeypatch.setattr(jvm_archive, "CACHE", tmp_path)
+    monkeypatch.setattr(where, "CACHE", tmp_path)
     monkeypatch.delenv(jvm_archive.DUMP_ENV, raising=False)
     return tmp_path
 
@@ -19,7 +20,7 @@ def test_options_use_the_archive_only_when_it_exists(cache):
     assert path.parent == cache and path.suffix == ".jsa"
     assert jvm_archive.java_options() == ""
     path.write_bytes(b"archive")
-    assert jvm_archive.java_options() == f"-XX:SharedArchiveFile={path} {jvm_archive.QUIET}"
+    assert jvm_archive.java_options() == f"-XX:SharedArchiveFile={path} {where.QUIET}"
 
 
 def test_the_building_child_writes_the_archive_at_exit(cache, monkeypatch):
@@ -30,9 +31,9 @@ def test_the_building_child_writes_the_archive_at_exit(cache, monkeypatch):
 def test_an_unusable_archive_is_silent(tmp_path):
     """A stale or broken archive must not print on stdout, where `analyze --json` writes the summary."""
     (tmp_path / "broken.jsa").write_bytes(b"not an archive")
-    java = str(jvm_archive._java())
+    java = str(where._java())
     for archive in (tmp_path / "broken.jsa", tmp_path / "missing.jsa"):
-        done = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", *jvm_archive.QUIET.split(), "-version"],
+        done = subprocess.run([java, f"-XX:SharedArchiveFile={archive}", *where.QUIET.split(), "-version"],
                               capture_output=True, text=True, timeout=60)
         assert done.returncode == 0 and done.stdout == "" and "warning" not in done.stderr, done.stderr
 

@@ -35,3 +35,18 @@ def test_convert_writes_the_contract(tmp_path):
 
 def test_missing_raw_file_gives_empty_logs(tmp_path):
     assert convert(tmp_path / "none.jsonl", tmp_path, "member-9", None) == (0, 0)
+
+
+def test_started_event_carries_typed_facts(tmp_path):
+    """Issue 8: the client, group protocol, assignor and instance id are fields of `started`, not free text.
+    java_member.py writes them into the raw file before the JVM starts; the converter moves them."""
+    from workloads.verifiable import FACTS_EVENT
+    raw = tmp_path / "raw.jsonl"
+    facts = {"name": FACTS_EVENT, "timestamp": 90, "protocol": "classic", "assignor": "cooperative-sticky",
+             "instance_id": "instance-1"}
+    raw.write_text("".join(json.dumps(e) + "\n" for e in [facts] + RAW))
+    assert convert(raw, tmp_path, "member-1", "instance-1") == (1, 6)
+    started = lines(tmp_path / "events" / "member-1.jsonl")[0]
+    assert {k: started[k] for k in ("kind", "client", "protocol", "assignor", "instance_id")} == \
+        {"kind": "started", "client": "java", "protocol": "classic", "assignor": "cooperative-sticky",
+         "instance_id": "instance-1"}
