@@ -98,7 +98,7 @@ def run(records: int, fmt: str, repeat: int, data_dir: Path, seed: int, cold_cli
         "phases_last_run_s": {k: round(v, 2) for k, v in phases[-1].items()},
         "duckdb_counts": duck_counts, "analyze_counts": spark_counts,
         "identical_counts": duck_counts == spark_counts == out["truth"],
-        "analyze_anomaly_counts": s["anomaly_counts"], "valid": s["valid"], "engine": s["spark"]["engine"],
+        "analyze_anomaly_counts": s["anomaly_counts"], "valid": s["valid"],
         "drilled_blocks": s["input"]["drilled_blocks"], "first_counts_equal": {k: first[k] for k in COUNT_KEYS} == spark_counts,
     })
     if fmt == "jsonl" and compact:
