@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 LABEL := org.kafka-chaos.project=kafka-chaos
 
-.PHONY: help setup setup-browser engine images demo test clean
+.PHONY: help setup setup-browser engine images demo test nightly clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -23,8 +23,11 @@ images: ## build the kafka-chaos/* images (or pull the ones named elsewhere in v
 demo: setup ## run the default scenario
 	.venv/bin/kafka-chaos run scenarios/default.yaml
 
-test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests)
-	.venv/bin/python -m pytest -q --durations=15
+test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests), the slow families left out
+	.venv/bin/python -m pytest -q --durations=15 -m "not slow"
+
+nightly: setup setup-browser ## the slow real-cluster families (rolling restarts, splits, killed harnesses, ...)
+	.venv/bin/python -m pytest -q --durations=25 -m slow
 
 clean: ## remove containers and networks labelled org.kafka-chaos.project=kafka-chaos (images stay)
 	@if ! docker info >/dev/null 2>&1; then echo "[clean] no Docker engine answers: nothing to do"; exit 0; fi; \

@@ -5,6 +5,7 @@ Target kinds:
            __consumer_offsets partition), controller (the active KRaft controller), leader (of the
            scenario topic's partition 0), leader:TOPIC:PARTITION, random
   member   member-N, random-member
+  cluster  the whole cluster (a rolling restart)
 """
 from __future__ import annotations
 
@@ -85,7 +86,12 @@ def check_member_target(target: str, facts) -> None:
         raise ValueError(f"target: {target!r} is not one of {list(facts.members) + list(MEMBER_ROLES)}")
 
 
-TARGET_CHECKS = {"broker": check_broker_target, "member": check_member_target}
+def check_cluster_target(target: str, facts) -> None:
+    if target != "cluster":
+        raise ValueError(f"target: {target!r}: this fault aims at the whole cluster; write target: cluster")
+
+
+TARGET_CHECKS = {"broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target}
 
 
 # -- resolved when the fault fires -------------------------------------------------------------

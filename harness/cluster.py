@@ -130,7 +130,7 @@ class KafkaCluster:
 
     def reset_faults(self) -> None:
         """Undo whatever faults a previous user of this cluster left behind (a test that failed
-        mid-fault): every proxy enabled and every toxic gone, no broker paused."""
+        mid-fault): every proxy enabled and every toxic gone, no broker paused or stopped."""
         if self.toxiproxy is not None:
             self.toxiproxy.reset()
         for broker in self.brokers:
@@ -138,6 +138,44 @@ class KafkaCluster:
             container.reload()
             if container.status == "paused":
                 container.unpause()
+            elif container.status in ("exited", "created"):
+                self.start_broker(broker)
+
+    # -- broker lifecycle (faults/lifecycle.py) ------------------------------------------------
+
+    def start_broker(self, broker: "Broker", timeout_s: float = 120) -> None:
+        """Start a stopped broker again with its data (the start-up script formats only an empty
+        directory) and wait until it has registered with the controller, unfenced: a KRaft broker is
+        fenced until it has caught up with the metadata log."""
+        container = broker.container.get_wrapped_container()
+        container.reload()
+        if container.status != "running":
+            container.start()
+        self.wait_until(lambda: broker.node_id in self.registered_brokers(), timeout_s,
+                        f"{broker.name} did not register again", broker)
+
+    def registered_brokers(self) -> set[int]:
+        """Node ids of the brokers the cluster's metadata lists (registered and unfenced)."""
+        return set(self.admin().list_topics(timeout=5).brokers)
+
+    def under_replicated(self) -> list[str]:
+        """Every partition (internal topics included) whose ISR lacks one of its replicas."""
+        metadata = self.admin().list_topics(timeout=5)
+        return [f"{topic.topic}:{p.id}" for topic in metadata.topics.values() for p in topic.partitions.values()
+                if set(p.isrs) != set(p.replicas)]
+
+    def wait_until(self, condition, timeout_s: float, what: str, broker: "Broker | None" = None) -> None:
+        """Poll a condition (an exception counts as not yet); ClusterError with the broker's log tail if it never holds."""
+        deadline, last = time.monotonic() + timeout_s, "never true"
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return
+            except Exception as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        tail = f"\n{_tail(broker.container)}" if broker is not None else ""
+        raise ClusterError(f"{what} within {timeout_s:.0f} s ({last}){tail}")
 
     # -- start-up ---------------------------------------------------------------------------
 

@@ -1,0 +1,73 @@
+"""What a fault aimed at the group's coordinator did to the group: the coordinator before and after,
+and how long until the group committed again. Observed on the harness's CONTROL lane, written into
+the fault's row in faults.jsonl (`coordinator_before`, `coordinator_after`, `commits_resumed_after_ms`)."""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from confluent_kafka import Consumer, TopicPartition
+
+from faults.targets import coordinator_id
+
+POLL_S = 0.5
+WATCH_LIMIT_S = 600
+
+
+class CoordinatorFailover:
+    def __init__(self, fault, cluster, group_id: str) -> None:
+        self.fault, self.cluster, self.group_id = fault, cluster, group_id
+        self._committed_before: dict | None = None
+        self._thread: threading.Thread | None = None
+
+    def before(self) -> None:
+        self._consumer = Consumer({"bootstrap.servers": self.cluster.control_bootstrap_servers, "group.id": self.group_id,
+                                   "enable.auto.commit": False, "client.id": "kafka-chaos-failover-watch"},
+                                  logger=logging.getLogger("kafka-chaos.failover"))
+        try:
+            self._committed_before = self._committed()
+        except Exception:  # the group may have committed nothing yet: any commit then counts
+            self._committed_before = {}
+
+    def watch(self) -> None:
+        self.fault.note(coordinator_before=self.fault.broker.node_id)
+        self._thread = threading.Thread(target=self._run, name=f"failover-watch-{self.fault.target}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        injected_ms = self.fault.record["injected_at_ms"]
+        started, moved, resumed = time.monotonic(), False, False
+        try:
+            while not (moved and resumed) and time.monotonic() - started < WATCH_LIMIT_S:
+                time.sleep(POLL_S)
+                if not moved:
+                    moved = self._note_new_coordinator()
+                if not resumed and self._committed_since():
+                    self.fault.note(commits_resumed_after_ms=int(time.time() * 1000) - injected_ms)
+                    resumed = True
+        finally:
+            self._consumer.close()
+
+    def _note_new_coordinator(self) -> bool:
+        try:
+            now = coordinator_id(self.cluster.admin(), self.group_id)
+        except Exception:
+            return False
+        if now == self.fault.broker.node_id and self.fault.active:
+            return False  # still the same broker while the fault lasts: no failover (yet)
+        self.fault.note(coordinator_after=now)
+        return True
+
+    def _committed_since(self) -> bool:
+        try:
+            now = self._committed()
+        except Exception:
+            return False
+        return any(offset > self._committed_before.get(key, -1) for key, offset in now.items())
+
+    def _committed(self) -> dict:
+        topics = self._consumer.list_topics(timeout=5).topics
+        partitions = [TopicPartition(t, p) for t, meta in topics.items() if not t.startswith("__")
+                      for p in meta.partitions]
+        return {(tp.topic, tp.partition): tp.offset for tp in self._consumer.committed(partitions, timeout=5) if tp.offset >= 0}

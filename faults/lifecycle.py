@@ -1,0 +1,119 @@
+"""Broker process faults: a hard crash, a graceful restart, and a rolling restart as an operator deploys.
+
+Each broker runs in its own container whose main process is the broker's JVM, so the container's
+life is the broker's: `docker kill -s KILL` is a crash (no controlled shutdown, no flushed state
+beyond what the log already had), `docker stop` sends SIGTERM (a controlled shutdown: the controller
+moves the broker's leaderships away first), and `docker start` brings the same broker back with its
+data and its network alias. Waiting for a broker to come back means waiting until it is registered
+and unfenced again, which a KRaft broker is only once it has caught up with the metadata log.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from pydantic import Field
+
+from faults.base import FaultParams
+from faults.broker import BrokerFault
+from faults.targets import broker_in
+
+GRACEFUL_STOP_S = 60  # docker stop's time-out before SIGKILL; a controlled shutdown takes seconds
+ROLL_LIMIT_S = 900
+
+
+class BrokerCrash(BrokerFault):
+    """SIGKILL the broker's JVM; the heal starts the same broker again, with its data, and waits
+    until it has rejoined (registered and unfenced)."""
+    kind = "broker_crash"
+
+    def _inject(self) -> None:
+        self.broker.container.get_wrapped_container().kill(signal="SIGKILL")
+
+    def _heal(self) -> None:
+        self.cluster.start_broker(self.broker)
+
+
+class BrokerRestart(BrokerFault):
+    """A graceful stop (SIGTERM: controlled shutdown, leaders moved away first); the broker stays
+    down for duration_s, then the heal starts it and waits until it has rejoined."""
+    kind = "broker_restart"
+
+    def _inject(self) -> None:
+        self.broker.container.get_wrapped_container().stop(timeout=GRACEFUL_STOP_S)
+
+    def _heal(self) -> None:
+        self.cluster.start_broker(self.broker)
+
+
+class RollingRestartParams(FaultParams):
+    order: list[str] | None = Field(None, description="brokers in the order to restart them (default: kafka-1..N)")
+    settle_s: float = Field(0, ge=0, le=600, description="extra wait after each broker is back and nothing is under-replicated")
+    replicated_timeout_s: float = Field(300, gt=0, description="how long to wait for every ISR to be full before the next broker")
+
+    def check(self, facts) -> None:
+        if self.order is None:
+            return
+        unknown = [b for b in self.order if b not in facts.broker_names]
+        if unknown or len(set(self.order)) != len(self.order):
+            raise ValueError(f"order: must list distinct brokers of {list(facts.broker_names)}, got {self.order}")
+
+
+class RollingRestart(BrokerFault):
+    """Every broker in turn, as an operator deploys: a graceful stop, a start, then wait until the
+    broker is back and no partition is under-replicated before the next one goes down. Each step is
+    noted in faults.jsonl (`steps`). The roll runs in its own thread; the heal waits for it to end,
+    so duration_s is only when the nemesis looks at it again."""
+    kind = "rolling_restart"
+    target_kind = "cluster"
+    Params = RollingRestartParams
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        fault = cls(_Cluster(ctx.cluster), params, cluster=ctx.cluster, timeline=ctx.timeline, **record)
+        fault.order = [broker_in(ctx, name) for name in params.order] if params.order else list(ctx.cluster.brokers)
+        return fault
+
+    def _inject(self) -> None:
+        self.steps: list[dict] = []
+        self.error: str | None = None
+        self._thread = threading.Thread(target=self._roll, name="rolling-restart", daemon=True)
+        self._thread.start()
+
+    def _roll(self) -> None:
+        try:
+            for broker in self.order:
+                step = {"broker": broker.name, "down_ms": _now_ms()}
+                broker.container.get_wrapped_container().stop(timeout=GRACEFUL_STOP_S)
+                self.cluster.start_broker(broker)
+                step["up_ms"] = _now_ms()
+                self.cluster.wait_until(lambda: not self.cluster.under_replicated(), self.spec.replicated_timeout_s,
+                                        f"partitions still under-replicated after {broker.name} came back", broker)
+                step["replicated_ms"] = _now_ms()
+                self.steps.append(step)
+                self.note(steps=self.steps)
+                time.sleep(self.spec.settle_s)
+        except Exception as exc:  # a roll that stopped half-way is a finding, in faults.jsonl; the heal restores
+            self.error = f"{type(exc).__name__}: {exc}"
+            self.note(steps=self.steps, roll_error=self.error)
+
+    def _heal(self) -> None:
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            thread.join(ROLL_LIMIT_S)
+        for broker in self.order:  # whatever happened to the roll, every broker runs afterwards
+            self.cluster.start_broker(broker)
+        if thread is not None and thread.is_alive():
+            raise RuntimeError(f"the rolling restart did not finish within {ROLL_LIMIT_S} s")
+
+
+class _Cluster:
+    """A rolling restart aims at the whole cluster; it is recorded under this name."""
+    name = "cluster"
+
+    def __init__(self, cluster) -> None:
+        self.cluster = cluster
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

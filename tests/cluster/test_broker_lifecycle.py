@@ -1,0 +1,78 @@
+"""Broker process faults on the real cluster: a crashed coordinator, a graceful restart, a rolling restart."""
+import random
+import time
+
+import pytest
+from confluent_kafka.admin import NewTopic
+
+from faults.context import FaultContext
+from faults.lifecycle import BrokerCrash, BrokerRestart
+from faults.timeline import FaultTimeline
+from run_logs import rows
+
+pytestmark = pytest.mark.cluster
+
+
+def leaders_of(cluster, topic: str) -> set[int]:
+    return {p.leader for p in cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions.values()}
+
+
+def wait_until(condition, timeout_s: float = 120, poll_s: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(poll_s)
+    return False
+
+
+def test_a_crashed_coordinator_fails_over_comes_back_and_nothing_is_lost(chaos_run, kafka_cluster):
+    outcome = chaos_run({"producer": {"records": 30_000, "rate": 2000},
+                         "faults": [{"kind": "broker_crash", "target": "coordinator", "at_s": 4, "duration_s": 10}]})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    [fault] = rows(outcome.run_dir, "faults")
+    assert fault["kind"] == "broker_crash" and fault["healed_at_ms"] is not None
+    assert fault["coordinator_after"] != fault["coordinator_before"], fault
+    assert fault["commits_resumed_after_ms"] is not None and fault["commits_resumed_after_ms"] > 0, fault
+    assert outcome.summary["lost_records"] == 0, outcome.summary
+    assert outcome.summary["valid"] is True, outcome.summary["anomalies"][:5]
+    crashed = kafka_cluster.broker(fault["target"])
+    assert crashed.node_id in kafka_cluster.registered_brokers()
+    assert wait_until(lambda: not kafka_cluster.under_replicated()), "the crashed broker never caught up"
+
+
+def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_crash_does_not(kafka_cluster):
+    topic = f"lifecycle-{random.randrange(16**6):06x}"
+    kafka_cluster.admin().create_topics([NewTopic(topic, 6, 3)])[topic].result(30)
+    assert wait_until(lambda: len(leaders_of(kafka_cluster, topic)) == 3, 60), "leaders not spread over 3 brokers"
+    broker = kafka_cluster.brokers[1]
+    ctx = FaultContext(kafka_cluster, {}, FaultTimeline(None), random.Random(0), "g", topic)
+
+    restart = BrokerRestart.build(ctx, broker.name, BrokerRestart.Params())
+    with restart:  # inject returns once the container has stopped
+        assert broker.node_id not in leaders_of(kafka_cluster, topic), "a controlled shutdown moves leaders first"
+    assert broker.node_id in kafka_cluster.registered_brokers()
+    assert wait_until(lambda: not kafka_cluster.under_replicated())
+
+    broker = kafka_cluster.brokers[2]  # the restarted one leads nothing until a preferred election
+    assert broker.node_id in leaders_of(kafka_cluster, topic)
+    crash = BrokerCrash.build(ctx, broker.name, BrokerCrash.Params())
+    with crash:
+        # the controller learns of a crash only when the broker's session (9 s) expires
+        assert broker.node_id in leaders_of(kafka_cluster, topic)
+        assert wait_until(lambda: broker.node_id not in leaders_of(kafka_cluster, topic), 60)
+    assert broker.node_id in kafka_cluster.registered_brokers()
+
+
+@pytest.mark.slow
+def test_a_rolling_restart_under_load_loses_nothing_and_leaves_every_isr_full(chaos_run, kafka_cluster):
+    outcome = chaos_run({"producer": {"records": 40_000, "rate": 1000},
+                         "faults": [{"kind": "rolling_restart", "target": "cluster", "at_s": 3, "duration_s": 20}]})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    [fault] = rows(outcome.run_dir, "faults")
+    assert [s["broker"] for s in fault["steps"]] == ["kafka-1", "kafka-2", "kafka-3"], fault
+    assert "roll_error" not in fault, fault
+    for before, after in zip(fault["steps"], fault["steps"][1:]):
+        assert after["down_ms"] >= before["replicated_ms"], "the next broker went down before the ISR was full"
+    assert outcome.summary["lost_records"] == 0, outcome.summary
+    assert kafka_cluster.under_replicated() == []
