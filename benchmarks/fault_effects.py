@@ -19,20 +19,18 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import socket
 import statistics
-import struct
 import time
 from pathlib import Path
 
 from faults.context import FaultContext
 from faults.timeline import FaultTimeline
 from harness.cluster import KafkaCluster
+from harness.probe import api_versions_roundtrip
 from harness.scenario import FAULT_ENTRY, ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 POLL_S = 0.05
-PROBE_TIMEOUT_S = 1.0
 SLOWER_THAN_BASELINE_S = 0.15
 GIVE_UP_S = 120
 PROBE_TOPIC = "kafka-chaos-probe"
@@ -43,40 +41,6 @@ CASES: dict[str, tuple[dict, str, float]] = {
     "proxy_cut": ({"target": "kafka-2"}, "request", 3),
     "latency": ({"target": "kafka-2", "latency_ms": 500}, "request", 3),
 }
-
-
-def api_versions_request(correlation_id: int) -> bytes:
-    client_id = b"kafka-chaos-probe"
-    body = struct.pack(">hhih", 18, 0, correlation_id, len(client_id)) + client_id  # ApiVersions v0
-    return struct.pack(">i", len(body)) + body
-
-
-def probe_request(address: str) -> float | None:
-    """Seconds for one ApiVersions round trip on a fresh connection, or None if it failed or stalled."""
-    host, port = address.rsplit(":", 1)
-    started = time.monotonic()
-    try:
-        with socket.create_connection((host, int(port)), timeout=PROBE_TIMEOUT_S) as conn:
-            conn.settimeout(PROBE_TIMEOUT_S)
-            conn.sendall(api_versions_request(7))
-            header = _read_exactly(conn, 8)
-            size, correlation_id = struct.unpack(">ii", header)
-            if correlation_id != 7:
-                return None
-            _read_exactly(conn, size - 4)
-    except OSError:
-        return None
-    return time.monotonic() - started
-
-
-def _read_exactly(conn: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise ConnectionResetError("closed")
-        data += chunk
-    return data
 
 
 def isr_full(cluster: KafkaCluster, topics: list[str]) -> bool:
@@ -103,12 +67,12 @@ def measure(cluster: KafkaCluster, kind: str, entry: dict, probe: str, hold_s: f
     ctx = FaultContext(cluster, {}, FaultTimeline(None), random.Random(0), "probe-group", PROBE_TOPIC)
     fault = spec.fault_class.build(ctx, spec.target, spec.params)
     address = cluster.broker(fault.target).client_address if probe == "request" else None
-    baseline = statistics.median(t for t in (probe_request(address) for _ in range(5)) if t) if address else 0
+    baseline = statistics.median(t for t in (api_versions_roundtrip(address) for _ in range(5)) if t) if address else 0
 
     def bad() -> bool:
         if probe == "isr":
             return not isr_full(cluster, [PROBE_TOPIC])
-        took = probe_request(address)
+        took = api_versions_roundtrip(address)
         return took is None or took > baseline + SLOWER_THAN_BASELINE_S
 
     fault.inject()

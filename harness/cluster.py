@@ -17,6 +17,7 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from faults import netns
 from harness import broker_config
 from harness.progress import progress
 from harness.scenario import ClusterSpec
@@ -64,6 +65,7 @@ class Broker:
     container: DockerContainer
     client_address: str
     control_address: str
+    peer_ports: tuple[int, ...] = ()  # the Toxiproxy ports other brokers reach it on (replication, quorum)
 
     def proxy(self, lane: str) -> str:
         return f"{self.name}-{lane}"
@@ -140,6 +142,7 @@ class KafkaCluster:
                 container.unpause()
             elif container.status in ("exited", "created"):
                 self.start_broker(broker)
+            netns.flush(container)
 
     # -- broker lifecycle (faults/lifecycle.py) ------------------------------------------------
 
@@ -220,7 +223,8 @@ class KafkaCluster:
                          .with_env("KAFKA_CHAOS_CLUSTER_ID", self.cluster_id)
                          .with_env("KAFKA_HEAP_OPTS", f"-Xms{self.spec.heap} -Xmx{self.spec.heap}")
                          .with_kwargs(labels=labels))
-            self.brokers.append(Broker(node, name, container, lanes.client_host_address, lanes.control_host_address))
+            peer_ports = (LANE_PORT_BASE["internal"] + node, LANE_PORT_BASE["controller"] + node)
+            self.brokers.append(Broker(node, name, container, lanes.client_host_address, lanes.control_host_address, peer_ports))
             container.start()
 
     def _wait_ready(self) -> None:
@@ -259,6 +263,13 @@ class KafkaCluster:
     def control_bootstrap_servers(self) -> str:
         """The harness's own admin lane; faults never touch it."""
         return ",".join(b.control_address for b in self.brokers)
+
+    @property
+    def toxiproxy_ip(self) -> str:
+        """Toxiproxy's address on the cluster network: where every broker-to-broker connection goes."""
+        container = self._toxiproxy_container.get_wrapped_container()
+        container.reload()
+        return container.attrs["NetworkSettings"]["Networks"][self._network.name]["IPAddress"]
 
     def admin(self) -> AdminClient:
         if self._admin is None:

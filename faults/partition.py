@@ -1,0 +1,203 @@
+"""Network partitions between brokers: replication (INTERNAL lane) and the KRaft quorum (CONTROLLER
+lane) cut pair by pair, both ways, with iptables in each broker's network namespace (faults/netns.py).
+
+Broker A reaches broker B only through Toxiproxy, at B's own internal and controller proxy ports
+(`Broker.peer_ports`). To cut A from B: in A's namespace drop packets to Toxiproxy on B's ports, in
+B's namespace drop packets to Toxiproxy on A's ports. A broker's traffic to its own proxies is never
+dropped, and clients (CLIENT lanes, host -> Toxiproxy -> broker) are untouched unless
+`isolate_broker` is given `clients: true`.
+"""
+from __future__ import annotations
+
+import secrets
+
+from pydantic import Field, model_validator
+
+from faults import netns
+from faults.base import FaultParams
+from faults.broker import BrokerFault
+from faults.targets import BROKER_ROLES, LEADER_OF, broker_in, check_broker_target
+
+# Proxies in front of a broker that `clients: true` leaves alone: the harness's own lane, and the
+# peer lanes, which iptables already cuts (a disabled proxy would reset, not stall, the connections).
+NOT_CLIENT_LANES = ("control", "internal", "controller")
+
+
+class BrokerPartition(BrokerFault):
+    """Cuts every pair of `self.pairs` both ways; the heal removes exactly those rules."""
+
+    def __init__(self, broker, params=None, *, pairs=(), **kw) -> None:
+        super().__init__(broker, params, **kw)
+        self.pairs = list(pairs)
+        self._toxiproxy_ip = self.cluster.toxiproxy_ip
+        self._tag = f"kafka-chaos-{secrets.token_hex(4)}"  # marks this fault's rules, and only them
+
+    def _inject(self) -> None:
+        self.note(cut=[sorted([a.name, b.name]) for a, b in self.pairs], rule_tag=self._tag)
+        for a, b in self.pairs:
+            netns.drop(_container(a), self._toxiproxy_ip, list(b.peer_ports), self._tag)
+            netns.drop(_container(b), self._toxiproxy_ip, list(a.peer_ports), self._tag)
+
+    def _heal(self) -> None:
+        for a, b in self.pairs:
+            netns.undrop(_container(a), self._toxiproxy_ip, list(b.peer_ports), self._tag)
+            netns.undrop(_container(b), self._toxiproxy_ip, list(a.peer_ports), self._tag)
+
+
+def _cut_between(side: list, brokers: list) -> list[tuple]:
+    """Every (inside, outside) pair: what separates `side` from the rest of the cluster."""
+    names = {b.name for b in side}
+    return [(a, b) for a in side for b in brokers if b.name not in names]
+
+
+def minority_size(brokers: int) -> int:
+    """The largest side that still leaves the others a majority of the voters (every broker votes)."""
+    return (brokers - 1) // 2
+
+
+# -- isolate_broker ------------------------------------------------------------------------------
+
+class IsolateParams(FaultParams):
+    clients: bool = Field(False, description="also disable the broker's client-facing proxies: it loses everything")
+
+
+class IsolateBroker(BrokerPartition):
+    """The broker loses every other broker (replication and quorum) while its clients still reach it
+    (a zombie leader); with `clients: true` every proxy in front of it but the harness's own lane is
+    disabled too. Heals by deleting its iptables rules (and re-enabling those proxies)."""
+    kind = "isolate_broker"
+    Params = IsolateParams
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        broker = broker_in(ctx, target)
+        return cls(broker, params, pairs=_cut_between([broker], ctx.cluster.brokers), cluster=ctx.cluster,
+                   group_id=ctx.group_id, timeline=ctx.timeline, **record)
+
+    def _client_proxies(self) -> list[str]:
+        """Every proxy named kafka-N-<lane> but the excluded lanes, so lanes added later are covered."""
+        prefix = f"{self.broker.name}-"
+        return sorted(name for name in self.toxiproxy.proxies()
+                      if name.startswith(prefix) and name.removeprefix(prefix) not in NOT_CLIENT_LANES)
+
+    def _inject(self) -> None:
+        super()._inject()
+        if self.spec.clients:
+            self._disabled = self._client_proxies()
+            self.note(disabled_proxies=self._disabled)
+            for proxy in self._disabled:
+                self.toxiproxy.set_enabled(proxy, False)
+
+    def _heal(self) -> None:
+        if self.spec.clients:
+            for proxy in getattr(self, "_disabled", None) or self._client_proxies():
+                self.toxiproxy.set_enabled(proxy, True)
+        super()._heal()
+
+
+# -- split ---------------------------------------------------------------------------------------
+
+class SplitParams(FaultParams):
+    side: list[str] | None = Field(None, description="the brokers cut off from the rest, the target among them "
+                                                     "(default: the largest minority: the target and random others, "
+                                                     "chosen when it fires)")
+
+    @model_validator(mode="after")
+    def _target_on_its_side(self):
+        target = getattr(self, "target", None)  # present when validated as a scenario fault entry
+        if self.side is None or target is None:
+            return self
+        if target in BROKER_ROLES or LEADER_OF.match(target):
+            raise ValueError(f"side: with an explicit side the target must be one of its brokers, not the role {target!r}")
+        if target not in self.side:
+            raise ValueError(f"side: must include the target {target!r}, got {self.side}")
+        return self
+
+    def check(self, facts) -> None:
+        if self.side is None:
+            if minority_size(facts.brokers) < 1:
+                raise ValueError(f"side: a split of {facts.brokers} brokers cannot leave a majority side (it needs 3 or more)")
+            return
+        for i, name in enumerate(self.side):
+            if name not in facts.broker_names:
+                raise ValueError(f"side[{i}]: {name!r} is not one of {list(facts.broker_names)}")
+        if len(set(self.side)) != len(self.side):
+            raise ValueError(f"side: lists a broker twice: {self.side}")
+        inside, outside = len(self.side), facts.brokers - len(self.side)
+        if outside == 0:
+            raise ValueError(f"side: puts all {facts.brokers} brokers on one side; nothing is split")
+        if max(inside, outside) * 2 <= facts.brokers:
+            raise ValueError(f"side: a {inside}/{outside} split leaves no majority side "
+                             f"(a side needs more than half of the {facts.brokers} voters)")
+
+
+class Split(BrokerPartition):
+    """A set of brokers cut off from the rest, both ways (replication and quorum); clients still reach
+    every broker. By default the largest minority: the target and random others (1 of 3, 2 of 5).
+    Heals by deleting its iptables rules."""
+    kind = "split"
+    Params = SplitParams
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        broker = broker_in(ctx, target)
+        if params.side is not None:
+            side = [ctx.cluster.broker(name) for name in params.side]
+        else:
+            others = sorted((b for b in ctx.cluster.brokers if b.name != broker.name), key=lambda b: b.name)
+            side = [broker, *ctx.rng.sample(others, minority_size(len(ctx.cluster.brokers)) - 1)]
+        fault = cls(broker, params, pairs=_cut_between(side, ctx.cluster.brokers), cluster=ctx.cluster,
+                    group_id=ctx.group_id, timeline=ctx.timeline, **record)
+        fault.side = sorted(b.name for b in side)
+        return fault
+
+    def _inject(self) -> None:
+        self.note(side=self.side)
+        super()._inject()
+
+
+# -- partition_pair ------------------------------------------------------------------------------
+
+class PairParams(FaultParams):
+    a: str = Field(description="one broker (any broker target, resolved when the fault fires)")
+    b: str = Field(description="the other broker; only the link between a and b is cut")
+
+    def check(self, facts) -> None:
+        if facts.brokers < 2:
+            raise ValueError("a: a pair partition needs two brokers")
+        for field in ("a", "b"):
+            try:
+                check_broker_target(getattr(self, field), facts)
+            except ValueError as exc:
+                raise ValueError(f"{field}:{str(exc).removeprefix('target:')}") from None
+        if self.a == self.b and self.a != "random":
+            raise ValueError(f"b: must differ from a ({self.a!r})")
+
+
+class PartitionPair(BrokerPartition):
+    """Broker a cut from broker b only, both ways; every other link stays (target: cluster). A `random`
+    end is drawn among the brokers other than the other end. Heals by deleting its iptables rules."""
+    kind = "partition_pair"
+    target_kind = "cluster"
+    Params = PairParams
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        a = None if params.a == "random" else broker_in(ctx, params.a)
+        b = None if params.b == "random" else broker_in(ctx, params.b)
+        a = a or ctx.rng.choice([x for x in ctx.cluster.brokers if b is None or x.name != b.name])
+        b = b or ctx.rng.choice([x for x in ctx.cluster.brokers if x.name != a.name])
+        if a.name == b.name:
+            raise ValueError(f"partition_pair: a ({params.a}) and b ({params.b}) are both {a.name} now")
+        return cls(_Pair(a, b), params, pairs=[(a, b)], cluster=ctx.cluster, timeline=ctx.timeline, **record)
+
+
+class _Pair:
+    """What a pair partition is recorded under (faults.jsonl's target)."""
+
+    def __init__(self, a, b) -> None:
+        self.name = f"{a.name}<->{b.name}"
+
+
+def _container(broker):
+    return broker.container.get_wrapped_container()
