@@ -21,7 +21,7 @@ class FaultParams(BaseModel):
     """A fault kind's own parameters; they stand flat in the scenario's fault entry."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def check(self, facts) -> None:
+    def check(self, facts, target: str) -> None:
         """Cross-checks against the scenario (faults.context.ScenarioFacts); raise ValueError('field: why')."""
 
 

@@ -51,7 +51,7 @@ class RollingRestartParams(FaultParams):
     settle_s: float = Field(0, ge=0, le=600, description="extra wait after each broker is back and nothing is under-replicated")
     replicated_timeout_s: float = Field(300, gt=0, description="how long to wait for every ISR to be full before the next broker")
 
-    def check(self, facts) -> None:
+    def check(self, facts, target: str) -> None:
         if self.order is None:
             return
         unknown = [b for b in self.order if b not in facts.broker_names]

@@ -1,19 +1,19 @@
 """Network faults, all through Toxiproxy (this kernel has no netem)."""
 from __future__ import annotations
 
-from pydantic import Field, model_validator
-
-from faults.base import FaultParams
+from faults.base import Fault
 from faults.broker import BrokerFault
+from faults.targets import resolve_member
 
 
 class ProxyCut(BrokerFault):
-    """Disable a broker's proxies: open connections are closed, new ones refused."""
+    """Disable every client-facing proxy of a broker (its CLIENT lane and each workload client's lane):
+    open connections are closed, new ones refused. The harness's own CONTROL lane stays."""
     kind = "proxy_cut"
 
-    def __init__(self, broker, params=None, lanes: tuple[str, ...] = ("client",), **kw) -> None:
-        super().__init__(broker, params, lanes=list(lanes), **kw)
-        self._proxies = [broker.proxy(lane) for lane in lanes]
+    def __init__(self, broker, params=None, **kw) -> None:
+        super().__init__(broker, params, **kw)
+        self._proxies = broker.client_proxies()
 
     def _inject(self) -> None:
         for proxy in self._proxies:
@@ -24,30 +24,31 @@ class ProxyCut(BrokerFault):
             self.toxiproxy.set_enabled(proxy, True)
 
 
-class LatencyParams(FaultParams):
-    latency_ms: int = Field(gt=0, le=600_000, description="added to every response")
-    jitter_ms: int = Field(0, ge=0)
+class MemberCut(Fault):
+    """One workload client (a member, or the producer) loses the whole cluster: every proxy of its
+    lane is disabled while its process runs on. The heal enables them again."""
+    kind = "member_cut"
+    target_kind = "client"
 
-    @model_validator(mode="after")
-    def _jitter_below_latency(self):
-        if self.jitter_ms > self.latency_ms:
-            raise ValueError(f"jitter_ms: must not exceed latency_ms ({self.latency_ms}), got {self.jitter_ms}")
-        return self
+    def __init__(self, lane: str, proxies: list[str], toxiproxy, **kw) -> None:
+        super().__init__(lane, **kw)
+        self._proxies, self.toxiproxy = proxies, toxiproxy
 
-
-class Latency(BrokerFault):
-    """Delay every response from a broker's client lane (a Toxiproxy `latency` toxic, downstream)."""
-    kind = "latency"
-    Params = LatencyParams
-
-    def __init__(self, broker, params: LatencyParams, **kw) -> None:
-        super().__init__(broker, params, **kw)
-        self._proxy = broker.proxy("client")
-        self._toxic = f"kafka-chaos-latency-{broker.name}"
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        lane = client_lane(ctx, target)
+        return cls(lane, [b.proxy(lane) for b in ctx.cluster.brokers], ctx.cluster.toxiproxy,
+                   timeline=ctx.timeline, **record)
 
     def _inject(self) -> None:
-        self.toxiproxy.add_toxic(self._proxy, self._toxic, "latency",
-                                  {"latency": self.spec.latency_ms, "jitter": self.spec.jitter_ms})
+        for proxy in self._proxies:
+            self.toxiproxy.set_enabled(proxy, False)
 
     def _heal(self) -> None:
-        self.toxiproxy.remove_toxic(self._proxy, self._toxic)
+        for proxy in self._proxies:
+            self.toxiproxy.set_enabled(proxy, True)
+
+
+def client_lane(ctx, target: str) -> str:
+    """The lane a client target names: member-N, producer-1, or random-member (a member of the run)."""
+    return resolve_member(ctx.members, target, ctx.rng).name if target == "random-member" else target

@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import secrets
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from faults import netns
 from faults.base import FaultParams
 from faults.broker import BrokerFault
-from faults.targets import BROKER_ROLES, LEADER_OF, broker_in, check_broker_target
-
-# Proxies in front of a broker that `clients: true` leaves alone: the harness's own lane, and the
-# peer lanes, which iptables already cuts (a disabled proxy would reset, not stall, the connections).
-NOT_CLIENT_LANES = ("control", "internal", "controller")
+from faults.targets import broker_in, check_broker_target
 
 
 class BrokerPartition(BrokerFault):
@@ -63,8 +59,10 @@ class IsolateParams(FaultParams):
 
 class IsolateBroker(BrokerPartition):
     """The broker loses every other broker (replication and quorum) while its clients still reach it
-    (a zombie leader); with `clients: true` every proxy in front of it but the harness's own lane is
-    disabled too. Heals by deleting its iptables rules (and re-enabling those proxies)."""
+    (a zombie leader); with `clients: true` its client-facing proxies (the CLIENT lane and every
+    workload client's lane; never the harness's CONTROL lane) are disabled too, so it loses everything.
+    The peer lanes stay enabled: iptables already stalls them, and a disabled proxy would reset them.
+    Heals by deleting its iptables rules (and enabling those proxies)."""
     kind = "isolate_broker"
     Params = IsolateParams
 
@@ -74,23 +72,16 @@ class IsolateBroker(BrokerPartition):
         return cls(broker, params, pairs=_cut_between([broker], ctx.cluster.brokers), cluster=ctx.cluster,
                    group_id=ctx.group_id, timeline=ctx.timeline, **record)
 
-    def _client_proxies(self) -> list[str]:
-        """Every proxy named kafka-N-<lane> but the excluded lanes, so lanes added later are covered."""
-        prefix = f"{self.broker.name}-"
-        return sorted(name for name in self.toxiproxy.proxies()
-                      if name.startswith(prefix) and name.removeprefix(prefix) not in NOT_CLIENT_LANES)
-
     def _inject(self) -> None:
         super()._inject()
         if self.spec.clients:
-            self._disabled = self._client_proxies()
-            self.note(disabled_proxies=self._disabled)
-            for proxy in self._disabled:
+            self.note(disabled_proxies=self.broker.client_proxies())
+            for proxy in self.broker.client_proxies():
                 self.toxiproxy.set_enabled(proxy, False)
 
     def _heal(self) -> None:
         if self.spec.clients:
-            for proxy in getattr(self, "_disabled", None) or self._client_proxies():
+            for proxy in self.broker.client_proxies():
                 self.toxiproxy.set_enabled(proxy, True)
         super()._heal()
 
@@ -102,18 +93,7 @@ class SplitParams(FaultParams):
                                                      "(default: the largest minority: the target and random others, "
                                                      "chosen when it fires)")
 
-    @model_validator(mode="after")
-    def _target_on_its_side(self):
-        target = getattr(self, "target", None)  # present when validated as a scenario fault entry
-        if self.side is None or target is None:
-            return self
-        if target in BROKER_ROLES or LEADER_OF.match(target):
-            raise ValueError(f"side: with an explicit side the target must be one of its brokers, not the role {target!r}")
-        if target not in self.side:
-            raise ValueError(f"side: must include the target {target!r}, got {self.side}")
-        return self
-
-    def check(self, facts) -> None:
+    def check(self, facts, target: str) -> None:
         if self.side is None:
             if minority_size(facts.brokers) < 1:
                 raise ValueError(f"side: a split of {facts.brokers} brokers cannot leave a majority side (it needs 3 or more)")
@@ -121,6 +101,9 @@ class SplitParams(FaultParams):
         for i, name in enumerate(self.side):
             if name not in facts.broker_names:
                 raise ValueError(f"side[{i}]: {name!r} is not one of {list(facts.broker_names)}")
+        if target not in self.side:
+            raise ValueError(f"side: must include the target ({target!r}: with an explicit side, name one of its "
+                             f"brokers), got {self.side}")
         if len(set(self.side)) != len(self.side):
             raise ValueError(f"side: lists a broker twice: {self.side}")
         inside, outside = len(self.side), facts.brokers - len(self.side)
@@ -162,7 +145,7 @@ class PairParams(FaultParams):
     a: str = Field(description="one broker (any broker target, resolved when the fault fires)")
     b: str = Field(description="the other broker; only the link between a and b is cut")
 
-    def check(self, facts) -> None:
+    def check(self, facts, target: str) -> None:
         if facts.brokers < 2:
             raise ValueError("a: a pair partition needs two brokers")
         for field in ("a", "b"):

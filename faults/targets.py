@@ -6,6 +6,8 @@ Target kinds:
            scenario topic's partition 0), leader:TOPIC:PARTITION, random
   member   member-N, random-member
   cluster  the whole cluster (a rolling restart)
+  client   a workload client with a lane of its own: member-N (spare lanes included), producer-1, random-member
+  lane     a broker target (one of its lanes) or a client target (that client's lane to every broker)
 """
 from __future__ import annotations
 
@@ -86,12 +88,29 @@ def check_member_target(target: str, facts) -> None:
         raise ValueError(f"target: {target!r} is not one of {list(facts.members) + list(MEMBER_ROLES)}")
 
 
+def check_client_target(target: str, facts) -> None:
+    """A workload client with a lane of its own: member-N (spares included), producer-1, random-member."""
+    if target not in facts.lanes and target not in MEMBER_ROLES:
+        raise ValueError(f"target: {target!r} is not one of {list(facts.lanes) + list(MEMBER_ROLES)}")
+
+
+def check_lane_target(target: str, facts) -> None:
+    """A broker target (its lanes) or a workload client (its lane to every broker)."""
+    if target in facts.lanes or target in MEMBER_ROLES:
+        return
+    try:
+        check_broker_target(target, facts)
+    except ValueError as exc:
+        raise ValueError(f"{exc}, or a client with a lane: {list(facts.lanes) + list(MEMBER_ROLES)}") from None
+
+
 def check_cluster_target(target: str, facts) -> None:
     if target != "cluster":
         raise ValueError(f"target: {target!r}: this fault aims at the whole cluster; write target: cluster")
 
 
-TARGET_CHECKS = {"broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target}
+TARGET_CHECKS = {"broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,
+                 "client": check_client_target, "lane": check_lane_target}
 
 
 # -- resolved when the fault fires -------------------------------------------------------------

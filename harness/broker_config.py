@@ -5,14 +5,22 @@ Listeners on broker N:
   CONTROL     the harness's own admin lane; also through Toxiproxy (kafka-N-control), never faulted
   INTERNAL    replication between brokers, through proxy kafka-N-internal
   CONTROLLER  the KRaft quorum, through proxy kafka-N-controller
+  LANE_i      one per workload client (member-1, ..., producer-1): advertised as the host address of
+              that client's own proxy kafka-N-<client>, so one client's traffic can be cut or slowed alone
 Because a broker answers metadata and FindCoordinator with the addresses of the listener a client
-came in on, every request of a workload client stays on the CLIENT lane, i.e. goes through Toxiproxy.
+came in on, every request of a workload client stays on the lane it bootstrapped on, i.e. goes
+through that lane's Toxiproxy proxies.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, CONTROL_PORT = 9092, 9093, 9094, 9095
+LANE_PORT = 9100  # + the lane's index
+
+
+def lane_listener(index: int) -> str:
+    return f"LANE_{index}"
 DATA_DIR = "/tmp/kafka-data"  # writable in our image and in apache/kafka (which runs as appuser)
 
 
@@ -23,6 +31,7 @@ class Lanes:
     control_host_address: str
     internal_proxy_address: str   # toxiproxy:port
     controller_proxy_address: str
+    client_lanes: tuple[str, ...] = ()  # host address of this broker's proxy on each per-client lane, by lane index
 
 
 def render(node_id: int, lanes: Lanes, voters: str, overrides: dict[str, object] | None = None) -> str:
@@ -32,11 +41,15 @@ def render(node_id: int, lanes: Lanes, voters: str, overrides: dict[str, object]
         "controller.quorum.voters": voters,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "INTERNAL",
-        "listeners": f"CLIENT://0.0.0.0:{CLIENT_PORT},CONTROLLER://0.0.0.0:{CONTROLLER_PORT},"
-                     f"INTERNAL://0.0.0.0:{INTERNAL_PORT},CONTROL://0.0.0.0:{CONTROL_PORT}",
-        "advertised.listeners": f"CLIENT://{lanes.client_host_address},INTERNAL://{lanes.internal_proxy_address},"
-                                f"CONTROL://{lanes.control_host_address}",
-        "listener.security.protocol.map": "CLIENT:PLAINTEXT,CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROL:PLAINTEXT",
+        "listeners": ",".join([f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+                               f"INTERNAL://0.0.0.0:{INTERNAL_PORT}", f"CONTROL://0.0.0.0:{CONTROL_PORT}"]
+                              + [f"{lane_listener(i)}://0.0.0.0:{LANE_PORT + i}" for i in range(len(lanes.client_lanes))]),
+        "advertised.listeners": ",".join([f"CLIENT://{lanes.client_host_address}", f"INTERNAL://{lanes.internal_proxy_address}",
+                                          f"CONTROL://{lanes.control_host_address}"]
+                                         + [f"{lane_listener(i)}://{a}" for i, a in enumerate(lanes.client_lanes)]),
+        "listener.security.protocol.map": ",".join(f"{name}:PLAINTEXT" for name in
+                                                   ["CLIENT", "CONTROLLER", "INTERNAL", "CONTROL"]
+                                                   + [lane_listener(i) for i in range(len(lanes.client_lanes))]),
         "log.dirs": DATA_DIR,
         "num.partitions": 1,
         "default.replication.factor": 3,

@@ -35,6 +35,7 @@ TOXIPROXY_API_PORT = 8474
 READY_TOPIC = "kafka-chaos-ready"
 # Port of each lane's proxy inside the Toxiproxy container: base + node id.
 LANE_PORT_BASE = {"client": 10000, "control": 10100, "internal": 10200, "controller": 10300}
+CLIENT_LANE_PORT_BASE = 11000  # + 10 * the lane's index + node id: one proxy per broker and workload client
 
 
 class ClusterError(RuntimeError):
@@ -66,15 +67,22 @@ class Broker:
     client_address: str
     control_address: str
     peer_ports: tuple[int, ...] = ()  # the Toxiproxy ports other brokers reach it on (replication, quorum)
+    lane_addresses: dict[str, str] = field(default_factory=dict)  # workload client -> host address of its proxy
 
     def proxy(self, lane: str) -> str:
         return f"{self.name}-{lane}"
+
+    def client_proxies(self) -> list[str]:
+        """Every proxy that clients reach this broker through: the shared CLIENT lane and each
+        workload client's own lane (never the harness's CONTROL lane)."""
+        return [self.proxy("client")] + [self.proxy(lane) for lane in self.lane_addresses]
 
 
 @dataclass
 class KafkaCluster:
     spec: ClusterSpec
     run_id: str
+    client_lanes: tuple[str, ...] = ()  # workload clients that get a lane of their own (member-1, producer-1, ...)
     brokers: list[Broker] = field(default_factory=list)
     cluster_id: str = field(default_factory=new_cluster_id)
 
@@ -194,16 +202,24 @@ class KafkaCluster:
         for node in self._node_ids():
             for lane in ("client", "control"):
                 container.ports[f"{LANE_PORT_BASE[lane] + node}/tcp"] = LOOPBACK_ANY_PORT
+            for index in range(len(self.client_lanes)):
+                container.ports[f"{self._lane_port(index, node)}/tcp"] = LOOPBACK_ANY_PORT
         self._toxiproxy_container = container
         container.start()
         self.toxiproxy = Toxiproxy(f"http://127.0.0.1:{self._host_port(container, TOXIPROXY_API_PORT)}")
         _wait_for(lambda: self.toxiproxy.version(), 30, "the Toxiproxy API did not answer", container)
         upstream_ports = {"client": broker_config.CLIENT_PORT, "control": broker_config.CONTROL_PORT,
                           "internal": broker_config.INTERNAL_PORT, "controller": broker_config.CONTROLLER_PORT}
-        for node in self._node_ids():
-            for lane, base in LANE_PORT_BASE.items():
-                self.toxiproxy.create_proxy(Proxy(f"kafka-{node}-{lane}", f"0.0.0.0:{base + node}",
-                                                  f"kafka-{node}:{upstream_ports[lane]}"))
+        proxies = [Proxy(f"kafka-{node}-{lane}", f"0.0.0.0:{base + node}", f"kafka-{node}:{upstream_ports[lane]}")
+                   for node in self._node_ids() for lane, base in LANE_PORT_BASE.items()]
+        proxies += [Proxy(f"kafka-{node}-{lane}", f"0.0.0.0:{self._lane_port(index, node)}",
+                          f"kafka-{node}:{broker_config.LANE_PORT + index}")
+                    for node in self._node_ids() for index, lane in enumerate(self.client_lanes)]
+        self.toxiproxy.populate(proxies)
+
+    @staticmethod
+    def _lane_port(index: int, node: int) -> int:
+        return CLIENT_LANE_PORT_BASE + 10 * index + node
 
     def _start_brokers(self, labels: dict[str, str]) -> None:
         voters = ",".join(f"{n}@toxiproxy:{LANE_PORT_BASE['controller'] + n}" for n in self._node_ids())
@@ -213,6 +229,8 @@ class KafkaCluster:
                 control_host_address=f"127.0.0.1:{self._host_port(self._toxiproxy_container, LANE_PORT_BASE['control'] + node)}",
                 internal_proxy_address=f"toxiproxy:{LANE_PORT_BASE['internal'] + node}",
                 controller_proxy_address=f"toxiproxy:{LANE_PORT_BASE['controller'] + node}",
+                client_lanes=tuple(f"127.0.0.1:{self._host_port(self._toxiproxy_container, self._lane_port(i, node))}"
+                                   for i in range(len(self.client_lanes))),
             )
             props = broker_config.render(node, lanes, voters, self.spec.broker_config)
             name = f"kafka-{node}"
@@ -224,7 +242,8 @@ class KafkaCluster:
                          .with_env("KAFKA_HEAP_OPTS", f"-Xms{self.spec.heap} -Xmx{self.spec.heap}")
                          .with_kwargs(labels=labels))
             peer_ports = (LANE_PORT_BASE["internal"] + node, LANE_PORT_BASE["controller"] + node)
-            self.brokers.append(Broker(node, name, container, lanes.client_host_address, lanes.control_host_address, peer_ports))
+            self.brokers.append(Broker(node, name, container, lanes.client_host_address, lanes.control_host_address,
+                                       peer_ports, dict(zip(self.client_lanes, lanes.client_lanes))))
             container.start()
 
     def _wait_ready(self) -> None:
@@ -258,6 +277,12 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         """Workload clients: every broker's CLIENT lane, through Toxiproxy."""
         return ",".join(b.client_address for b in self.brokers)
+
+    def lane_bootstrap_servers(self, client: str) -> str:
+        """A workload client's own lane: every broker through that client's proxies."""
+        if client not in self.client_lanes:
+            raise ClusterError(f"this cluster has no lane for {client!r}; its lanes: {', '.join(self.client_lanes) or 'none'}")
+        return ",".join(b.lane_addresses[client] for b in self.brokers)
 
     @property
     def control_bootstrap_servers(self) -> str:
@@ -303,7 +328,9 @@ class KafkaCluster:
             "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
             "brokers": [{"node_id": b.node_id, "name": b.name, "client_address": b.client_address,
                          "control_address": b.control_address, "client_proxy": b.proxy("client"),
+                         "lanes": {lane: {"address": address, "proxy": b.proxy(lane)} for lane, address in b.lane_addresses.items()},
                          "container": b.container._name} for b in self.brokers],
+            "client_lanes": list(self.client_lanes),
             "proxies": sorted(self.toxiproxy.proxies()) if self.toxiproxy else [],
             "started_at_ms": self.started_at_ms,
         }

@@ -17,9 +17,13 @@ from harness.cluster import KafkaCluster
 from harness.scenario import ClusterSpec, parse_scenario
 
 
+# The session cluster starts before any scenario is known: lanes for up to 8 members and the producer.
+SESSION_LANES = tuple(f"member-{n}" for n in range(1, 9)) + ("producer-1",)
+
+
 @pytest.fixture(scope="session")
 def kafka_cluster():
-    with KafkaCluster(ClusterSpec(), run_id=f"pytest-{secrets.token_hex(3)}") as cluster:
+    with KafkaCluster(ClusterSpec(), run_id=f"pytest-{secrets.token_hex(3)}", client_lanes=SESSION_LANES) as cluster:
         yield cluster
 
 

@@ -31,6 +31,7 @@ from workloads.services import WorkloadProcess, member_process, producer_process
 
 PROGRESS_EVERY_S = 5
 SCHEDULE_FILE = "schedule.json"
+PRODUCER = "producer-1"
 GROUP_STABLE_TIMEOUT_S = 60
 
 
@@ -76,11 +77,12 @@ def producer_settings(scenario: Scenario, bootstrap: str) -> dict:
             "acks": p.acks, "idempotence": p.idempotence, "extra": p.config}
 
 
-def start_members(scenario: Scenario, run_dir: Path, bootstrap: str) -> list[WorkloadProcess]:
-    settings = member_settings(scenario, bootstrap)
+def start_members(scenario: Scenario, run_dir: Path, cluster: KafkaCluster) -> list[WorkloadProcess]:
+    """Each member on its own lane (its own proxy to every broker), so a fault can hit one member's traffic."""
     members = []
     for i in range(1, scenario.consumer_group.members + 1):
         name = f"member-{i}"
+        settings = member_settings(scenario, cluster.lane_bootstrap_servers(name))
         instance = {"instance_id": f"instance-{i}"} if scenario.consumer_group.static_membership else {}
         members.append(member_process(name, run_dir, {**settings, **instance}).start())
     return members
@@ -139,7 +141,11 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
     try:
         if own_cluster:
             with phase("cluster"):
-                cluster = KafkaCluster(scenario.cluster, run_id).start()
+                cluster = KafkaCluster(scenario.cluster, run_id, client_lanes=scenario.client_lanes()).start()
+        missing = [lane for lane in scenario.client_lanes(spares=False) if lane not in cluster.client_lanes]
+        if missing:
+            raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
+                                f"(its lanes: {', '.join(cluster.client_lanes)})")
         _run_on(cluster, scenario, run_dir, outcome, phase)
         if scenario.run.log_format == "parquet":
             with phase("compact logs"):
@@ -202,13 +208,13 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
             cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
         watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
         with phase(f"{group.members} members join {group.group_id}"):
-            members = start_members(scenario, run_dir, cluster.bootstrap_servers)
+            members = start_members(scenario, run_dir, cluster)
             if not wait_until(lambda: watcher.is_stable(group.members), GROUP_STABLE_TIMEOUT_S, "group stable"):
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
             nemesis = nemesis_for(scenario, cluster, {m.name: m for m in members}, timeline)
-            producer = producer_process("producer-1", run_dir, producer_settings(scenario, cluster.bootstrap_servers)).start()
+            producer = producer_process(PRODUCER, run_dir, producer_settings(scenario, cluster.lane_bootstrap_servers(PRODUCER))).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),
                               "workload", show_progress):

@@ -33,6 +33,7 @@ class ClusterSpec(Strict):
     broker_config: dict[str, str | int | bool] = Field(default_factory=dict, description="extra server.properties entries")
     heap: str = Field("512m", pattern=r"^\d+[mg]$")
     startup_timeout_s: float = Field(120, gt=0)
+    spare_lanes: int = Field(2, ge=0, le=16, description="per-client lanes beyond the scenario's members, for members that join later")
 
 
 class TopicSpec(Strict):
@@ -217,11 +218,16 @@ class Scenario(Strict):
         data.update(faults=entries, random_faults=None)
         return parse_scenario(data, source)
 
+    def client_lanes(self, spares: bool = True) -> tuple[str, ...]:
+        """The workload clients that get a lane of their own: every member (and spares), and the producer."""
+        count = self.consumer_group.members + (self.cluster.spare_lanes if spares else 0)
+        return tuple(f"member-{n}" for n in range(1, count + 1)) + ("producer-1",)
+
     def facts(self) -> ScenarioFacts:
         """What a fault entry is checked against before anything starts."""
         return ScenarioFacts(brokers=self.cluster.brokers,
                              members=tuple(f"member-{n}" for n in range(1, self.consumer_group.members + 1)),
-                             topics={self.topic.name: self.topic.partitions})
+                             topics={self.topic.name: self.topic.partitions}, lanes=self.client_lanes())
 
     def to_yaml(self) -> str:
         data = self.model_copy(update={"consumer_group": self.consumer_group.effective()}).model_dump(mode="json")
@@ -233,7 +239,7 @@ def _check_fault(fault: FaultEntry, facts: ScenarioFacts, where: str) -> None:
         check_target = TARGET_CHECKS.get(fault.fault_class.target_kind)
         if check_target:
             check_target(fault.target, facts)
-        fault.params.check(facts)
+        fault.params.check(facts, fault.target)
     except ValueError as exc:
         raise ValueError(f"{where}.{exc}") from None
 

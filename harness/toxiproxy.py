@@ -47,6 +47,11 @@ class Toxiproxy:
     def create_proxy(self, proxy: Proxy) -> None:
         self._call("POST", "/proxies", {"name": proxy.name, "listen": proxy.listen, "upstream": proxy.upstream, "enabled": True})
 
+    def populate(self, proxies: list[Proxy]) -> None:
+        """Create many proxies in one request."""
+        self._call("POST", "/populate", [{"name": p.name, "listen": p.listen, "upstream": p.upstream, "enabled": True}
+                                         for p in proxies])
+
     def proxies(self) -> dict:
         return self._call("GET", "/proxies")
 
