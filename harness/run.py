@@ -68,6 +68,7 @@ def member_settings(scenario: Scenario, bootstrap: str) -> dict:
             "protocol": group.protocol, "assignor": group.assignor, "remote_assignor": group.remote_assignor,
             "session_timeout_ms": group.session_timeout_ms, "heartbeat_interval_ms": group.heartbeat_interval_ms,
             "max_poll_interval_ms": group.max_poll_interval_ms, "commit": group.commit,
+            "auto_commit_interval_ms": group.auto_commit_interval_ms, "processing": group.processing.model_dump(),
             "batch_size": group.batch_size, "extra": group.config}
 
 

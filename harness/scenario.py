@@ -56,6 +56,14 @@ class ProducerSpec(Strict):
         return self
 
 
+class ProcessingSpec(Strict):
+    """The application's work on each batch, between consume() and the log: what makes a member slow."""
+    per_record_ms: float = Field(0, ge=0, le=60_000)
+    per_batch_ms: float = Field(0, ge=0, le=3_600_000)
+    distribution: Literal["fixed", "exponential"] = Field("fixed", description="exponential: the mean is the fixed value")
+    seed: int = 0
+
+
 class ConsumerGroupSpec(Strict):
     group_id: str = "chaos-group"
     members: int = Field(3, ge=1, le=32)
@@ -64,7 +72,11 @@ class ConsumerGroupSpec(Strict):
     assignor: Literal["range", "roundrobin", "sticky", "cooperative-sticky"] | None = "range"
     remote_assignor: Literal["uniform", "range"] | None = None
     static_membership: bool = False
-    commit: Literal["sync", "async"] = "sync"
+    commit: Literal["sync", "async", "auto", "before_process"] = Field(
+        "sync", description="sync/async: log then commit (at least once); auto: enable.auto.commit, offsets stored as "
+                            "consume() returns them; before_process: commit then log (at most once, on purpose)")
+    auto_commit_interval_ms: int = Field(5000, ge=1, le=3_600_000, description="with commit: auto")
+    processing: ProcessingSpec = Field(default_factory=ProcessingSpec)
     session_timeout_ms: int | None = Field(10_000, ge=1000)
     heartbeat_interval_ms: int | None = Field(1_000, ge=100)
     max_poll_interval_ms: int = Field(300_000, ge=1000)
@@ -75,8 +87,10 @@ class ConsumerGroupSpec(Strict):
     def _client_rules(self):
         if self.client == "librdkafka" and self.assignor == "sticky":
             raise ValueError("assignor: librdkafka has no eager 'sticky' assignor; use cooperative-sticky, or client: java")
-        if self.client == "java" and self.commit == "async":
-            raise ValueError("commit: the Java member (VerifiableConsumer) commits synchronously only")
+        if self.client == "java" and self.commit not in ("sync", "auto"):
+            raise ValueError(f"commit: the Java member (VerifiableConsumer) commits sync or auto only, not {self.commit}")
+        if self.client == "java" and self.processing != ProcessingSpec():
+            raise ValueError("processing: the Java member (VerifiableConsumer) has no processing delay; use client: librdkafka")
         return self
 
     @model_validator(mode="after")

@@ -45,11 +45,14 @@ def command_line(cfg: dict, properties_file: Path) -> list[str]:
         args += ["--group-remote-assignor", cfg["remote_assignor"]]
     if cfg.get("instance_id"):
         args += ["--group-instance-id", cfg["instance_id"]]
+    if cfg.get("commit") == "auto":
+        args.append("--enable-autocommit")
     return ["java", *java_options, "-cp", cfg["classpath"], MAIN_CLASS, *args]
 
 
 def client_properties(cfg: dict) -> str:
     props = {"client.id": cfg["member"], "max.poll.interval.ms": cfg["max_poll_interval_ms"],
+             **({"auto.commit.interval.ms": cfg["auto_commit_interval_ms"]} if cfg.get("commit") == "auto" else {}),
              "max.poll.records": cfg["batch_size"], **cfg.get("extra", {})}
     if cfg["protocol"] == "classic":
         props["heartbeat.interval.ms"] = cfg["heartbeat_interval_ms"]

@@ -6,8 +6,11 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 """
 from __future__ import annotations
 
+import random
 import struct
 import sys
+import time
+import zlib
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
@@ -23,7 +26,7 @@ def consumer_settings(cfg: dict) -> dict:
         "bootstrap.servers": cfg["bootstrap_servers"],
         "group.id": cfg["group_id"],
         "client.id": cfg["member"],
-        "enable.auto.commit": False,
+        "enable.auto.commit": cfg["commit"] == "auto",
         "auto.offset.reset": "earliest",
         "max.poll.interval.ms": cfg["max_poll_interval_ms"],
         "group.protocol": cfg["protocol"],
@@ -36,6 +39,10 @@ def consumer_settings(cfg: dict) -> dict:
         })
     elif cfg.get("remote_assignor"):
         settings["group.remote.assignor"] = cfg["remote_assignor"]
+    if cfg["commit"] == "auto":
+        # librdkafka's defaults: an offset is stored as consume() hands the record over, and a timer
+        # commits what is stored. A crash can therefore lose records committed but not yet logged.
+        settings["auto.commit.interval.ms"] = cfg.get("auto_commit_interval_ms") or 5000
     if cfg.get("instance_id"):
         settings["group.instance.id"] = cfg["instance_id"]
     settings.update(cfg.get("extra", {}))
@@ -58,6 +65,25 @@ def partition_names(partitions) -> list[str]:
     return [f"{p.topic}:{p.partition}" for p in partitions]
 
 
+class Processing:
+    """The application's work per batch: a fixed or exponentially distributed delay per record and per
+    batch (from the member's own seeded generator), so a member can be made slower than
+    max.poll.interval.ms allows."""
+
+    def __init__(self, spec: dict, seed: int) -> None:
+        self.per_record_ms = spec.get("per_record_ms", 0)
+        self.per_batch_ms = spec.get("per_batch_ms", 0)
+        self.distribution = spec.get("distribution", "fixed")
+        self.rng = random.Random(spec.get("seed", 0) ^ seed)
+
+    def delay(self, records: int) -> None:
+        mean_ms = self.per_batch_ms + self.per_record_ms * records
+        if mean_ms <= 0:
+            return
+        ms = self.rng.expovariate(1 / mean_ms) if self.distribution == "exponential" else mean_ms
+        time.sleep(ms / 1000)
+
+
 class Member:
     def __init__(self, cfg: dict) -> None:
         self.cfg = cfg
@@ -71,8 +97,9 @@ class Member:
         # failed (e.g. in a rebalance) would never show its real progress to Kafka.
         self.uncommitted = False
         settings = consumer_settings(cfg)
-        if cfg["commit"] == "async":
+        if cfg["commit"] in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
+        self.processing = Processing(cfg.get("processing") or {}, seed=zlib.crc32(self.name.encode()))
         self.consumer = Consumer(settings)
 
     def refresh_generation(self) -> int:
@@ -106,8 +133,7 @@ class Member:
                 batch = self.consumer.consume(self.cfg["batch_size"], timeout=0.5)
                 records = [m for m in batch if not self._is_error(m)]
                 if records:
-                    self._log_batch(records)
-                    self._commit(records)
+                    self._handle(records)
                 elif self.uncommitted:
                     self._commit_positions()
         except KafkaException as exc:
@@ -121,6 +147,18 @@ class Member:
         self.event("stopped")
         self.events.close()
         return 0
+
+    def _handle(self, records) -> None:
+        """Process (the configured delay), log, commit, in the order the commit mode says:
+        sync/async: log, then commit (at least once); before_process: commit, then process and log
+        (at most once, on purpose); auto: log, and the background timer commits what consume() stored."""
+        commit = self.cfg["commit"]
+        if commit == "before_process":
+            self._commit(records)
+        self.processing.delay(len(records))
+        self._log_batch(records)
+        if commit in ("sync", "async"):
+            self._commit(records)
 
     def _is_error(self, message) -> bool:
         error = message.error()
@@ -155,6 +193,8 @@ class Member:
 
     def _commit_positions(self) -> None:
         """Commit where the member is: every record before its position is already in the log."""
+        if self.cfg["commit"] == "auto":
+            return
         try:
             positions = [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
         except KafkaException:
