@@ -14,10 +14,13 @@ from __future__ import annotations
 import random
 import re
 
+from faults.quorum import quorum_leader
+
 OFFSETS_TOPIC = "__consumer_offsets"
 BROKER_ROLES = ("coordinator", "controller", "leader", "random")
 MEMBER_ROLES = ("random-member",)
 LEADER_OF = re.compile(r"^leader:(?P<topic>[A-Za-z0-9._-]+):(?P<partition>\d+)$")
+CLIENT_LANE = re.compile(r"^(member|producer)-\d+$")
 
 
 class TargetError(RuntimeError):
@@ -61,8 +64,9 @@ def coordinator_id(admin, group_id: str) -> int:
     return partition_leader(admin, OFFSETS_TOPIC, offsets_partition(group_id, partitions))
 
 
-def controller_id(admin) -> int:
-    return admin.describe_cluster(request_timeout=10).result(timeout=15).controller.id
+def controller_id(cluster) -> int:
+    """The active KRaft controller (not describe_cluster's `controller`: in KRaft that is a random broker)."""
+    return quorum_leader(cluster.control_bootstrap_servers.split(","))
 
 
 # -- checked before the run -------------------------------------------------------------------
@@ -88,6 +92,12 @@ def check_member_target(target: str, facts) -> None:
         raise ValueError(f"target: {target!r} is not one of {list(facts.members) + list(MEMBER_ROLES)}")
 
 
+def is_client_target(target: str) -> bool:
+    """A target that names a workload client's lane (member-N, producer-N, random-member), not a broker;
+    whether that lane exists is checked against the scenario (facts.lanes) and the cluster."""
+    return CLIENT_LANE.match(target) is not None or target in MEMBER_ROLES
+
+
 def check_client_target(target: str, facts) -> None:
     """A workload client with a lane of its own: member-N (spares included), producer-1, random-member."""
     if target not in facts.lanes and target not in MEMBER_ROLES:
@@ -96,8 +106,8 @@ def check_client_target(target: str, facts) -> None:
 
 def check_lane_target(target: str, facts) -> None:
     """A broker target (its lanes) or a workload client (its lane to every broker)."""
-    if target in facts.lanes or target in MEMBER_ROLES:
-        return
+    if is_client_target(target):
+        return check_client_target(target, facts)
     try:
         check_broker_target(target, facts)
     except ValueError as exc:
@@ -109,7 +119,17 @@ def check_cluster_target(target: str, facts) -> None:
         raise ValueError(f"target: {target!r}: this fault aims at the whole cluster; write target: cluster")
 
 
-TARGET_CHECKS = {"broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,
+def check_group_target(target: str, facts) -> None:
+    if target != "group":
+        raise ValueError(f"target: {target!r}: this trigger acts on the whole group; write target: group")
+
+
+def check_topic_target(target: str, facts) -> None:
+    if target != "topic" and target not in facts.topics:
+        raise ValueError(f"target: {target!r} is not a topic of this scenario ({sorted(facts.topics)})")
+
+
+TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,
                  "client": check_client_target, "lane": check_lane_target}
 
 
@@ -121,7 +141,7 @@ def resolve_broker(cluster, target: str, *, group_id: str, topic: str, rng: rand
     if target == "coordinator":
         return cluster.broker_by_id(coordinator_id(admin, group_id))
     if target == "controller":
-        return cluster.broker_by_id(controller_id(admin))
+        return cluster.broker_by_id(controller_id(cluster))
     if target == "leader":
         return cluster.broker_by_id(partition_leader(admin, topic, 0))
     match = LEADER_OF.match(target)

@@ -33,3 +33,17 @@ def test_controller_and_leader_resolve_to_brokers(kafka_cluster):
     names = {b.name for b in kafka_cluster.brokers}
     for role in ("controller", "leader", "random"):
         assert resolve_broker(kafka_cluster, role, group_id="x", topic="kafka-chaos-ready", rng=rng).name in names
+
+
+def test_the_controller_target_is_the_quorum_leader_kafka_reports(kafka_cluster):
+    """Not describe_cluster's `controller` (in KRaft a random broker, KIP-590): the leader of the quorum."""
+    import re
+    import subprocess
+
+    from faults.targets import controller_id
+    container = kafka_cluster.brokers[0].container.get_wrapped_container().name
+    status = subprocess.run(["docker", "exec", container, "/opt/kafka/bin/kafka-metadata-quorum.sh",
+                             "--bootstrap-controller", "localhost:9093", "describe", "--status"],
+                            capture_output=True, text=True, timeout=120).stdout
+    reported = int(re.search(r"LeaderId:\s+(\d+)", status).group(1))
+    assert [controller_id(kafka_cluster) for _ in range(5)] == [reported] * 5
