@@ -16,6 +16,7 @@ class ScenarioFacts:
     members: tuple[str, ...]                 # member-1..N, as the harness names them
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partitions
     lanes: tuple[str, ...] = ()              # per-client lanes the cluster will have (e.g. member-1, producer-1)
+    group: dict = field(default_factory=dict)  # the consumer group's settings (client, protocol, static_membership, ...)
 
     @property
     def broker_names(self) -> tuple[str, ...]:
@@ -31,3 +32,4 @@ class FaultContext:
     rng: random.Random
     group_id: str
     topic: str
+    pool: Any = None                 # harness.run.MemberPool: starts members (joins, bounces, duplicates)

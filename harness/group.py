@@ -50,8 +50,10 @@ class GroupWatcher:
                          "client.id": "kafka-chaos-watcher"}, logger=logging.getLogger("kafka-chaos.watcher"))
 
     def progress(self) -> GroupProgress:
-        partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
         try:
+            self.partitions = len(self._consumer.list_topics(self.topic, timeout=REQUEST_TIMEOUT_S).topics[self.topic].partitions) \
+                or self.partitions  # a partitions_add trigger grows the topic mid-run
+            partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
             ends = {tp.partition: self._consumer.get_watermark_offsets(tp, timeout=REQUEST_TIMEOUT_S)[1] for tp in partitions}
             committed = self._consumer.committed(partitions, timeout=REQUEST_TIMEOUT_S)
         except KafkaException:

@@ -78,21 +78,37 @@ def producer_settings(scenario: Scenario, bootstrap: str) -> dict:
             "acks": p.acks, "idempotence": p.idempotence, "extra": p.config}
 
 
-def start_members(scenario: Scenario, run_dir: Path, cluster: KafkaCluster) -> list[WorkloadProcess]:
-    """Each member on its own lane (its own proxy to every broker), so a fault can hit one member's traffic."""
-    members = []
-    for i in range(1, scenario.consumer_group.members + 1):
-        name = f"member-{i}"
-        settings = member_settings(scenario, cluster.lane_bootstrap_servers(name))
-        instance = {"instance_id": f"instance-{i}"} if scenario.consumer_group.static_membership else {}
-        members.append(member_process(name, run_dir, {**settings, **instance}).start())
-    return members
+class MemberPool:
+    """The group's member processes by name: the ones the scenario declares, and those triggers start
+    later (member_join on a spare lane, a restarted bounce, a duplicate group.instance.id)."""
+
+    def __init__(self, scenario: Scenario, run_dir: Path, cluster: KafkaCluster) -> None:
+        self.scenario, self.run_dir, self.cluster = scenario, run_dir, cluster
+        self.processes: dict[str, WorkloadProcess] = {}
+
+    def start(self, name: str, lane: str | None = None, instance: int | None = None) -> WorkloadProcess:
+        """Start member `name` on its own lane (or `lane`); static members get instance-<instance>."""
+        settings = member_settings(self.scenario, self.cluster.lane_bootstrap_servers(lane or name))
+        index = instance if instance is not None else int(name.rsplit("-", 1)[1])
+        if self.scenario.consumer_group.static_membership:
+            settings["instance_id"] = f"instance-{index}"
+        process = member_process(name, self.run_dir, settings).start()
+        self.processes[name] = process
+        return process
+
+    def next_names(self, count: int) -> list[str]:
+        """The next unused member names; each needs a spare lane on the cluster."""
+        taken = {int(n.rsplit("-", 1)[1]) for n in self.processes if n.count("-") == 1}
+        first = max(taken, default=0) + 1
+        return [f"member-{i}" for i in range(first, first + count)]
+
+    def all(self) -> list[WorkloadProcess]:
+        return list(self.processes.values())
 
 
-def nemesis_for(scenario: Scenario, cluster: KafkaCluster, members: dict[str, WorkloadProcess],
-                timeline: FaultTimeline) -> Nemesis:
-    ctx = FaultContext(cluster, members, timeline, random.Random(scenario.run.seed),
-                       scenario.consumer_group.group_id, scenario.topic.name)
+def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline) -> Nemesis:
+    ctx = FaultContext(cluster, pool.processes, timeline, random.Random(scenario.run.seed),
+                       scenario.consumer_group.group_id, scenario.topic.name, pool=pool)
 
     def build(entry) -> Fault:
         """Called when the step fires, so a role (coordinator, leader, ...) resolves to the broker holding it then."""
@@ -189,7 +205,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
     write_json(run_dir / "cluster.json", cluster.describe())
     group, topic = scenario.consumer_group, scenario.topic
     timeline = FaultTimeline(run_dir / "faults.jsonl")
-    members: list[WorkloadProcess] = []
+    pool = MemberPool(scenario, run_dir, cluster)
     nemesis = Nemesis([])
     producer: WorkloadProcess | None = None
     watcher: GroupWatcher | None = None
@@ -198,9 +214,9 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
         try:
             p = watcher.progress()
             active = ", ".join(repr(f) for f in nemesis.active()) or "none"
-            alive = sum(m.alive() for m in members)
+            alive = sum(m.alive() for m in pool.all())
             say(f"produced {p.produced}/{scenario.producer.records}, group lag {p.lag}, "
-                f"members alive {alive}/{len(members)}, active faults: {active}")
+                f"members alive {alive}/{len(pool.all())}, active faults: {active}")
         except Exception as exc:
             say(f"progress unavailable ({exc})")
 
@@ -209,12 +225,13 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
             cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
         watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
         with phase(f"{group.members} members join {group.group_id}"):
-            members = start_members(scenario, run_dir, cluster)
+            for i in range(1, group.members + 1):  # each on its own lane, so a fault can hit one member's traffic
+                pool.start(f"member-{i}")
             if not wait_until(lambda: watcher.is_stable(group.members), GROUP_STABLE_TIMEOUT_S, "group stable"):
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
-            nemesis = nemesis_for(scenario, cluster, {m.name: m for m in members}, timeline)
+            nemesis = nemesis_for(scenario, cluster, pool, timeline)
             producer = producer_process(PRODUCER, run_dir, producer_settings(scenario, cluster.lane_bootstrap_servers(PRODUCER))).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),
@@ -235,7 +252,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
         if watcher is not None:
             watcher.close()
         with phase("stop workload"):
-            stop_all(([producer] if producer else []) + members)
-        for member in members:
+            stop_all(([producer] if producer else []) + pool.all())
+        for member in pool.all():
             if member.settings.get("client") == "java":
                 convert(raw_events_path(run_dir, member.name), run_dir, member.name, member.settings.get("instance_id"))

@@ -105,6 +105,9 @@ class ConsumerGroupSpec(Strict):
                 raise ValueError("remote_assignor: only with protocol: consumer")
             if self.session_timeout_ms is None or self.heartbeat_interval_ms is None or self.assignor is None:
                 raise ValueError("session_timeout_ms, heartbeat_interval_ms and assignor are required with protocol: classic")
+            if self.max_poll_interval_ms < self.session_timeout_ms:
+                raise ValueError(f"max_poll_interval_ms: must be at least session_timeout_ms ({self.session_timeout_ms}), "
+                                 f"got {self.max_poll_interval_ms} (both clients refuse it)")
             if self.heartbeat_interval_ms >= self.session_timeout_ms:
                 raise ValueError(
                     f"heartbeat_interval_ms: must be below session_timeout_ms ({self.session_timeout_ms}), "
@@ -241,7 +244,8 @@ class Scenario(Strict):
         """What a fault entry is checked against before anything starts."""
         return ScenarioFacts(brokers=self.cluster.brokers,
                              members=tuple(f"member-{n}" for n in range(1, self.consumer_group.members + 1)),
-                             topics={self.topic.name: self.topic.partitions}, lanes=self.client_lanes())
+                             topics={self.topic.name: self.topic.partitions}, lanes=self.client_lanes(),
+                             group=self.consumer_group.effective().model_dump())
 
     def to_yaml(self) -> str:
         data = self.model_copy(update={"consumer_group": self.consumer_group.effective()}).model_dump(mode="json")

@@ -6,6 +6,7 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 """
 from __future__ import annotations
 
+import json
 import random
 import struct
 import sys
@@ -84,6 +85,36 @@ class Processing:
         time.sleep(ms / 1000)
 
 
+FENCED_TEXT = KafkaError(KafkaError.FENCED_INSTANCE_ID).str()
+
+
+def fenced(error: KafkaError) -> bool:
+    """FENCED_INSTANCE_ID, also when librdkafka reports it wrapped as a fatal error (_FATAL)."""
+    return error.code() == KafkaError.FENCED_INSTANCE_ID or (error.fatal() and FENCED_TEXT in error.str())
+
+
+class ControlFile:
+    """What the harness asks of a running member (e.g. {"per_batch_ms": 40000} while a slow_processing
+    trigger lasts); re-read only when the file changes. Absent means: the member's own settings."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self._seen, self._value = path, None, None
+
+    def read(self) -> dict | None:
+        try:
+            stamp = self.path.stat().st_mtime_ns
+        except FileNotFoundError:
+            self._seen, self._value = None, None
+            return None
+        if stamp != self._seen:
+            try:
+                self._value = json.loads(self.path.read_text())
+            except (OSError, ValueError):
+                return self._value  # written half-way: keep the last one, read again next batch
+            self._seen = stamp
+        return self._value
+
+
 class Member:
     def __init__(self, cfg: dict) -> None:
         self.cfg = cfg
@@ -100,6 +131,7 @@ class Member:
         if cfg["commit"] in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
         self.processing = Processing(cfg.get("processing") or {}, seed=zlib.crc32(self.name.encode()))
+        self.control = ControlFile(run_dir / "control" / f"{self.name}.json")
         self.consumer = Consumer(settings)
 
     def refresh_generation(self) -> int:
@@ -138,7 +170,7 @@ class Member:
                     self._commit_positions()
         except KafkaException as exc:
             error = exc.args[0]
-            kind = "fenced" if error.code() == KafkaError.FENCED_INSTANCE_ID else "error"
+            kind = "fenced" if fenced(error) else "error"
             self.event(kind, detail=error.str())
             return 3
         finally:
@@ -152,11 +184,12 @@ class Member:
         """Process (the configured delay), log, commit, in the order the commit mode says:
         sync/async: log, then commit (at least once); before_process: commit, then process and log
         (at most once, on purpose); auto: log, and the background timer commits what consume() stored."""
-        commit = self.cfg["commit"]
+        commit, received_at = self.cfg["commit"], now_ms()  # consumed: when consume() handed the batch over
         if commit == "before_process":
             self._commit(records)
-        self.processing.delay(len(records))
-        self._log_batch(records)
+        override = self.control.read()  # a slow_processing trigger, while it lasts
+        (Processing(override, seed=0) if override else self.processing).delay(len(records))
+        self._log_batch(records, received_at)
         if commit in ("sync", "async"):
             self._commit(records)
 
@@ -165,13 +198,12 @@ class Member:
         if error is None:
             return False
         if error.code() != KafkaError._PARTITION_EOF:
-            self.event("error", detail=error.str())
-            if error.fatal():
+            if error.fatal():  # logged once, by run(), as what it is (e.g. fenced)
                 raise KafkaException(error)
+            self.event("error", detail=error.str())
         return True
 
-    def _log_batch(self, records) -> None:
-        at = now_ms()
+    def _log_batch(self, records, at: int) -> None:
         generation = self.refresh_generation()
         instance_id = self.cfg.get("instance_id")
         rows = []

@@ -39,6 +39,7 @@ class SequencedProducer:
             "enable.idempotence": cfg["idempotence"],
             "linger.ms": 5,
             "delivery.timeout.ms": 120_000,
+            "topic.metadata.refresh.interval.ms": 2000,  # partitions added mid-run are written to within seconds
             **cfg.get("extra", {}),
         })
 

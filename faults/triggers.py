@@ -1,0 +1,164 @@
+"""Group triggers, scheduled like faults and recorded in the same timeline, so the analysis attributes
+what follows to them: every way a consumer group is made to rebalance that is not a failure.
+
+Each acts on the run's members through the harness's member pool (ctx.pool) or on the topic
+through the admin client; `duration_s` is when the trigger ends (a bounced member starts again, a
+slow member speeds up again), or, for triggers with nothing to undo, when the nemesis moves on.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from confluent_kafka.admin import NewPartitions
+from pydantic import Field
+
+from faults.base import Fault, FaultParams
+from faults.targets import resolve_member
+
+
+class Trigger(Fault):
+    target_kind = "member"
+
+    def __init__(self, target: str, ctx, params: FaultParams, **kw) -> None:
+        self.spec, self.ctx = params, ctx
+        super().__init__(target, timeline=ctx.timeline, **{**params.model_dump(), **kw})
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        return cls(target, ctx, params, **record)
+
+    def _heal(self) -> None:
+        """Most triggers have nothing to undo."""
+
+
+class JoinParams(FaultParams):
+    count: int = Field(1, ge=1, le=16, description="how many new members start")
+
+    def check(self, facts, target: str) -> None:
+        spare = len([lane for lane in facts.lanes if lane.startswith("member-")]) - len(facts.members)
+        if self.count > spare:
+            raise ValueError(f"count: {self.count} new members need spare lanes; the cluster has {spare} "
+                             "(cluster.spare_lanes)")
+
+
+class MemberJoin(Trigger):
+    """N new members start and join the running group (each on a spare lane)."""
+    kind = "member_join"
+    target_kind = "group"
+    Params = JoinParams
+
+    def _inject(self) -> None:
+        names = self.ctx.pool.next_names(self.spec.count)
+        self.note(members=names)
+        for name in names:
+            self.ctx.pool.start(name)
+
+
+class MemberLeave(Trigger):
+    """A graceful close: a dynamic member sends LeaveGroup (a rebalance at once); a static member
+    does not (KIP-345), so nothing moves until its session times out. It stays gone."""
+    kind = "member_leave"
+
+    def _inject(self) -> None:
+        process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
+        self.note(member=process.name)
+        process.stop()
+
+
+class MemberBounce(Trigger):
+    """A graceful close, and a restart after duration_s under the same name (and the same
+    group.instance.id when static)."""
+    kind = "member_bounce"
+
+    def _inject(self) -> None:
+        self.process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
+        self.note(member=self.process.name)
+        self.process.stop()
+
+    def _heal(self) -> None:
+        if not self.process.alive():
+            self.process.start()
+
+
+class SlowParams(FaultParams):
+    per_batch_ms: int = Field(ge=1, le=3_600_000, description="the member sleeps this long on every batch while it lasts")
+
+    def check(self, facts, target: str) -> None:
+        group = facts.group
+        if group.get("client") == "java":
+            raise ValueError("per_batch_ms: the Java member (VerifiableConsumer) has no processing delay to slow down")
+        if self.per_batch_ms <= group.get("max_poll_interval_ms", 0):
+            raise ValueError(f"per_batch_ms: {self.per_batch_ms} does not exceed consumer_group.max_poll_interval_ms "
+                             f"({group.get('max_poll_interval_ms')}): the member would never miss a poll")
+
+
+class SlowProcessing(Trigger):
+    """Member M takes per_batch_ms on every batch for duration_s: its processing thread stalls past
+    max.poll.interval.ms while its heartbeats go on, so the group removes it."""
+    kind = "slow_processing"
+    Params = SlowParams
+
+    def _inject(self) -> None:
+        process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
+        self.path = control_path(process)
+        self.note(member=process.name)
+        write_atomically(self.path, {"per_batch_ms": self.spec.per_batch_ms})
+
+    def _heal(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class PartitionsParams(FaultParams):
+    partitions: int = Field(ge=2, le=10_000, description="the topic's new partition count")
+
+    def check(self, facts, target: str) -> None:
+        have = facts.topics.get(target) if target != "topic" else next(iter(facts.topics.values()), None)
+        if have is not None and self.partitions <= have:
+            raise ValueError(f"partitions: {target} already has {have}; a topic only grows")
+
+
+class PartitionsAdd(Trigger):
+    """The topic grows to N partitions: the group rebalances to assign the new ones. Target: `topic`
+    (the scenario's topic) or a topic's name."""
+    kind = "partitions_add"
+    target_kind = "topic"
+    Params = PartitionsParams
+
+    def _inject(self) -> None:
+        topic = self.ctx.topic if self.target == "topic" else self.target
+        self.note(topic=topic)
+        self.ctx.cluster.admin().create_partitions([NewPartitions(topic, self.spec.partitions)])[topic].result(30)
+
+
+class DuplicateInstance(Trigger):
+    """A second process starts with member M's group.instance.id (on M's lane): one of the two is
+    fenced (FENCED_INSTANCE_ID; the KIP-848 protocol fences the new one) and exits as Kafka intends.
+    The duplicate is stopped at the heal if it is still running."""
+    kind = "duplicate_instance"
+
+    class Params(FaultParams):
+        def check(self, facts, target: str) -> None:
+            if not facts.group.get("static_membership"):
+                raise ValueError("target: duplicate_instance needs consumer_group.static_membership: true")
+
+    def _inject(self) -> None:
+        original = resolve_member(self.ctx.members, self.target, self.ctx.rng)
+        name = f"{original.name}-dup"
+        self.note(member=original.name, duplicate=name)
+        self.duplicate = self.ctx.pool.start(name, lane=original.name, instance=int(original.name.rsplit("-", 1)[1]))
+
+    def _heal(self) -> None:
+        self.duplicate.stop()
+
+
+def control_path(process) -> Path:
+    return Path(process.settings["run_dir"]) / "control" / f"{process.name}.json"
+
+
+def write_atomically(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
