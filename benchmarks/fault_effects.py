@@ -40,7 +40,14 @@ CASES: dict[str, tuple[dict, str, float]] = {
     "broker_freeze": ({"target": "kafka-2"}, "request", 3),
     "proxy_cut": ({"target": "kafka-2"}, "request", 3),
     "latency": ({"target": "kafka-2", "latency_ms": 500}, "request", 3),
+    "bandwidth": ({"target": "kafka-2", "rate_kb_s": 1}, "request", 3),  # the answer is a few hundred bytes
+    "slicer": ({"target": "kafka-2", "average_size": 50, "delay_us": 100_000}, "request", 3),
+    "reset_peer": ({"target": "kafka-2", "timeout_ms": 0}, "request", 3),
+    "timeout": ({"target": "kafka-2", "timeout_ms": 0}, "request", 3),
+    "limit_data": ({"target": "kafka-2", "bytes": 20}, "request", 3),
+    "member_cut": ({"target": "member-1"}, "request", 3),
 }
+CLIENT_LANES = ("member-1",)  # member_cut's target
 
 
 def isr_full(cluster: KafkaCluster, topics: list[str]) -> bool:
@@ -62,11 +69,18 @@ def wait_for(condition, since: float) -> float | None:
     return None
 
 
+def probe_address(cluster: KafkaCluster, target: str) -> str:
+    """A broker's CLIENT proxy, or a workload client's own lane to the first broker."""
+    if target in cluster.client_lanes:
+        return cluster.brokers[0].lane_addresses[target]
+    return cluster.broker(target).client_address
+
+
 def measure(cluster: KafkaCluster, kind: str, entry: dict, probe: str, hold_s: float) -> dict:
     spec = FAULT_ENTRY.validate_python({"kind": kind, **entry, "at_s": 0, "duration_s": hold_s})
     ctx = FaultContext(cluster, {}, FaultTimeline(None), random.Random(0), "probe-group", PROBE_TOPIC)
     fault = spec.fault_class.build(ctx, spec.target, spec.params)
-    address = cluster.broker(fault.target).client_address if probe == "request" else None
+    address = probe_address(cluster, fault.target) if probe == "request" else None
     baseline = statistics.median(t for t in (api_versions_roundtrip(address) for _ in range(5)) if t) if address else 0
 
     def bad() -> bool:
@@ -89,7 +103,8 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="*", default=list(CASES), choices=list(CASES))
     args = parser.parse_args()
     results: dict[str, list[dict]] = {}
-    with KafkaCluster(ClusterSpec(), run_id=f"bench-faults-{random.randrange(16**6):06x}") as cluster:
+    with KafkaCluster(ClusterSpec(), run_id=f"bench-faults-{random.randrange(16**6):06x}",
+                      client_lanes=CLIENT_LANES) as cluster:
         cluster.create_topic(PROBE_TOPIC, 3, 3)
         for _ in range(args.repeat):
             for kind in args.kinds:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from faults.base import Fault
 from faults.broker import BrokerFault
-from faults.targets import resolve_member
+from faults.targets import MEMBER_ROLES, TargetError, resolve_member
 
 
 class ProxyCut(BrokerFault):
@@ -31,7 +31,7 @@ class MemberCut(Fault):
     target_kind = "client"
 
     def __init__(self, lane: str, proxies: list[str], toxiproxy, **kw) -> None:
-        super().__init__(lane, **kw)
+        super().__init__(lane, proxies=proxies, **kw)
         self._proxies, self.toxiproxy = proxies, toxiproxy
 
     @classmethod
@@ -50,5 +50,12 @@ class MemberCut(Fault):
 
 
 def client_lane(ctx, target: str) -> str:
-    """The lane a client target names: member-N, producer-1, or random-member (a member of the run)."""
-    return resolve_member(ctx.members, target, ctx.rng).name if target == "random-member" else target
+    """The lane a client target names: member-N, producer-1, or random-member (a member of the run, on
+    its own lane unless it was started on another one: a process may carry `lane`)."""
+    lane = target
+    if target in MEMBER_ROLES:
+        member = resolve_member(ctx.members, target, ctx.rng)
+        lane = getattr(member, "lane", None) or member.name
+    if lane not in ctx.cluster.client_lanes:
+        raise TargetError(f"this cluster has no lane for {lane!r}; its lanes: {', '.join(ctx.cluster.client_lanes) or 'none'}")
+    return lane

@@ -4,64 +4,76 @@ link gets slow, lossy or strange).
 Target: a broker (kafka-N or a role) and its `lane` (`client`, the default: every client-facing proxy
 of that broker; `internal`: replication into it; `controller`: the quorum; or one workload client's
 lane, e.g. `member-2`), or a workload client (member-N, producer-1, random-member): its lane to every
-broker. `stream`: `downstream` (broker to client, the default), `upstream` or `both`; `toxicity`: the
-probability that a connection is affected.
+broker, or to one (`broker`). `stream`: `downstream` (broker to client, the default), `upstream` or
+`both`; `toxicity`: the probability that a connection gets the toxic. Each toxic is named after its
+fault's id, so two faults on one proxy never collide and a heal removes exactly its own.
 """
 from __future__ import annotations
 
+import secrets
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
 from faults.base import Fault, FaultParams
+from faults.failover import WatchesCoordinator
 from faults.network import client_lane
-from faults.targets import broker_in
+from faults.targets import broker_in, check_broker_target, is_client_target
 
 BROKER_LANES = ("client", "internal", "controller")
 
 
 class ToxicParams(FaultParams):
     lane: str = Field("client", description="with a broker target: client, internal, controller or a workload client's lane")
+    broker: str | None = Field(None, description="with a client target: only its lane to this broker (any broker target)")
     stream: Literal["downstream", "upstream", "both"] = "downstream"
     toxicity: float = Field(1.0, gt=0, le=1, description="the probability that a connection gets the toxic")
 
     def check(self, facts, target: str) -> None:
         if self.lane not in BROKER_LANES and self.lane not in facts.lanes:
             raise ValueError(f"lane: {self.lane!r} is not one of {list(BROKER_LANES) + list(facts.lanes)}")
-        if self.lane != "client" and (target in facts.lanes or target == "random-member"):
+        client_target = is_client_target(target)
+        if self.lane != "client" and client_target:
             raise ValueError(f"lane: goes with a broker target; {target} is a client, the toxic is on its own lane")
+        if self.broker is not None and not client_target:
+            raise ValueError(f"broker: goes with a client target (member-N, producer-1); {target} is a broker already")
+        if self.broker is not None:
+            try:
+                check_broker_target(self.broker, facts)
+            except ValueError as exc:
+                raise ValueError(f"broker{str(exc).removeprefix('target')}") from None
 
     def attributes(self) -> dict:
         raise NotImplementedError
 
 
-class Toxic(Fault):
+class Toxic(WatchesCoordinator, Fault):
     target_kind = "lane"
     toxic_type: ClassVar[str]
 
-    def __init__(self, target: str, proxies: list[str], toxiproxy, params: ToxicParams, **kw) -> None:
+    def __init__(self, target: str, proxies: list[str], toxiproxy, params: ToxicParams, broker=None, **kw) -> None:
         self.spec = params
         super().__init__(target, **{**params.model_dump(), **kw})
-        self.proxies, self.toxiproxy = proxies, toxiproxy
+        self.proxies, self.toxiproxy, self.broker = proxies, toxiproxy, broker
+        self._token = secrets.token_hex(3)
 
     @classmethod
     def build(cls, ctx, target, params, **record):
-        if target in ctx.cluster.client_lanes or target == "random-member":
-            lane = client_lane(ctx, target)
-            name, proxies = lane, [b.proxy(lane) for b in ctx.cluster.brokers]
-        else:
-            broker = broker_in(ctx, target)
-            name = broker.name if params.lane == "client" else f"{broker.name}/{params.lane}"
-            proxies = broker.client_proxies() if params.lane == "client" else [broker.proxy(params.lane)]
-        return cls(name, proxies, ctx.cluster.toxiproxy, params, timeline=ctx.timeline, **record)
+        name, proxies, broker = toxic_proxies(ctx, target, params)
+        fault = cls(name, proxies, ctx.cluster.toxiproxy, params, broker, timeline=ctx.timeline, **record)
+        if broker is not None:
+            fault.watch_coordinator(ctx.cluster, ctx.group_id, record.get("requested_target"))
+        return fault
 
     def _streams(self) -> list[str]:
         return ["downstream", "upstream"] if self.spec.stream == "both" else [self.spec.stream]
 
     def _toxic_name(self, stream: str) -> str:
-        return f"kafka-chaos-{self.record['id']}-{stream}"
+        """Unique per fault, also across timelines (a test's fault next to a run's): id plus a token."""
+        return f"kafka-chaos-{self.record['id']}-{self._token}-{stream}"
 
     def _inject(self) -> None:
+        self.note(proxies=self.proxies, toxics=[self._toxic_name(stream) for stream in self._streams()])
         for proxy in self.proxies:
             for stream in self._streams():
                 self.toxiproxy.add_toxic(proxy, self._toxic_name(stream), self.toxic_type, self.spec.attributes(),
@@ -71,6 +83,23 @@ class Toxic(Fault):
         for proxy in self.proxies:
             for stream in self._streams():
                 self.toxiproxy.remove_toxic(proxy, self._toxic_name(stream))
+
+
+def toxic_proxies(ctx, target: str, params: ToxicParams):
+    """What the fault is on (its name in faults.jsonl), the proxies it puts its toxics on, and the
+    broker when the target is one (a client target is on every broker, or on `broker` only)."""
+    if is_client_target(target):
+        lane = client_lane(ctx, target)
+        if params.broker is None:
+            return lane, [b.proxy(lane) for b in ctx.cluster.brokers], None
+        broker = broker_in(ctx, params.broker)
+        return f"{broker.name}/{lane}", [broker.proxy(lane)], None
+    broker = broker_in(ctx, target)
+    if params.lane == "client":
+        return broker.name, broker.client_proxies(), broker
+    if params.lane not in BROKER_LANES:
+        client_lane(ctx, params.lane)  # raises if this cluster has no such lane
+    return f"{broker.name}/{params.lane}", [broker.proxy(params.lane)], broker
 
 
 class LatencyParams(ToxicParams):

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, CONTROL_PORT = 9092, 9093, 9094, 9095
 LANE_PORT = 9100  # + the lane's index
+DATA_DIR = "/tmp/kafka-data"  # writable in our image and in apache/kafka (which runs as appuser)
 
 
 def lane_listener(index: int) -> str:
     return f"LANE_{index}"
-DATA_DIR = "/tmp/kafka-data"  # writable in our image and in apache/kafka (which runs as appuser)
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ class MemberPool:
         if self.scenario.consumer_group.static_membership:
             settings["instance_id"] = f"instance-{index}"
         process = member_process(name, self.run_dir, settings).start()
+        process.lane = lane or name  # what a client fault on this member (random-member) resolves to
         self.processes[name] = process
         return process
 

@@ -23,6 +23,17 @@ def test_every_listener_has_a_security_protocol():
     assert names == mapped
 
 
+def test_each_client_lane_is_a_listener_advertised_as_that_lanes_proxy():
+    lanes = Lanes("127.0.0.1:40001", "127.0.0.1:40101", "toxiproxy:10201", "toxiproxy:10301",
+                  ("127.0.0.1:41001", "127.0.0.1:41002"))
+    props = parse(broker_config.render(1, lanes, "v"))
+    listeners = props["listeners"].split(",")
+    advertised = props["advertised.listeners"].split(",")
+    assert "LANE_0://0.0.0.0:9100" in listeners and "LANE_1://0.0.0.0:9101" in listeners
+    assert "LANE_0://127.0.0.1:41001" in advertised and "LANE_1://127.0.0.1:41002" in advertised
+    assert {"LANE_0:PLAINTEXT", "LANE_1:PLAINTEXT"} <= set(props["listener.security.protocol.map"].split(","))
+
+
 def test_overrides_win_and_booleans_are_lowercase():
     props = parse(broker_config.render(1, LANES, "v", {"min.insync.replicas": 1, "auto.create.topics.enable": True}))
     assert props["min.insync.replicas"] == "1"
