@@ -6,13 +6,13 @@ import time
 import docker
 
 from faults.base import Fault
-from faults.failover import CoordinatorFailover
+from faults.failover import WatchesCoordinator
 from faults.targets import broker_in
 
 PAUSE_ATTEMPTS = 5
 
 
-class BrokerFault(Fault):
+class BrokerFault(WatchesCoordinator, Fault):
     """A fault on one broker, the target resolved (a role to the broker holding it) when it fires."""
     target_kind = "broker"
 
@@ -21,21 +21,12 @@ class BrokerFault(Fault):
         super().__init__(broker.name, **{**self.spec.model_dump(), **kw})
         self.broker, self.cluster = broker, cluster
         self.toxiproxy = toxiproxy or (cluster.toxiproxy if cluster is not None else None)
-        aimed_at_coordinator = kw.get("requested_target") == "coordinator" and cluster is not None and group_id
-        self._failover = CoordinatorFailover(self, cluster, group_id) if aimed_at_coordinator else None
+        self.watch_coordinator(cluster, group_id, kw.get("requested_target"))
 
     @classmethod
     def build(cls, ctx, target, params, **record):
         return cls(broker_in(ctx, target), params, cluster=ctx.cluster, group_id=ctx.group_id,
                    timeline=ctx.timeline, **record)
-
-    def inject(self) -> "BrokerFault":
-        if self._failover is not None and not self.active:
-            self._failover.before()
-        super().inject()
-        if self._failover is not None:
-            self._failover.watch()
-        return self
 
 
 class BrokerFreeze(BrokerFault):

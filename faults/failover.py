@@ -15,6 +15,24 @@ POLL_S = 0.5
 WATCH_LIMIT_S = 600
 
 
+class WatchesCoordinator:
+    """For a fault on one broker (`self.broker`): when it was aimed at `coordinator`, record what the
+    group's coordinator did (a mixin before Fault, so every such kind records it the same way)."""
+    _failover: "CoordinatorFailover | None" = None
+
+    def watch_coordinator(self, cluster, group_id: str | None, requested_target: str | None) -> None:
+        if requested_target == "coordinator" and cluster is not None and group_id:
+            self._failover = CoordinatorFailover(self, cluster, group_id)
+
+    def inject(self):
+        if self._failover is not None and not self.active:
+            self._failover.before()
+        super().inject()
+        if self._failover is not None:
+            self._failover.watch()
+        return self
+
+
 class CoordinatorFailover:
     def __init__(self, fault, cluster, group_id: str) -> None:
         self.fault, self.cluster, self.group_id = fault, cluster, group_id
