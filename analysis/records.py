@@ -43,30 +43,29 @@ def epoch_expr(bounds: list[int]) -> str:
 
 
 def aggregate(produced_df, consumed_df, bounds: list[int]):
-    """The one pass (lazy): every row of both inputs folded into its group, key unpacked."""
+    """The one pass (lazy): every row of both inputs folded into its group, key unpacked. Produced rows are
+    folded apart, without the log-position aggregates they do not have."""
     from pyspark.sql import functions as F
+    # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
+    key = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
+    base = ["count(1) AS n", "bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT))) AS mask",
+            "min(shiftleft(ts, 6) | (`offset` & 63)) AS kmin", "max(shiftleft(ts, 6) | (`offset` & 63)) AS kmax"]
     pw = [f"bit_or(CASE WHEN (_pos >> 6) & {WORDS - 1} = {w} THEN shiftleft(1L, CAST(_pos & 63 AS INT)) END) AS p{w}"
           for w in range(WORDS)]
-    c = consumed_df.selectExpr(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END AS side",
-                               "topic", "`partition`", "`offset`", "member", f"{epoch_expr(bounds)} AS epoch", "ts",
-                               "generation", "_fh", "_blk", "_pos")
-    p = produced_df.selectExpr(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR status = 'ok' "
-                               f"THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END AS side",
-                               "topic", "`partition`", "`offset`", "CAST(NULL AS STRING) AS member", "0 AS epoch",
-                               "ts", "CAST(NULL AS INT) AS generation", "0L AS _fh", "0L AS _blk", "CAST(NULL AS BIGINT) AS _pos")
-    u = c.unionByName(p).selectExpr(
-        # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
-        "side + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST(epoch + 2 AS BIGINT), 36) AS k",
-        "topic", "member", "`offset` >> 6 AS b", f"_fh AS fh", "_blk AS blk", f"coalesce(_pos >> {CHUNK_BITS}, 0L) AS c",
-        "`offset`", "ts", "generation", "_pos")
-    agg = u.groupBy("k", "topic", "member", "b", "fh", "blk", "c").agg(
-        F.expr("count(1)").alias("n"), F.expr("bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT)))").alias("mask"),
-        F.expr("min(shiftleft(ts, 6) | (`offset` & 63))").alias("kmin"),
-        F.expr("max(shiftleft(ts, 6) | (`offset` & 63))").alias("kmax"), F.expr("max(generation)").alias("gmax"),
-        *[F.expr(x) for x in pw], F.expr(f"sum((`offset` & 63) * (_pos & {(1 << CHUNK_BITS) - 1}))").alias("s"))
-    return agg.selectExpr("CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-                          "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "topic", "member", "b", "fh", "blk", "c", "n",
-                          "mask", "kmin", "kmax", "gmax", *[f"p{w}" for w in range(WORDS)], "s")
+    c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
+                                          epoch_expr(bounds)),
+                               "topic", "member", "`offset` >> 6 AS b", "_fh AS fh", "_blk AS blk",
+                               f"_pos >> {CHUNK_BITS} AS c", "`offset`", "ts", "generation", "_pos")
+    c = c.groupBy("k", "topic", "member", "b", "fh", "blk", "c").agg(*[F.expr(x) for x in (
+        *base, "max(generation) AS gmax", *pw, f"sum((`offset` & 63) * (_pos & {(1 << CHUNK_BITS) - 1})) AS s")])
+    p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
+                                          f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
+                               "topic", "`offset` >> 6 AS b", "`offset`", "ts")
+    p = p.groupBy("k", "topic", "b").agg(*[F.expr(x) for x in base])
+    return c.unionByName(p, allowMissingColumns=True).selectExpr(
+        "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "topic", "member", "b", "fh", "blk", "c", "n", "mask", "kmin",
+        "kmax", "gmax", *[f"p{w}" for w in range(WORDS)], "s")
 
 
 def totals(agg) -> dict[int, tuple]:
@@ -220,9 +219,9 @@ def _chunk_sorted(mask, n, pw, s) -> np.ndarray:
         om = np.unpackbits(mask[idx].view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
         pm = np.concatenate([np.unpackbits(w[idx].view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
                              for w in pw], axis=1)
-        orow, ocol = np.nonzero(om)
-        _, pcol = np.nonzero(pm)   # row-major: the k-th offset of a group pairs with its k-th position
-        smax = np.bincount(orow, weights=(ocol * pcol).astype(np.float64), minlength=len(idx))
+        o = np.flatnonzero(om.view(bool))   # row-major: the k-th offset of a group pairs with its k-th position
+        pcol = np.flatnonzero(pm.view(bool)) % (64 * WORDS)
+        smax = np.bincount(o >> 6, weights=((o & 63) * pcol).astype(np.float64), minlength=len(idx))
         ok[idx] = np.rint(smax).astype(np.int64) == s[idx]
     return ok
 
@@ -241,28 +240,26 @@ def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
     """All checks over one partition's groups (pyarrow table of :func:`aggregate`'s columns). ``cfg``:
     ``periods`` {(member, topic, partition): [(first epoch, last epoch, period id)]}, ``with_events``
     (members that logged events), ``t0``/``bin_ms`` (the rate's bins). Returns (kind, row) pairs."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     if table.num_rows == 0:
         return []
     col = lambda name, fill=0: np.asarray(table.column(name).fill_null(fill).to_numpy(zero_copy_only=False))  # noqa: E731
     topic, partition = table.column("topic")[0].as_py(), int(table.column("partition")[0].as_py())
     side, b = col("side").astype(np.int64), col("b").astype(np.int64)
-    members = table.column("member").to_pylist()
     out: list[tuple[str, dict]] = []
     cons = np.nonzero(side == CONSUMED)[0]
     prod = np.nonzero(side == PRODUCED)[0]
-    names = sorted({members[i] for i in cons})
-    code = {m: i for i, m in enumerate(names)}
-    mcode = np.array([code[members[i]] for i in cons], np.int64)
+    names = sorted({m for m in table.column("member").unique().to_pylist() if m is not None})
+    mcode = np.asarray(pc.index_in(table.column("member"), pa.array(names, pa.string())).fill_null(-1))[cons].astype(np.int64)
     epoch = col("epoch")[cons].astype(np.int64)
-    period = np.empty(len(cons), np.int64)
-    for (m, e) in {(int(x), int(y)) for x, y in zip(mcode, epoch)}:
-        member = names[m]
-        value = OUTSIDE_PERIOD if member in cfg["with_events"] else NO_EVENTS_PERIOD
-        for lo, hi, pid in cfg["periods"].get((member, topic, partition), ()):
-            if lo <= e <= hi:
-                value = pid
-                break
-        period[(mcode == m) & (epoch == e)] = value
+    pairs, inv = np.unique(mcode << 32 | epoch, return_inverse=True)
+    values = []
+    for m, e in zip((pairs >> 32).tolist(), (pairs & 0xFFFFFFFF).tolist()):  # one lookup per (member, epoch)
+        value = OUTSIDE_PERIOD if names[m] in cfg["with_events"] else NO_EVENTS_PERIOD
+        values.append(next((pid for lo, hi, pid in cfg["periods"].get((names[m], topic, partition), ())
+                            if lo <= e <= hi), value))
+    period = np.asarray(values, np.int64)[inv.ravel()] if len(cons) else np.zeros(0, np.int64)
     g = {"m": mcode, "period": period, "b": b[cons], "n": col("n")[cons].astype(np.int64),
          "mask": col("mask")[cons].astype(np.int64), "kmin": col("kmin")[cons].astype(np.int64),
          "kmax": col("kmax")[cons].astype(np.int64), "fh": col("fh")[cons].astype(np.int64),
@@ -310,13 +307,11 @@ def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
         out.append(("dirty", {"topic": topic, "partition": partition, "b": int(allb[i]), "lostmask": int(lostmask[i]),
                               "unackedmask": int(unacked[i]), "ptmin": none(B["ptmin"][i], BIG),
                               "ptmax": none(B["ptmax"][i], SMALL), "ctmax": none(B["ctmax"][i], SMALL)}))
-    dup_b = set(allb[extra > 0].tolist())
-    for i in range(len(bg["b"])):
-        if int(bg["b"][i]) in dup_b:
-            out.append(("groups", {"topic": topic, "partition": partition, "b": int(bg["b"][i]),
-                                   "member": names[bg["m"][i]], "period": int(bg["period"][i]), "n": int(bg["n"][i]),
-                                   "mask": int(bg["mask"][i]), "tmin": int(bg["tmin"][i]), "tmax": int(bg["tmax"][i]),
-                                   "gmin": none(bg["gmin"][i], BIG), "gmax": none(bg["gmax"][i], -1)}))
+    for i in np.nonzero(np.isin(bg["b"], allb[extra > 0]))[0]:
+        out.append(("groups", {"topic": topic, "partition": partition, "b": int(bg["b"][i]),
+                               "member": names[bg["m"][i]], "period": int(bg["period"][i]), "n": int(bg["n"][i]),
+                               "mask": int(bg["mask"][i]), "tmin": int(bg["tmin"][i]), "tmax": int(bg["tmax"][i]),
+                               "gmin": none(bg["gmin"][i], BIG), "gmax": none(bg["gmax"][i], -1)}))
     ps = _reduce(bg, ["m", "period"], {"n": "sum"})
     out += [("periods", {"member": names[m], "topic": topic, "partition": partition, "period": int(p), "n": int(n)})
             for m, p, n in zip(ps["m"], ps["period"], ps["n"])]
@@ -353,44 +348,44 @@ def _order(g, topic, partition, names) -> list[dict]:
     """Log units (Parquet: a chunk of 512 rows; JSONL: a split) whose records must be read back to find
     every step back exactly: those holding a group not consumed in order, or two groups of one ownership that
     do not follow each other in the log, and the units just before and after them in that ownership."""
-    pw = [g[f"p{w}"] for w in range(WORDS)]
-    ok = _chunk_sorted(g["mask"], g["n"], pw, g["s"])
-    plo, phi = _pos_bounds(pw)
-    omin, omax = g["b"] * 64 + lowbit(g["mask"]), g["b"] * 64 + highbit(g["mask"])
     sel = np.nonzero(g["period"] >= 0)[0]
     if len(sel) == 0:
         return []
+    pw = [g[f"p{w}"][sel] for w in range(WORDS)]
+    ok = _chunk_sorted(g["mask"][sel], g["n"][sel], pw, g["s"][sel])
+    plo, phi = _pos_bounds(pw)
+    m, period, fh, blk, c, b = (g[k][sel] for k in ("m", "period", "fh", "blk", "c", "b"))
+    omin, omax = b * 64 + lowbit(g["mask"][sel]), b * 64 + highbit(g["mask"][sel])
     # a member's files in the order of their first record of this partition
-    first = {}
-    for i in sel:
-        key = (int(g["m"][i]), int(g["fh"][i]))
-        first[key] = min(first.get(key, BIG), int(g["kmin"][i] >> 6))
-    rank = np.array([first[(int(g["m"][i]), int(g["fh"][i]))] for i in sel], np.int64)
-    order = sel[np.lexsort((g["b"][sel], g["c"][sel], g["blk"][sel], g["fh"][sel], rank, g["period"][sel], g["m"][sel]))]
-    bad_units: dict[tuple, set] = {}
-    seq_units: dict[tuple, list] = {}
-    for idx, i in enumerate(order):
-        seq = (int(g["m"][i]), int(g["period"][i]))
-        unit = (int(g["fh"][i]), int(g["blk"][i]), int(g["c"][i]) if g["blk"][i] < 0 else 0)
-        units = seq_units.setdefault(seq, [])
-        if not units or units[-1] != unit:
-            units.append(unit)
-        if not ok[i]:
-            bad_units.setdefault(seq, set()).add(len(units) - 1)
-        h = order[idx - 1] if idx else None
-        if h is not None and (int(g["m"][h]), int(g["period"][h])) == seq:
-            same = (g["fh"][h], g["blk"][h], g["c"][h]) == (g["fh"][i], g["blk"][i], g["c"][i])
-            if omax[h] >= omin[i] or (same and phi[h] >= plo[i]):  # the two groups do not follow each other
-                bad_units.setdefault(seq, set()).update({len(units) - 1, len(units) - 1 - (not same)})
-    out = []
-    for seq, bad in bad_units.items():
-        units = seq_units[seq]
-        wanted = sorted({j + d for j in bad for d in (-1, 0, 1) if 0 <= j + d < len(units)})
-        for j in wanted:
-            fh, blk, c = units[j]
-            out.append({"member": names[seq[0]], "topic": topic, "partition": partition, "period": seq[1],
-                        "fh": fh, "blk": blk, "c": c, "idx": j})
-    return out
+    _, fcode = np.unique(fh, return_inverse=True)
+    files, inv = np.unique(m << 32 | fcode.ravel(), return_inverse=True)
+    first = np.full(len(files), BIG, np.int64)
+    np.minimum.at(first, inv.ravel(), g["kmin"][sel] >> 6)
+    uc = np.where(blk < 0, c, 0)
+    o = np.lexsort((b, c, blk, fh, first[inv.ravel()], period, m))
+    m, period, fh, blk, c, uc, ok, plo, phi, omin, omax = (x[o] for x in (m, period, fh, blk, c, uc, ok, plo, phi, omin, omax))
+    new_seq = np.ones(len(o), bool)
+    new_seq[1:] = (m[1:] != m[:-1]) | (period[1:] != period[:-1])
+    new_unit = new_seq.copy()
+    new_unit[1:] |= (fh[1:] != fh[:-1]) | (blk[1:] != blk[:-1]) | (uc[1:] != uc[:-1])
+    unit = np.cumsum(new_unit) - 1                       # global unit id, in log order
+    seq = np.cumsum(new_seq) - 1
+    seq_first = unit[new_seq]                           # first unit id of each (member, period)
+    seq_end = np.append(seq_first[1:], unit[-1] + 1)
+    same = np.zeros(len(o), bool)
+    same[1:] = (fh[1:] == fh[:-1]) & (blk[1:] == blk[:-1]) & (c[1:] == c[:-1])
+    clash = np.zeros(len(o), bool)                      # the two groups do not follow each other
+    clash[1:] = ~new_seq[1:] & ((omax[:-1] >= omin[1:]) | (same[1:] & (phi[:-1] >= plo[1:])))
+    bad_u = np.concatenate([unit[~ok], unit[clash], unit[clash & ~same] - 1])
+    bad_s = np.concatenate([seq[~ok], seq[clash], seq[clash & ~same]])
+    cand_u = np.concatenate([bad_u + d for d in (-1, 0, 1)])
+    cand_s = np.tile(bad_s, 3)
+    keep = (cand_u >= seq_first[cand_s]) & (cand_u < seq_end[cand_s])
+    wanted = np.unique(cand_u[keep])
+    rep = np.nonzero(new_unit)[0][wanted]               # first group of each wanted unit
+    return [{"member": names[m[i]], "topic": topic, "partition": partition, "period": int(period[i]),
+             "fh": int(fh[i]), "blk": int(blk[i]), "c": int(uc[i]), "idx": int(u - seq_first[seq[i]])}
+            for u, i in zip(wanted.tolist(), rep.tolist())]
 
 
 def steps_back(units: list[dict], rows: list[dict], period_of) -> list[tuple]:
