@@ -47,23 +47,27 @@ class BrokerRestart(BrokerFault):
 
 
 class RollingRestartParams(FaultParams):
-    order: list[str] | None = Field(None, description="brokers in the order to restart them (default: kafka-1..N)")
+    order: list[str] | None = Field(None, min_length=1, description="brokers to restart, in this order (default: kafka-1..N)")
     settle_s: float = Field(0, ge=0, le=600, description="extra wait after each broker is back and nothing is under-replicated")
     replicated_timeout_s: float = Field(300, gt=0, description="how long to wait for every ISR to be full before the next broker")
 
     def check(self, facts, target: str) -> None:
         if self.order is None:
             return
-        unknown = [b for b in self.order if b not in facts.broker_names]
-        if unknown or len(set(self.order)) != len(self.order):
-            raise ValueError(f"order: must list distinct brokers of {list(facts.broker_names)}, got {self.order}")
+        for i, name in enumerate(self.order):
+            if name not in facts.broker_names:
+                raise ValueError(f"order[{i}]: {name!r} is not one of {list(facts.broker_names)}")
+        if len(set(self.order)) != len(self.order):
+            raise ValueError(f"order: lists a broker twice: {self.order}")
 
 
 class RollingRestart(BrokerFault):
     """Every broker in turn, as an operator deploys: a graceful stop, a start, then wait until the
     broker is back and no partition is under-replicated before the next one goes down. Each step is
-    noted in faults.jsonl (`steps`). The roll runs in its own thread; the heal waits for it to end,
-    so duration_s is only when the nemesis looks at it again."""
+    noted in faults.jsonl (`steps`). The roll runs in its own thread, so the nemesis goes on with
+    other steps meanwhile. The heal, due at duration_s, waits for the roll to end (at most
+    ROLL_LIMIT_S) and then starts any broker still down: give duration_s at least the roll's length
+    (15-40 s a broker on the shared 2-core machine), or that heal holds the nemesis thread until the roll ends."""
     kind = "rolling_restart"
     target_kind = "cluster"
     Params = RollingRestartParams
@@ -85,6 +89,7 @@ class RollingRestart(BrokerFault):
             for broker in self.order:
                 step = {"broker": broker.name, "down_ms": _now_ms()}
                 broker.container.get_wrapped_container().stop(timeout=GRACEFUL_STOP_S)
+                step["stopped_ms"] = _now_ms()
                 self.cluster.start_broker(broker)
                 step["up_ms"] = _now_ms()
                 self.cluster.wait_until(lambda: not self.cluster.under_replicated(), self.spec.replicated_timeout_s,

@@ -19,6 +19,7 @@ from testcontainers.core.network import Network
 
 from faults import netns
 from harness import broker_config
+from harness.probe import api_versions_roundtrip
 from harness.progress import progress
 from harness.scenario import ClusterSpec
 from harness.toxiproxy import Proxy, Toxiproxy
@@ -162,8 +163,12 @@ class KafkaCluster:
         container.reload()
         if container.status != "running":
             container.start()
-        self.wait_until(lambda: broker.node_id in self.registered_brokers(), timeout_s,
-                        f"{broker.name} did not register again", broker)
+        # A crash shorter than the broker's session leaves its old registration standing, so being
+        # listed is not enough: the restarted process must answer too (a KRaft broker opens its
+        # listeners only once it has caught up and been unfenced).
+        self.wait_until(lambda: api_versions_roundtrip(broker.control_address) is not None
+                        and broker.node_id in self.registered_brokers(), timeout_s,
+                        f"{broker.name} did not come back (answering and registered)", broker)
 
     def registered_brokers(self) -> set[int]:
         """Node ids of the brokers the cluster's metadata lists (registered and unfenced)."""
@@ -174,6 +179,27 @@ class KafkaCluster:
         metadata = self.admin().list_topics(timeout=5)
         return [f"{topic.topic}:{p.id}" for topic in metadata.topics.values() for p in topic.partitions.values()
                 if set(p.isrs) != set(p.replicas)]
+
+    def quorum_replication(self) -> dict[int, dict[str, str]]:
+        """Each KRaft voter as the quorum leader sees it (LogEndOffset, Lag, LastFetchTimestamp,
+        LastCaughtUpTimestamp in epoch ms, Status), from `kafka-metadata-quorum.sh describe --replication`
+        run inside a running broker. That starts a JVM (seconds of CPU), so start_broker does not poll
+        it: a broker is unfenced only once its metadata log, which is its voter's log (combined
+        mode), has caught up, and the tests cross-check that here."""
+        for broker in self.brokers:
+            container = broker.container.get_wrapped_container()
+            container.reload()
+            if container.status != "running":
+                continue
+            result = container.exec_run(["kafka-metadata-quorum.sh", "--bootstrap-controller",
+                                         f"localhost:{broker_config.CONTROLLER_PORT}", "describe", "--replication"],
+                                        demux=True)
+            lines = (result.output[0] or b"").decode().splitlines()
+            if result.exit_code == 0 and lines and lines[0].startswith("NodeId"):
+                header = [name.strip() for name in lines[0].split("\t")]
+                rows = [dict(zip(header, (cell.strip() for cell in line.split("\t")))) for line in lines[1:] if line.strip()]
+                return {int(row["NodeId"]): row for row in rows}
+        raise ClusterError("no running broker described the metadata quorum")
 
     def wait_until(self, condition, timeout_s: float, what: str, broker: "Broker | None" = None) -> None:
         """Poll a condition (an exception counts as not yet); ClusterError with the broker's log tail if it never holds."""

@@ -8,6 +8,7 @@ from confluent_kafka.admin import NewTopic
 from faults.context import FaultContext
 from faults.lifecycle import BrokerCrash, BrokerRestart
 from faults.timeline import FaultTimeline
+from harness.probe import api_versions_roundtrip
 from run_logs import rows
 
 pytestmark = pytest.mark.cluster
@@ -39,6 +40,15 @@ def test_a_crashed_coordinator_fails_over_comes_back_and_nothing_is_lost(chaos_r
     crashed = kafka_cluster.broker(fault["target"])
     assert crashed.node_id in kafka_cluster.registered_brokers()
     assert wait_until(lambda: not kafka_cluster.under_replicated()), "the crashed broker never caught up"
+    assert_voters_caught_up_since(kafka_cluster, fault["healed_at_ms"])
+
+
+def assert_voters_caught_up_since(cluster, since_ms: int) -> None:
+    """Kafka's own view of the KRaft quorum: every voter reached the leader's log end after since_ms."""
+    voters = cluster.quorum_replication()
+    assert sorted(voters) == [b.node_id for b in cluster.brokers], voters
+    for node_id, voter in voters.items():
+        assert voter["Status"] == "Leader" or int(voter["LastCaughtUpTimestamp"]) >= since_ms, (node_id, voter)
 
 
 def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_crash_does_not(kafka_cluster):
@@ -52,6 +62,7 @@ def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_
     with restart:  # inject returns once the container has stopped
         assert broker.node_id not in leaders_of(kafka_cluster, topic), "a controlled shutdown moves leaders first"
     assert broker.node_id in kafka_cluster.registered_brokers()
+    assert api_versions_roundtrip(broker.client_address, timeout_s=5) is not None, "its client proxy no longer reaches it"
     assert wait_until(lambda: not kafka_cluster.under_replicated())
 
     broker = kafka_cluster.brokers[2]  # the restarted one leads nothing until a preferred election
@@ -66,13 +77,30 @@ def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_
 
 @pytest.mark.slow
 def test_a_rolling_restart_under_load_loses_nothing_and_leaves_every_isr_full(chaos_run, kafka_cluster):
-    outcome = chaos_run({"producer": {"records": 40_000, "rate": 1000},
-                         "faults": [{"kind": "rolling_restart", "target": "cluster", "at_s": 3, "duration_s": 20}]})
+    outcome = chaos_run({"producer": {"records": 120_000, "rate": 1000},  # longer than the roll (60-90 s here)
+                         "faults": [{"kind": "rolling_restart", "target": "cluster", "at_s": 3, "duration_s": 100}]})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     [fault] = rows(outcome.run_dir, "faults")
-    assert [s["broker"] for s in fault["steps"]] == ["kafka-1", "kafka-2", "kafka-3"], fault
+    steps = fault["steps"]
+    assert [s["broker"] for s in steps] == ["kafka-1", "kafka-2", "kafka-3"], fault
     assert "roll_error" not in fault, fault
-    for before, after in zip(fault["steps"], fault["steps"][1:]):
+    for step in steps:
+        assert step["down_ms"] <= step["stopped_ms"] <= step["up_ms"] <= step["replicated_ms"], step
+    for before, after in zip(steps, steps[1:]):
         assert after["down_ms"] >= before["replicated_ms"], "the next broker went down before the ISR was full"
+    last_ack_ms = max(r["acked_at_ms"] for r in rows(outcome.run_dir / "produced") if r["status"] == "ok")
+    assert steps[-1]["stopped_ms"] < last_ack_ms, "the last broker went down after the producer had finished"
     assert outcome.summary["lost_records"] == 0, outcome.summary
+    assert outcome.summary["valid"] is True, outcome.summary["anomalies"][:5]
     assert kafka_cluster.under_replicated() == []
+    assert_voters_caught_up_since(kafka_cluster, fault["steps"][-1]["up_ms"])
+
+
+def test_reset_faults_starts_a_broker_a_previous_test_left_crashed(kafka_cluster):
+    broker = kafka_cluster.brokers[0]
+    ctx = FaultContext(kafka_cluster, {}, FaultTimeline(None), random.Random(0), "g", "t")
+    BrokerCrash.build(ctx, broker.name, BrokerCrash.Params()).inject()  # never healed: a test that died mid-fault
+    assert wait_until(lambda: broker.node_id not in kafka_cluster.registered_brokers(), 60), "still registered (unfenced)"
+    kafka_cluster.reset_faults()
+    assert broker.node_id in kafka_cluster.registered_brokers()
+    assert api_versions_roundtrip(broker.client_address, timeout_s=5) is not None

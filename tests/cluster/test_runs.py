@@ -117,3 +117,41 @@ def workload_processes_of(run_id: str) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+@pytest.mark.slow
+def test_the_next_command_cleans_up_after_a_harness_killed_mid_crash_split_and_freeze(tmp_path):
+    """SIGKILL while a broker is crashed (its container stopped), another is split off (iptables rules in
+    its namespace) and a member is frozen (SIGSTOP, so it cannot notice its harness is gone):
+    `kafka-chaos clean` leaves nothing stopped, paused, cut or running."""
+    scenario = tmp_path / "long.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "name": "killed-mid-faults", "producer": {"records": 1_000_000, "rate": 1000},
+        "consumer_group": {"members": 2},
+        "faults": [{"kind": "broker_crash", "target": "kafka-1", "at_s": 1, "duration_s": 600},
+                   {"kind": "split", "target": "kafka-3", "at_s": 1, "duration_s": 600},
+                   {"kind": "member_freeze", "target": "member-2", "at_s": 1, "duration_s": 600}]}))
+    runs = tmp_path / "runs"
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario), "--runs-dir", str(runs)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and process.poll() is None:
+            found = list(runs.glob("*/faults.jsonl"))
+            if found and sum("inject_done_ms" in line for line in found[0].read_text().splitlines()) == 3:
+                break
+            time.sleep(0.5)
+        [run_dir] = list(runs.iterdir())
+        assert sum("inject_done_ms" in line for line in (run_dir / "faults.jsonl").read_text().splitlines()) == 3
+    finally:
+        process.kill()
+        process.wait()
+    assert any(c.status == "exited" for c in docker.from_env().containers.list(
+        all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"})), "the crashed broker should be left stopped"
+    clean = subprocess.run([sys.executable, "-m", "harness.cli", "clean"], capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and "thawed 1 " in clean.stdout, clean.stdout + clean.stderr
+    assert docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"}) == []
+    deadline = time.monotonic() + 60  # the thawed member sees its harness gone and stops (forced after 15 s)
+    while workload_processes_of(run_dir.name) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert workload_processes_of(run_dir.name) == []
