@@ -270,10 +270,6 @@ class Check:
     run: Callable           # Facts -> (anomalies, count, info dict); may raise Undecided
 
 
-class Skip(Exception):
-    """The check cannot run on this input (the reason is reported)."""
-
-
 REGISTRY: dict[str, Check] = {}
 
 

@@ -17,7 +17,6 @@ from .contract import INT32, INT64, STRING
 from .errors import InputError
 
 SPARK_TYPE = {STRING: "string", INT32: "int", INT64: "bigint"}
-TYPE_WORDS = contract.TYPE_WORDS
 
 
 @dataclass
@@ -42,7 +41,7 @@ class Records:
     def has(self, column: str) -> bool:
         return column in self.columns
 
-    def rows(self, condition: str):
+    def rows(self, condition: str | None = None):
         """The rows matching the SQL ``condition`` (pushed down to the reader: Parquet row groups skipped on
         their statistics, JSON rows dropped once parsed), with their place in the log (_fh, _blk, _pos)."""
         df = None
@@ -139,7 +138,7 @@ def _read_parquet_schema(run_dir: Path, table: str, path: Path) -> dict[str, str
             found[column.name] = None
         elif kind != expected:
             raise InputError(f"{rel(run_dir, path)}: column '{column.name}' has type {pa_type}, "
-                             f"expected {TYPE_WORDS[column.type]}")
+                             f"expected {contract.TYPE_WORDS[column.type]}")
         else:
             found[column.name] = _spark_type_for_arrow(pa_type)
     return found
@@ -191,11 +190,6 @@ def bad_sql(table: str, fmt: str) -> str:
     return "CAST(CASE " + " ".join(f"WHEN {cond} THEN {code}" for code, cond in sorted(cases, key=lambda x: x[0])) + " END AS INT)"
 
 
-def _bad_expr(table: str, fmt: str):
-    from pyspark.sql import functions as F
-    return F.expr(bad_sql(table, fmt))
-
-
 def _canonical(source: Source, table: str, condition: str | None = None):
     """Contract columns with their contract types, ``_bad`` (see bad_sql), ``ts``; for consumed rows also their
     place in the member's log: ``_fh`` (hash of the file's path), ``_blk`` (JSONL: the split's first byte;
@@ -226,12 +220,16 @@ def precheck(run_dir: Path, table: str) -> list[Path]:
         if path.suffix == ".parquet":
             _parquet_schema(run_dir, table, path)
         else:
-            try:
-                with open(path, "rb") as fh:
-                    fh.read(1)
-            except OSError as exc:
-                raise InputError(f"{rel(run_dir, path)}: unreadable file ({exc.strerror or exc})") from exc
+            _readable(run_dir, path)
     return files
+
+
+def _readable(run_dir: Path, path: Path) -> None:
+    try:
+        with open(path, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InputError(f"{rel(run_dir, path)}: unreadable file ({exc.strerror or exc})") from exc
 
 
 def load(spark, run_dir: Path, table: str) -> Records:
@@ -249,19 +247,12 @@ def load(spark, run_dir: Path, table: str) -> Records:
             present.update(s.present)
     if jsonl:
         for path in jsonl:
-            try:
-                with open(path, "rb") as fh:
-                    fh.read(1)
-            except OSError as exc:
-                raise InputError(f"{rel(run_dir, path)}: unreadable file ({exc.strerror or exc})") from exc
+            _readable(run_dir, path)
         sources.append(_read_json(spark, table, jsonl))
         present.update(_json_columns_present(jsonl, contract.READ[table]))
-    df = None
-    for source in sources:
-        part = _canonical(source, table)
-        df = part if df is None else df.unionByName(part)
-    size = sum(p.stat().st_size for p in files)
-    return Records(table, run_dir, files, df, sources, size, present)
+    records = Records(table, run_dir, files, None, sources, sum(p.stat().st_size for p in files), present)
+    records.df = records.rows()
+    return records
 
 
 def _json_columns_present(files: list[Path], columns, probe_lines: int = 50) -> set[str]:
@@ -289,7 +280,7 @@ def diagnose(records: Records, limit: int = 200) -> list[str]:
     warnings: list[str] = []
     problems = 0
     for source in records.sources:
-        bad = _bad_expr(records.table, source.fmt)
+        bad = F.expr(bad_sql(records.table, source.fmt))
         raw = source.raw
         cols = [F.col("_metadata.file_path").alias("_file"), bad.alias("_code")]
         if source.fmt == "jsonl":
