@@ -45,15 +45,18 @@ def _rule(address: str, port: int, tag: str) -> list[str]:
     return ["-d", address, "-p", "tcp", "--dport", str(port), "-m", "comment", "--comment", tag, "-j", "DROP"]
 
 
-def drop(container, address: str, ports: list[int], tag: str) -> None:
-    """Drop every outgoing TCP packet to address:port for these ports (idempotent)."""
+def drop(container, address: str, ports: list[int], tag: str) -> bool:
+    """Drop every outgoing TCP packet to address:port for these ports (idempotent). False if the
+    container is down (a crashed broker): it has no namespace, and sends nothing until it restarts,
+    when it gets a fresh namespace without these rules."""
     pid = _pid(container)
     if pid is None:
-        raise FirewallError(f"{container.name} is not running: no network namespace to cut")
+        return False
     _ensure_chain(pid)
     for port in ports:
         if not _iptables(pid, "-C", CHAIN, *_rule(address, port, tag), check=False):
             _iptables(pid, "-A", CHAIN, *_rule(address, port, tag))
+    return True
 
 
 def undrop(container, address: str, ports: list[int], tag: str) -> None:

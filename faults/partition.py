@@ -30,9 +30,13 @@ class BrokerPartition(BrokerFault):
 
     def _inject(self) -> None:
         self.note(cut=[sorted([a.name, b.name]) for a, b in self.pairs], rule_tag=self._tag)
+        down = set()
         for a, b in self.pairs:
-            netns.drop(_container(a), self._toxiproxy_ip, list(b.peer_ports), self._tag)
-            netns.drop(_container(b), self._toxiproxy_ip, list(a.peer_ports), self._tag)
+            for sender, receiver in ((a, b), (b, a)):
+                if not netns.drop(_container(sender), self._toxiproxy_ip, list(receiver.peer_ports), self._tag):
+                    down.add(sender.name)
+        if down:  # a broker that is down gets no rules; once restarted it is not cut (a fresh namespace)
+            self.note(down_when_cut=sorted(down))
 
     def _heal(self) -> None:
         for a, b in self.pairs:

@@ -6,7 +6,7 @@ from run_logs import rows
 pytestmark = pytest.mark.cluster
 
 
-@pytest.mark.parametrize("commit", ["auto", "before_process"])
+@pytest.mark.parametrize("commit", ["auto", pytest.param("before_process", marks=pytest.mark.slow)])
 def test_a_commit_mode_without_faults_consumes_everything_once_and_commits(chaos_run, commit):
     outcome = chaos_run({"producer": {"records": 10_000, "rate": 2500},
                          "consumer_group": {"commit": commit, "auto_commit_interval_ms": 500,

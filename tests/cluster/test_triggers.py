@@ -42,7 +42,7 @@ def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_membe
     assert outcome.summary["lost_records"] == 0
 
 
-@pytest.mark.parametrize("static", [False, True])
+@pytest.mark.parametrize("static", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_a_graceful_leave(chaos_run, static):
     """Dynamic: LeaveGroup, the others rebalance at once. Static: no LeaveGroup, nothing moves until the
     10 s session has expired."""
@@ -61,6 +61,7 @@ def test_a_graceful_leave(chaos_run, static):
     assert outcome.summary["lost_records"] == 0
 
 
+@pytest.mark.slow
 def test_slow_processing_past_max_poll_interval_removes_the_member(chaos_run):
     outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000},
                          "consumer_group": {"max_poll_interval_ms": 8000, "session_timeout_ms": 6000},
@@ -77,6 +78,7 @@ def test_slow_processing_past_max_poll_interval_removes_the_member(chaos_run):
     assert not [a for a in summary["anomalies"] if a["type"] == "duplicate_over_budget"], summary["anomalies"][:3]
 
 
+@pytest.mark.slow
 def test_added_partitions_are_assigned_and_consumed(chaos_run):
     # both clients notice new partitions on their next metadata refresh (5 minutes by default)
     outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000},
