@@ -223,6 +223,7 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
         out["duplicated_offsets"] = out["counts"]["duplicate"]
     if "lost" in out["counts"]:
         out["lost_records"] = out["counts"]["lost"]
+    out["lost_within_budget_records"] = out["counts"].get("lost_within_budget")
 
     if hist.has_faults:
         run.guarded(("attribution",), C.attribute, out["anomalies"], hist, grace_ms)
@@ -302,6 +303,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_ex
         "duplicated_offsets": res.get("duplicated_offsets"),
         "duplicate_extra_deliveries": res.get("extra_deliveries"),
         "lost_records": res.get("lost_records"),
+        "lost_within_budget_records": res.get("lost_within_budget_records"),
         "anomalies": examples,
         "anomaly_counts": counts,
         "anomaly_ranges": ranges,

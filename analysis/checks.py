@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from typing import Callable
 
-from .history import OPEN, Commit, History, Period
+from .history import OPEN, Commit, History, Period, commit_mode
 from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64
 from .records import bits_of as bits
 
@@ -299,26 +299,110 @@ def duplicate_check(x: Facts):
     return dup, st["duplicated_offsets"], {"extra_deliveries": st["extra_deliveries"]}
 
 
-@check("lost", unit="acked (ok) records never consumed", color="#d62728")
+# ------------------------------------------------------------------------------------------------- losses
+AT_MOST_ONCE = ("auto", "before_process")
+
+
+@dataclass(frozen=True)
+class LossWindow:
+    """Offsets [lo, hi] of one partition that a member committed before it logged them, and then crashed:
+    Kafka will not deliver them again, and the member never logged them. The loss budget of an at-most-once
+    commit mode, the dual of the duplicate budget."""
+    lo: int
+    hi: int
+    member: str
+    mode: str
+    crashed_at: int
+
+
+def crashes(h: History) -> dict[str, list[int]]:
+    """member -> times its process was killed (a member_crash fault, or a ``crashed`` event it logged)."""
+    out = defaultdict(list)
+    for f in h.faults:
+        if f.kind == "member_crash":
+            out[f.target].append(f.injected_at_ms)
+    for e in h.events:
+        if e.kind == "crashed":
+            out[e.member].append(e.ts)
+    return out
+
+
+def loss_windows(ctx: Context) -> dict[tuple[str, int], list[LossWindow]]:
+    """For each ownership by a member in an at-most-once commit mode that its crash ended: from the committed
+    offset when the ownership began (where the member started to fetch) up to the member's last successful
+    commit before the crash. Under sync and async commits (log, then commit) there are none."""
+    h = ctx.history
+    modes = {e.member: commit_mode(e) for e in h.events if e.kind == "started"}
+    killed = crashes(h)
+    committed = defaultdict(list)  # (topic, partition) -> [(eff_ts, offset)] of every member's good commits
+    for c in h.commits:
+        if c.ok:
+            committed[(c.topic, c.partition)].append((c.eff_ts, c.offset))
+    for v in committed.values():
+        v.sort()
+    out = defaultdict(list)
+    for p in h.periods:
+        mode = modes.get(p.member)
+        if mode not in AT_MOST_ONCE:
+            continue
+        for t in killed.get(p.member, ()):
+            if not p.start <= t <= p.logged_end:
+                continue
+            last = ctx.last_commit(p.member, p.topic, p.partition, p.start, t)
+            before = committed[(p.topic, p.partition)]
+            i = bisect.bisect_right(before, (p.start, U64)) - 1
+            lo = before[i][1] if i >= 0 else 0
+            if last is not None and last.offset > lo:
+                out[(p.topic, p.partition)].append(LossWindow(lo, last.offset - 1, p.member, mode, t))
+    return out
+
+
+def _losses(x: Facts):
+    """(lost anomalies, lost_within_budget anomalies, their counts): every acked record nobody consumed, split
+    by the loss budget (loss_windows)."""
+    def split():
+        windows = loss_windows(x.ctx) if x.history.has_events else {}
+        out = {"lost": [], "lost_within_budget": []}
+        counts = {"lost": 0, "lost_within_budget": 0}
+        by_tp = defaultdict(list)
+        for r in x.got.get("dirty", []):
+            if r["lostmask"]:
+                by_tp[(r["topic"], r["partition"])].append(r)
+        for (topic, partition), rs in sorted(by_tp.items()):
+            cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
+            ws = windows.get((topic, partition), [])
+            budget = [next((w for w in ws if w.lo <= o <= w.hi), None) for o, _ in cells]
+            for run in _merge([(c, w, c[0]) for c, w in zip(cells, budget)], lambda it: it[1]):
+                window, offsets = run[0][1], [c[0] for c, _, _ in run]
+                t0 = min(c[1]["ptmin"] for c, _, _ in run)
+                t1 = max(max(c[1]["ptmax"], c[1]["ctmax"] or c[1]["ptmax"]) for c, _, _ in run)
+                owners = x.ctx.owners_during(topic, partition, t0, t1)
+                kind = "lost" if window is None else "lost_within_budget"
+                a = {"type": kind, "topic": topic, "partition": partition, "offsets": [offsets[0], offsets[-1]],
+                     "count": len(offsets), "members": sorted({p.member for p in owners}),
+                     "generations": sorted({p.generation for p in owners if p.generation is not None}),
+                     "time_ms": [t0, t1]}
+                if window is not None:
+                    a.update(members=[window.member], time_ms=[t0, max(t1, window.crashed_at)],
+                             reason=f"committed by {window.member} (commit: {window.mode}) and never logged: "
+                                    f"it was killed at {window.crashed_at}")
+                out[kind].append(a)
+                counts[kind] += len(offsets)
+        return out, counts
+    return x.once("losses", split)
+
+
+@check("lost", unit="acked (ok) records never consumed, outside any loss budget", color="#d62728")
 def lost(x: Facts):
-    anomalies, total = [], 0
-    by_tp = defaultdict(list)
-    for r in x.got.get("dirty", []):
-        if r["lostmask"]:
-            by_tp[(r["topic"], r["partition"])].append(r)
-    for (topic, partition), rs in sorted(by_tp.items()):
-        cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
-        total += len(cells)
-        offsets = [o for o, _ in cells]
-        for i, j in _ranges(offsets):
-            t0 = min(r["ptmin"] for _, r in cells[i:j])
-            t1 = max(max(r["ptmax"], r["ctmax"] or r["ptmax"]) for _, r in cells[i:j])
-            owners = x.ctx.owners_during(topic, partition, t0, t1)
-            anomalies.append({"type": "lost", "topic": topic, "partition": partition, "offsets": [offsets[i], offsets[j - 1]],
-                              "count": j - i, "members": sorted({p.member for p in owners}),
-                              "generations": sorted({p.generation for p in owners if p.generation is not None}),
-                              "time_ms": [t0, t1]})
-    return anomalies, total, {}
+    out, counts = _losses(x)
+    return out["lost"], counts["lost"], {}
+
+
+@check("lost_within_budget", invalidates=False, needs=("events",), unit="acked records never consumed that a crashed "
+       "at-most-once member (commit: auto or before_process) had committed", color="#f7b6d2")
+def lost_within_budget(x: Facts):
+    out, counts = _losses(x)
+    return out["lost_within_budget"], counts["lost_within_budget"], {}
 
 
 @check("duplicate_write", needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",

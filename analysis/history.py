@@ -19,7 +19,7 @@ from .errors import InputError
 from .inputs import jsonl_objects, rel
 
 OPEN = 2**62  # "still owned at the end of the history"
-STARTED_FACTS = ("client", "protocol", "assignor", "instance_id")
+STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "client_version", "librdkafka_version")
 
 
 @dataclass
@@ -73,7 +73,7 @@ class Event:
     offsets: dict[tuple[str, int], int] | None
     detail: str | None
     order: int
-    facts: dict = field(default_factory=dict)  # started: client, protocol, assignor, instance_id
+    facts: dict = field(default_factory=dict)  # started: client, protocol, assignor, instance_id, commit
 
 
 def group_protocol(e: Event) -> str | None:
@@ -82,6 +82,14 @@ def group_protocol(e: Event) -> str | None:
     if e.facts.get("protocol"):
         return str(e.facts["protocol"]).lower()
     m = re.search(r"protocol\s*[=:]\s*(\w+)", (e.detail or "").lower())
+    return m.group(1) if m else None
+
+
+def commit_mode(e: Event) -> str | None:
+    """A ``started`` event's commit mode (sync, async, auto, before_process): the typed field, else the detail text."""
+    if e.facts.get("commit"):
+        return str(e.facts["commit"]).lower()
+    m = re.search(r"commit\s*[=:]\s*(\w+)", (e.detail or "").lower())
     return m.group(1) if m else None
 
 

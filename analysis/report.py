@@ -83,7 +83,8 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
              f"{s.get('analysis_seconds') or 0:.1f}s with Spark {e(s['spark']['version'])} · grace {s['grace_ms']} ms</p>"]
     figs = [("produced_records", "acked records (ok)", False), ("consumed_rows", "consumed rows", False),
             ("duplicated_offsets", "duplicated offsets", False), ("duplicate_extra_deliveries", "extra deliveries", False),
-            ("lost_records", "lost records", True), ("rebalances", "rebalances", False)]
+            ("lost_records", "lost records", True), ("lost_within_budget_records", "lost within budget", False),
+            ("rebalances", "rebalances", False)]
     parts.append("<section id=figures class=figs>")
     for key, label, alarm in figs:
         v = s.get(key)

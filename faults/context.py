@@ -33,3 +33,4 @@ class FaultContext:
     group_id: str
     topic: str
     pool: Any = None                 # harness.run.MemberPool: starts members (joins, bounces, duplicates)
+    topics: Any = None               # harness.run.RunTopics: the run's topics; topic_create adds to them

@@ -7,6 +7,8 @@ Target kinds:
   member   member-N, random-member
   cluster  the whole cluster (a rolling restart)
   client   a workload client with a lane of its own: member-N (spare lanes included), producer-1, random-member
+  topic    `topic` (the scenario's first topic) or a topic's name
+  new_topic  the name of a topic that does not exist yet (topic_create)
   lane     a broker target (one of its lanes) or a client target (that client's lane to every broker)
 """
 from __future__ import annotations
@@ -124,12 +126,19 @@ def check_group_target(target: str, facts) -> None:
         raise ValueError(f"target: {target!r}: this trigger acts on the whole group; write target: group")
 
 
+def check_new_topic_target(target: str, facts) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", target):
+        raise ValueError(f"target: {target!r} is not a valid topic name (letters, digits, '.', '_', '-')")
+    if target in facts.topics:
+        raise ValueError(f"target: {target!r} is already a topic of this scenario")
+
+
 def check_topic_target(target: str, facts) -> None:
     if target != "topic" and target not in facts.topics:
         raise ValueError(f"target: {target!r} is not a topic of this scenario ({sorted(facts.topics)})")
 
 
-TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,
+TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "new_topic": check_new_topic_target, "broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,
                  "client": check_client_target, "lane": check_lane_target}
 
 

@@ -7,15 +7,14 @@ slow member speeds up again), or, for triggers with nothing to undo, when the ne
 """
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
+import re
 
 from confluent_kafka.admin import NewPartitions
 from pydantic import Field
 
 from faults.base import Fault, FaultParams
 from faults.targets import resolve_member
+from workloads.control import control_path, write_atomically
 
 
 class Trigger(Fault):
@@ -110,6 +109,24 @@ class SlowProcessing(Trigger):
         self.path.unlink(missing_ok=True)
 
 
+REFRESH_LIMIT_MS = 60_000
+CLIENT_REFRESH_DEFAULT_MS = 300_000
+
+
+def check_members_see_metadata(facts, kind: str, what: str) -> None:
+    """Classic members see new partitions and topics only when they refresh metadata, every 5 minutes by
+    default: longer than any drain. (Under KIP-848 the coordinator notices and assigns them itself.)"""
+    group = facts.group
+    if group.get("protocol") == "consumer":
+        return
+    config = group.get("config") or {}
+    refresh = group.get("metadata_refresh_ms") or config.get("topic.metadata.refresh.interval.ms") \
+        or config.get("metadata.max.age.ms") or CLIENT_REFRESH_DEFAULT_MS
+    if int(refresh) > REFRESH_LIMIT_MS:
+        raise ValueError(f"kind: {kind}: classic members see {what} only on their next metadata refresh, every "
+                         f"{int(refresh)} ms; set consumer_group.metadata_refresh_ms (e.g. 2000)")
+
+
 class PartitionsParams(FaultParams):
     partitions: int = Field(ge=2, le=10_000, description="the topic's new partition count")
 
@@ -117,6 +134,7 @@ class PartitionsParams(FaultParams):
         have = facts.topics.get(target) if target != "topic" else next(iter(facts.topics.values()), None)
         if have is not None and self.partitions <= have:
             raise ValueError(f"partitions: {target} already has {have}; a topic only grows")
+        check_members_see_metadata(facts, "partitions_add", "added partitions")
 
 
 class PartitionsAdd(Trigger):
@@ -130,6 +148,34 @@ class PartitionsAdd(Trigger):
         topic = self.ctx.topic if self.target == "topic" else self.target
         self.note(topic=topic)
         self.ctx.cluster.admin().create_partitions([NewPartitions(topic, self.spec.partitions)])[topic].result(30)
+
+
+class TopicParams(FaultParams):
+    partitions: int = Field(3, ge=1, le=1000)
+    replication_factor: int = Field(3, ge=1)
+
+    def check(self, facts, target: str) -> None:
+        pattern = facts.group.get("pattern")
+        if pattern is None:
+            raise ValueError("target: topic_create needs consumer_group.pattern: a group subscribed by name never "
+                             "sees a new topic, and the producer would write records nobody consumes")
+        if not re.fullmatch(pattern, target):
+            raise ValueError(f"target: {target!r} does not match consumer_group.pattern ({pattern!r})")
+        if self.replication_factor > facts.brokers:
+            raise ValueError(f"replication_factor: {self.replication_factor} is more than cluster.brokers ({facts.brokers})")
+        check_members_see_metadata(facts, "topic_create", "a new matching topic")
+
+
+class TopicCreate(Trigger):
+    """A new topic that matches the members' pattern subscription (target: its name) is created, and the
+    producer writes to it from then on (its records in turn with the other topics')."""
+    kind = "topic_create"
+    target_kind = "new_topic"
+    Params = TopicParams
+
+    def _inject(self) -> None:
+        self.ctx.cluster.create_topic(self.target, self.spec.partitions, self.spec.replication_factor)
+        self.ctx.topics.add(self.target)
 
 
 class DuplicateInstance(Trigger):
@@ -151,14 +197,3 @@ class DuplicateInstance(Trigger):
 
     def _heal(self) -> None:
         self.duplicate.stop()
-
-
-def control_path(process) -> Path:
-    return Path(process.settings["run_dir"]) / "control" / f"{process.name}.json"
-
-
-def write_atomically(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)

@@ -157,3 +157,21 @@ def _run(command: list[str], what: str) -> str:
         tail = "\n".join(output.strip().splitlines()[-6:])
         raise ClientVersionError(f"{what} failed:\n{tail}")
     return result.stdout
+
+
+def member_client(client: str, version: str | None, default_java, log=print) -> dict:
+    """The settings a member of `client` at `version` (None: the release the harness ships) runs with:
+    its interpreter or classpath, and what its release can do. `default_java()` gives the brokers'
+    own (classpath, log4j config) for an unpinned Java member."""
+    if client == "librdkafka":
+        if version is None:
+            return {"python": sys.executable}
+        pinned = librdkafka_client(version, log)
+        return {"python": pinned.python, "client_version": version, "librdkafka_version": pinned.librdkafka_version}
+    if version is None:
+        classpath, log4j_config = default_java()
+        return {"classpath": classpath, "log4j_config": str(log4j_config) if log4j_config else None,
+                "config_option": "--command-config", "group_protocol_option": True}
+    pinned = java_client(version, log)
+    return {"classpath": pinned.classpath, "log4j_config": None, "config_option": pinned.config_option,
+            "group_protocol_option": pinned.has_group_protocol, "client_version": version}

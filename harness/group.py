@@ -22,8 +22,8 @@ REQUEST_TIMEOUT_S = 10
 
 @dataclass(frozen=True)
 class GroupProgress:
-    end_offsets: dict[int, int]
-    committed: dict[int, int]
+    end_offsets: dict[tuple[str, int], int]
+    committed: dict[tuple[str, int], int]
 
     @property
     def produced(self) -> int:
@@ -41,8 +41,9 @@ class GroupWatcher:
     (FENCED_LEADER_EPOCH, unknown partition); so a failed read replaces the consumer.
     """
 
-    def __init__(self, bootstrap: str, group_id: str, topic: str, partitions: int) -> None:
-        self.bootstrap, self.group_id, self.topic, self.partitions = bootstrap, group_id, topic, partitions
+    def __init__(self, bootstrap: str, group_id: str, topics: list[str], partitions: int) -> None:
+        """`topics` is read on every call: a topic_create trigger appends to it."""
+        self.bootstrap, self.group_id, self.topics, self.partitions = bootstrap, group_id, topics, partitions
         self._consumer = self._new_consumer()
 
     def _new_consumer(self) -> Consumer:
@@ -51,16 +52,23 @@ class GroupWatcher:
 
     def progress(self) -> GroupProgress:
         try:
-            self.partitions = len(self._consumer.list_topics(self.topic, timeout=REQUEST_TIMEOUT_S).topics[self.topic].partitions) \
-                or self.partitions  # a partitions_add trigger grows the topic mid-run
-            partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
-            ends = {tp.partition: self._consumer.get_watermark_offsets(tp, timeout=REQUEST_TIMEOUT_S)[1] for tp in partitions}
+            partitions = [TopicPartition(topic, p) for topic in list(self.topics) for p in range(self._partitions_of(topic))]
+            ends = {(tp.topic, tp.partition): self._consumer.get_watermark_offsets(tp, timeout=REQUEST_TIMEOUT_S)[1]
+                    for tp in partitions}
             committed = self._consumer.committed(partitions, timeout=REQUEST_TIMEOUT_S)
         except KafkaException:
             self._consumer.close()
             self._consumer = self._new_consumer()
             raise
-        return GroupProgress(ends, {tp.partition: tp.offset for tp in committed if tp.offset >= 0})
+        self.partitions = len(partitions)
+        return GroupProgress(ends, {(tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0})
+
+    def _partitions_of(self, topic: str) -> int:
+        """Asked every time: a partitions_add trigger grows a topic mid-run."""
+        metadata = self._consumer.list_topics(topic, timeout=REQUEST_TIMEOUT_S).topics[topic]
+        if metadata.error is not None:
+            raise KafkaException(metadata.error)
+        return len(metadata.partitions)
 
     def is_stable(self, members: int) -> bool:
         """Every member joined and every partition assigned (asked in a child process, see above)."""

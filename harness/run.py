@@ -19,12 +19,14 @@ from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
 from harness.client_jars import java_client
+from harness.client_versions import ClientVersionError, member_client
 from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import Scenario, ScenarioError
+from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError
 from harness.versions import kafka_image
+from workloads.control import write_atomically
 from workloads.java_member import raw_events_path
 from workloads.verifiable import convert
 from workloads.services import WorkloadProcess, member_process, producer_process, stop_all
@@ -58,13 +60,41 @@ def timed_phase(outcome: RunOutcome, name: str):
         outcome.phases[name] = round(time.monotonic() - started, 2)
 
 
-def member_settings(scenario: Scenario, bootstrap: str) -> dict:
-    group = scenario.consumer_group.effective()
-    java = {}
-    if group.client == "java":
-        classpath, log4j_config = java_client(kafka_image())
-        java = {"classpath": classpath, "log4j_config": str(log4j_config) if log4j_config else None}
-    return {**java, "client": group.client, "bootstrap_servers": bootstrap, "topic": scenario.topic.name, "group_id": group.group_id,
+def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], dict]:
+    """Every (client, version) the group's members use, installed or resolved on first use (cached), and
+    checked against what the scenario asks of it, before the cluster starts."""
+    group, out = scenario.consumer_group, {}
+    for where, spec in _version_fields(group):
+        key = (spec.client, spec.version)
+        if key in out:
+            continue
+        try:
+            out[key] = member_client(spec.client, spec.version, lambda: java_client(kafka_image()), log=say)
+        except ClientVersionError as exc:
+            raise ScenarioError(f"{where}: {exc}") from None
+        if spec.client == "java" and spec.protocol == "consumer" and not out[key]["group_protocol_option"]:
+            raise ScenarioError(f"{where}: VerifiableConsumer {spec.version} has no --group-protocol (KIP-848's "
+                                "consumer protocol came to it in 3.7)")
+    return out
+
+
+def _version_fields(group: ConsumerGroupSpec) -> list[tuple[str, ConsumerGroupSpec]]:
+    """(the scenario field that names the release, the settings of the members it applies to)."""
+    fields = [("consumer_group.version", group)]  # also the members that join later
+    if isinstance(group.members, list):
+        specs, first = group.member_specs(), 0
+        for i, entry in enumerate(group.members):
+            fields.append((f"consumer_group.members[{i}].version", specs[first]))
+            first += entry.count
+    return fields
+
+
+def member_settings(scenario: Scenario, spec: ConsumerGroupSpec, client: dict, bootstrap: str) -> dict:
+    """One member's settings: `spec` is its own (consumer_group.member_specs()), `client` its release's."""
+    group = spec.effective()
+    return {**client, "client": group.client, "bootstrap_servers": bootstrap, "topic": scenario.topic.name,
+            "topics": [t.name for t in scenario.topics], "pattern": group.pattern,
+            "metadata_refresh_ms": group.metadata_refresh_ms, "group_id": group.group_id,
             "protocol": group.protocol, "assignor": group.assignor, "remote_assignor": group.remote_assignor,
             "session_timeout_ms": group.session_timeout_ms, "heartbeat_interval_ms": group.heartbeat_interval_ms,
             "max_poll_interval_ms": group.max_poll_interval_ms, "commit": group.commit,
@@ -74,23 +104,43 @@ def member_settings(scenario: Scenario, bootstrap: str) -> dict:
 
 def producer_settings(scenario: Scenario, bootstrap: str) -> dict:
     p = scenario.producer
-    return {"bootstrap_servers": bootstrap, "topic": scenario.topic.name, "records": p.records, "rate": p.rate,
+    return {"bootstrap_servers": bootstrap, "topics": [t.name for t in scenario.topics], "records": p.records, "rate": p.rate,
             "acks": p.acks, "idempotence": p.idempotence, "extra": p.config}
+
+
+class RunTopics:
+    """The run's topics: the scenario's, and those a topic_create trigger adds. The watcher reads the list;
+    the producer learns of an added topic from its control file and writes to it from then on."""
+
+    def __init__(self, names: list[str], producer_control: Path) -> None:
+        self.names, self.producer_control = names, producer_control
+
+    def add(self, name: str) -> None:
+        self.names.append(name)
+        write_atomically(self.producer_control, {"topics": self.names})
 
 
 class MemberPool:
     """The group's member processes by name: the ones the scenario declares, and those triggers start
     later (member_join on a spare lane, a restarted bounce, a duplicate group.instance.id)."""
 
-    def __init__(self, scenario: Scenario, run_dir: Path, cluster: KafkaCluster) -> None:
-        self.scenario, self.run_dir, self.cluster = scenario, run_dir, cluster
+    def __init__(self, scenario: Scenario, run_dir: Path, cluster: KafkaCluster, clients: dict) -> None:
+        self.scenario, self.run_dir, self.cluster, self.clients = scenario, run_dir, cluster, clients
+        self.specs = scenario.consumer_group.member_specs()
         self.processes: dict[str, WorkloadProcess] = {}
 
+    def spec(self, index: int) -> ConsumerGroupSpec:
+        """member-<index>'s settings; members beyond the scenario's (joins) have the group's own."""
+        return self.specs[index - 1] if index <= len(self.specs) else self.scenario.consumer_group
+
     def start(self, name: str, lane: str | None = None, instance: int | None = None) -> WorkloadProcess:
-        """Start member `name` on its own lane (or `lane`); static members get instance-<instance>."""
-        settings = member_settings(self.scenario, self.cluster.lane_bootstrap_servers(lane or name))
+        """Start member `name` on its own lane (or `lane`); static members get instance-<instance>; a
+        duplicate (`instance` given) runs with that member's settings."""
         index = instance if instance is not None else int(name.rsplit("-", 1)[1])
-        if self.scenario.consumer_group.static_membership:
+        spec = self.spec(index)
+        settings = member_settings(self.scenario, spec, self.clients[(spec.client, spec.version)],
+                                   self.cluster.lane_bootstrap_servers(lane or name))
+        if spec.static_membership:
             settings["instance_id"] = f"instance-{index}"
         process = member_process(name, self.run_dir, settings).start()
         process.lane = lane or name  # what a client fault on this member (random-member) resolves to
@@ -107,9 +157,10 @@ class MemberPool:
         return list(self.processes.values())
 
 
-def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline) -> Nemesis:
+def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
+                topics: "RunTopics") -> Nemesis:
     ctx = FaultContext(cluster, pool.processes, timeline, random.Random(scenario.run.seed),
-                       scenario.consumer_group.group_id, scenario.topic.name, pool=pool)
+                       scenario.consumer_group.group_id, scenario.topic.name, pool=pool, topics=topics)
 
     def build(entry) -> Fault:
         """Called when the step fires, so a role (coordinator, leader, ...) resolves to the broker holding it then."""
@@ -157,6 +208,8 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
     say(f"run {run_id}: {run_dir}")
     own_cluster = cluster is None
     try:
+        with phase("clients"):
+            clients = resolve_clients(scenario)
         if own_cluster:
             with phase("cluster"):
                 cluster = KafkaCluster(scenario.cluster, run_id, client_lanes=scenario.client_lanes()).start()
@@ -164,7 +217,7 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
         if missing:
             raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
                                 f"(its lanes: {', '.join(cluster.client_lanes)})")
-        _run_on(cluster, scenario, run_dir, outcome, phase)
+        _run_on(cluster, scenario, run_dir, outcome, phase, clients)
         if scenario.run.log_format == "parquet":
             with phase("compact logs"):
                 compact_logs(run_dir)
@@ -202,11 +255,15 @@ def compact_logs(run_dir: Path) -> None:
         say(line)
 
 
-def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase) -> None:
-    write_json(run_dir / "cluster.json", cluster.describe())
-    group, topic = scenario.consumer_group, scenario.topic
+def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict) -> None:
+    write_json(run_dir / "cluster.json", {**cluster.describe(), "clients": [
+        {"client": client, "version": version or settings.get("client_version"),
+         **({"librdkafka_version": settings["librdkafka_version"]} if "librdkafka_version" in settings else {})}
+        for (client, version), settings in clients.items()]})
+    group = scenario.consumer_group
     timeline = FaultTimeline(run_dir / "faults.jsonl")
-    pool = MemberPool(scenario, run_dir, cluster)
+    topics = RunTopics([t.name for t in scenario.topics], run_dir / "control" / f"{PRODUCER}.json")
+    pool = MemberPool(scenario, run_dir, cluster, clients)
     nemesis = Nemesis([])
     producer: WorkloadProcess | None = None
     watcher: GroupWatcher | None = None
@@ -222,17 +279,19 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
             say(f"progress unavailable ({exc})")
 
     try:
-        with phase("topic"):
-            cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
-        watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topic.name, topic.partitions)
-        with phase(f"{group.members} members join {group.group_id}"):
-            for i in range(1, group.members + 1):  # each on its own lane, so a fault can hit one member's traffic
+        with phase("topics" if len(scenario.topics) > 1 else "topic"):
+            for topic in scenario.topics:
+                cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
+        watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topics.names,
+                               sum(t.partitions for t in scenario.topics))
+        with phase(f"{group.member_count} members join {group.group_id}"):
+            for i in range(1, group.member_count + 1):  # each on its own lane, so a fault can hit one member's traffic
                 pool.start(f"member-{i}")
-            if not wait_until(lambda: watcher.is_stable(group.members), GROUP_STABLE_TIMEOUT_S, "group stable"):
+            if not wait_until(lambda: watcher.is_stable(group.member_count), GROUP_STABLE_TIMEOUT_S, "group stable"):
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
-            nemesis = nemesis_for(scenario, cluster, pool, timeline)
+            nemesis = nemesis_for(scenario, cluster, pool, timeline, topics)
             producer = producer_process(PRODUCER, run_dir, producer_settings(scenario, cluster.lane_bootstrap_servers(PRODUCER))).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),

@@ -64,15 +64,36 @@ class ProcessingSpec(Strict):
     seed: int = 0
 
 
+VERSION = r"^\d+(\.\d+){1,3}$"
+ASSIGNORS = Literal["range", "roundrobin", "sticky", "cooperative-sticky"]
+COMMIT_MODES = Literal["sync", "async", "auto", "before_process"]
+
+
+class MemberSpec(Strict):
+    """Some members of a mixed group (consumer_group.members as a list); a field left out is the group's."""
+    count: int = Field(1, ge=1, le=32)
+    client: Literal["librdkafka", "java"] | None = None
+    version: str | None = Field(None, pattern=VERSION)
+    assignor: ASSIGNORS | None = None
+    static_membership: bool | None = None
+    commit: COMMIT_MODES | None = None
+
+
 class ConsumerGroupSpec(Strict):
     group_id: str = "chaos-group"
-    members: int = Field(3, ge=1, le=32)
+    members: int | list[MemberSpec] = Field(
+        3, description="how many members, or a list of member specs (count, client, version, assignor, "
+                       "static_membership, commit) for a mixed group")
     client: Literal["librdkafka", "java"] = Field("librdkafka", description="java: Apache Kafka's VerifiableConsumer")
+    version: str | None = Field(None, pattern=VERSION, description="the client release: confluent-kafka for librdkafka "
+                                "(installed from the package registry into a cached venv on first use), Apache Kafka "
+                                "for java (kafka-clients and VerifiableConsumer from Maven Central); default: the "
+                                "release the harness ships")
     protocol: Literal["classic", "consumer"] = "classic"
-    assignor: Literal["range", "roundrobin", "sticky", "cooperative-sticky"] | None = "range"
+    assignor: ASSIGNORS | None = "range"
     remote_assignor: Literal["uniform", "range"] | None = None
     static_membership: bool = False
-    commit: Literal["sync", "async", "auto", "before_process"] = Field(
+    commit: COMMIT_MODES = Field(
         "sync", description="sync/async: log then commit (at least once); auto: enable.auto.commit, offsets stored as "
                             "consume() returns them; before_process: commit then log (at most once, on purpose)")
     auto_commit_interval_ms: int = Field(5000, ge=1, le=3_600_000, description="with commit: auto")
@@ -81,7 +102,51 @@ class ConsumerGroupSpec(Strict):
     heartbeat_interval_ms: int | None = Field(1_000, ge=100)
     max_poll_interval_ms: int = Field(300_000, ge=1000)
     batch_size: int = Field(500, ge=1, le=100_000)
+    pattern: str | None = Field(None, description="subscribe by regular expression instead of by the run's topic names; "
+                                                  "every topic of the run must match it")
+    metadata_refresh_ms: int | None = Field(None, ge=100, description="how often members refresh metadata "
+                                            "(librdkafka topic.metadata.refresh.interval.ms, Java metadata.max.age.ms): "
+                                            "what bounds when a classic member sees added partitions or a new matching "
+                                            "topic; default: the client's (5 minutes)")
     config: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+
+    @model_validator(mode="after")
+    def _member_count(self):
+        total = self.member_count
+        if not 1 <= total <= 32:
+            raise ValueError(f"members: a group of 1 to 32 members, got {total}")
+        return self
+
+    @property
+    def member_count(self) -> int:
+        return self.members if isinstance(self.members, int) else sum(m.count for m in self.members)
+
+    def member_specs(self) -> list["ConsumerGroupSpec"]:
+        """Each member's own settings (a one-member group spec), in member-1..N order; a list entry's fields
+        override the group's. Every rule of the group applies to each, and a classic group's members must
+        share one assignor (each offers one, and the coordinator refuses a member with none in common)."""
+        if isinstance(self.members, int):
+            return [self.model_copy(update={"members": 1})] * self.members
+        specs, base = [], self.model_dump(exclude={"members"}, exclude_unset=True)
+        for i, m in enumerate(self.members):
+            own = {k: v for k, v in m.model_dump(exclude={"count"}).items() if v is not None}
+            try:
+                spec = ConsumerGroupSpec.model_validate({**base, **own, "members": 1})
+            except ValidationError as exc:
+                raise ValueError(_located(exc.errors()[0], f"members[{i}]")) from None
+            specs += [spec] * m.count
+        if self.protocol == "classic":
+            assignors = {s.assignor for s in specs}
+            if len(assignors) > 1:
+                raise ValueError(f"members: one classic group cannot mix assignors {sorted(assignors)}: each member "
+                                 "offers one, and Kafka refuses a member with none in common (INCONSISTENT_GROUP_PROTOCOL)")
+        return specs
+
+    @model_validator(mode="after")
+    def _every_member_is_valid(self):
+        if not isinstance(self.members, int):
+            self.member_specs()
+        return self
 
     @model_validator(mode="after")
     def _client_rules(self):
@@ -91,6 +156,13 @@ class ConsumerGroupSpec(Strict):
             raise ValueError(f"commit: the Java member (VerifiableConsumer) commits sync or auto only, not {self.commit}")
         if self.client == "java" and self.processing != ProcessingSpec():
             raise ValueError("processing: the Java member (VerifiableConsumer) has no processing delay; use client: librdkafka")
+        if self.client == "java" and self.pattern is not None:
+            raise ValueError("pattern: the Java member (VerifiableConsumer) subscribes to one topic by name; use client: librdkafka")
+        if self.pattern is not None:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern: not a regular expression: {exc}") from None
         return self
 
     @model_validator(mode="after")
@@ -198,7 +270,9 @@ class AnalysisSpec(Strict):
 class Scenario(Strict):
     name: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,80}$")
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
-    topic: TopicSpec = Field(default_factory=TopicSpec)
+    topics: list[TopicSpec] = Field(default_factory=lambda: [TopicSpec()], min_length=1, max_length=50,
+                                    description="the run's topics (`topic:` for one): the producer writes to each in "
+                                                "turn, the group subscribes to all of them (or by consumer_group.pattern)")
     producer: ProducerSpec = Field(default_factory=ProducerSpec)
     consumer_group: ConsumerGroupSpec = Field(default_factory=ConsumerGroupSpec)
     faults: list[FaultSpec] = Field(default_factory=list)
@@ -206,10 +280,35 @@ class Scenario(Strict):
     run: RunSpec = Field(default_factory=RunSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_topic(cls, data):
+        """`topic: {...}` is the one-topic form of `topics: [{...}]`."""
+        if isinstance(data, dict) and "topic" in data:
+            if "topics" in data:
+                raise ValueError("topic: give topic (one) or topics (a list), not both")
+            data = {**{k: v for k, v in data.items() if k != "topic"}, "topics": [data["topic"] or {}]}
+        return data
+
+    @property
+    def topic(self) -> TopicSpec:
+        """The first topic: what the `leader` role and a `topic` target mean."""
+        return self.topics[0]
+
     @model_validator(mode="after")
     def _cross_checks(self):
-        if self.topic.replication_factor > self.cluster.brokers:
-            raise ValueError(f"topic.replication_factor: {self.topic.replication_factor} is more than cluster.brokers ({self.cluster.brokers})")
+        names = [t.name for t in self.topics]
+        for i, t in enumerate(self.topics):
+            where = "topic" if len(self.topics) == 1 else f"topics[{i}]"
+            if t.replication_factor > self.cluster.brokers:
+                raise ValueError(f"{where}.replication_factor: {t.replication_factor} is more than cluster.brokers ({self.cluster.brokers})")
+            if t.name in names[:i]:
+                raise ValueError(f"{where}.name: {t.name!r} is listed twice")
+            if self.consumer_group.pattern is not None and not re.fullmatch(self.consumer_group.pattern, t.name):
+                raise ValueError(f"consumer_group.pattern: {where} {t.name!r} does not match it, so its records "
+                                 "would never be consumed")
+        if self.consumer_group.client == "java" and len(self.topics) > 1:
+            raise ValueError("topics: the Java member (VerifiableConsumer) subscribes to one topic; use client: librdkafka")
         facts = self.facts()
         for i, fault in enumerate(self.faults):
             _check_fault(fault, facts, f"faults[{i}]")
@@ -237,14 +336,14 @@ class Scenario(Strict):
 
     def client_lanes(self, spares: bool = True) -> tuple[str, ...]:
         """The workload clients that get a lane of their own: every member (and spares), and the producer."""
-        count = self.consumer_group.members + (self.cluster.spare_lanes if spares else 0)
+        count = self.consumer_group.member_count + (self.cluster.spare_lanes if spares else 0)
         return tuple(f"member-{n}" for n in range(1, count + 1)) + ("producer-1",)
 
     def facts(self) -> ScenarioFacts:
         """What a fault entry is checked against before anything starts."""
         return ScenarioFacts(brokers=self.cluster.brokers,
-                             members=tuple(f"member-{n}" for n in range(1, self.consumer_group.members + 1)),
-                             topics={self.topic.name: self.topic.partitions}, lanes=self.client_lanes(),
+                             members=tuple(f"member-{n}" for n in range(1, self.consumer_group.member_count + 1)),
+                             topics={t.name: t.partitions for t in self.topics}, lanes=self.client_lanes(),
                              group=self.consumer_group.effective().model_dump())
 
     def to_yaml(self) -> str:
@@ -282,15 +381,31 @@ def _message(item) -> str:
     return item["msg"].removeprefix("Value error, ")
 
 
+UNION_BRANCHES = {"int": int, "list[MemberSpec]": list}  # consumer_group.members: a count or member specs
+
+
+def _other_branch(item) -> bool:
+    """An error from the branch of `int | list[...]` the input was not meant for (pydantic reports both)."""
+    loc = item["loc"]
+    if not loc or loc[-1] not in UNION_BRANCHES:
+        return False
+    return isinstance(item["input"], list) != (UNION_BRANCHES[loc[-1]] is list)
+
+
+def _located(item, where: str = "") -> str:
+    """`path: message` for one pydantic error; a model-level check that names its own field is attached to the path."""
+    loc = [p for p in item["loc"] if p not in UNION_BRANCHES]
+    path = where + _path({**item, "loc": tuple(loc)})
+    path, message = path.lstrip(".") or "scenario", _message(item)
+    named = re.match(r"^([\w\[\].]+): (.*)$", message)
+    if named:
+        path = named.group(1) if path == "scenario" else f"{path}.{named.group(1)}"
+        message = named.group(2)
+    return f"{path}: {message}"
+
+
 def _describe(error: ValidationError, source: str) -> str:
-    lines = []
-    for item in error.errors():
-        where, message = _path(item).lstrip(".") or "scenario", _message(item)
-        named = re.match(r"^([\w\[\].]+): (.*)$", message)
-        if named:  # a model-level check names its own field: attach it to the path
-            where = named.group(1) if where == "scenario" else f"{where}.{named.group(1)}"
-            message = named.group(2)
-        lines.append(f"{where}: {message}")
+    lines = [_located(item) for item in error.errors() if not _other_branch(item)]
     return f"{source}: invalid scenario\n  " + "\n  ".join(lines)
 
 
@@ -302,7 +417,10 @@ def parse_scenario(data: object, source: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        raise ScenarioError(_describe(exc, source)) from None
+        message = _describe(exc, source)
+        if "topic" in data and "topics" not in data:  # name the field the way the file wrote it
+            message = message.replace("\n  topics[0].", "\n  topic.")
+        raise ScenarioError(message) from None
 
 
 def load_scenario(path: str | Path) -> Scenario:

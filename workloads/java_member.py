@@ -37,8 +37,9 @@ def command_line(cfg: dict, properties_file: Path) -> list[str]:
     if cfg.get("log4j_config"):
         java_options.append(f"-Dlog4j2.configurationFile={cfg['log4j_config']}")
     args = ["--bootstrap-server", cfg["bootstrap_servers"], "--topic", cfg["topic"], "--group-id", cfg["group_id"],
-            "--verbose", "--reset-policy", "earliest", "--group-protocol", cfg["protocol"],
-            "--command-config", str(properties_file)]
+            "--verbose", "--reset-policy", "earliest", cfg.get("config_option", "--command-config"), str(properties_file)]
+    if cfg.get("group_protocol_option", True):  # VerifiableConsumer before 3.7 has no KIP-848 and no such option
+        args += ["--group-protocol", cfg["protocol"]]
     if cfg["protocol"] == "classic":
         args += ["--assignment-strategy", ASSIGNORS[cfg["assignor"]], "--session-timeout", str(cfg["session_timeout_ms"])]
     elif cfg.get("remote_assignor"):
@@ -53,7 +54,9 @@ def command_line(cfg: dict, properties_file: Path) -> list[str]:
 def client_properties(cfg: dict) -> str:
     props = {"client.id": cfg["member"], "max.poll.interval.ms": cfg["max_poll_interval_ms"],
              **({"auto.commit.interval.ms": cfg["auto_commit_interval_ms"]} if cfg.get("commit") == "auto" else {}),
-             "max.poll.records": cfg["batch_size"], **cfg.get("extra", {})}
+             "max.poll.records": cfg["batch_size"],
+             **({"metadata.max.age.ms": cfg["metadata_refresh_ms"]} if cfg.get("metadata_refresh_ms") else {}),
+             **cfg.get("extra", {})}
     if cfg["protocol"] == "classic":
         props["heartbeat.interval.ms"] = cfg["heartbeat_interval_ms"]
     return "".join(f"{k}={v}\n" for k, v in props.items())
@@ -68,7 +71,8 @@ def main() -> int:
         # the facts VerifiableConsumer does not print, for the converter's typed `started` event
         events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
                                   "protocol": cfg["protocol"], "assignor": cfg.get("assignor") or cfg.get("remote_assignor"),
-                                  "instance_id": cfg.get("instance_id")}) + "\n").encode())
+                                  "instance_id": cfg.get("instance_id"), "commit": cfg["commit"],
+                                  "client_version": cfg.get("client_version")}) + "\n").encode())
         events.flush()
         jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)
     for sig in (signal.SIGTERM, signal.SIGINT):

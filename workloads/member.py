@@ -6,7 +6,6 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 """
 from __future__ import annotations
 
-import json
 import random
 import struct
 import sys
@@ -14,9 +13,11 @@ import time
 import zlib
 from pathlib import Path
 
+import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads import config as workload_config
+from workloads.control import ControlFile
 from workloads.history import JsonlLog, now_ms
 
 CLIENT = "librdkafka"
@@ -46,8 +47,18 @@ def consumer_settings(cfg: dict) -> dict:
         settings["auto.commit.interval.ms"] = cfg.get("auto_commit_interval_ms") or 5000
     if cfg.get("instance_id"):
         settings["group.instance.id"] = cfg["instance_id"]
+    if cfg.get("metadata_refresh_ms"):
+        settings["topic.metadata.refresh.interval.ms"] = cfg["metadata_refresh_ms"]
     settings.update(cfg.get("extra", {}))
     return settings
+
+
+def subscription(cfg: dict) -> list[str]:
+    """The run's topics by name, or the pattern (librdkafka: a name that starts with ^ is a regular
+    expression; anchored at both ends, so it means what Java's Pattern.matches means)."""
+    if cfg.get("pattern"):
+        return [f"^({cfg['pattern']})$"]
+    return cfg.get("topics") or [cfg["topic"]]
 
 
 def current_generation(consumer: Consumer) -> int:
@@ -85,34 +96,23 @@ class Processing:
         time.sleep(ms / 1000)
 
 
-FENCED_TEXT = KafkaError(KafkaError.FENCED_INSTANCE_ID).str()
+# How the group refuses a duplicated group.instance.id: classic fences the old member (KIP-345),
+# KIP-848 refuses the new one while the instance id is held.
+FENCING = {KafkaError(code).name(): KafkaError(code).str()
+           for code in (KafkaError.FENCED_INSTANCE_ID, getattr(KafkaError, "UNRELEASED_INSTANCE_ID", None)) if code is not None}
 
 
-def fenced(error: KafkaError) -> bool:
-    """FENCED_INSTANCE_ID, also when librdkafka reports it wrapped as a fatal error (_FATAL)."""
-    return error.code() == KafkaError.FENCED_INSTANCE_ID or (error.fatal() and FENCED_TEXT in error.str())
+def is_fatal(error: KafkaError) -> bool:
+    """librdkafka hands a fatal error to consume() as a _FATAL message whose fatal() flag may be unset."""
+    return error.fatal() or error.code() == KafkaError._FATAL
 
 
-class ControlFile:
-    """What the harness asks of a running member (e.g. {"per_batch_ms": 40000} while a slow_processing
-    trigger lasts); re-read only when the file changes. Absent means: the member's own settings."""
-
-    def __init__(self, path: Path) -> None:
-        self.path, self._seen, self._value = path, None, None
-
-    def read(self) -> dict | None:
-        try:
-            stamp = self.path.stat().st_mtime_ns
-        except FileNotFoundError:
-            self._seen, self._value = None, None
-            return None
-        if stamp != self._seen:
-            try:
-                self._value = json.loads(self.path.read_text())
-            except (OSError, ValueError):
-                return self._value  # written half-way: keep the last one, read again next batch
-            self._seen = stamp
-        return self._value
+def fencing(error: KafkaError) -> str | None:
+    """FENCED_INSTANCE_ID or UNRELEASED_INSTANCE_ID, also when librdkafka reports it wrapped as a fatal
+    error (_FATAL, the reason only in the text); None for any other error."""
+    if error.name() in FENCING:
+        return error.name()
+    return next((name for name, text in FENCING.items() if is_fatal(error) and text in error.str()), None)
 
 
 class Member:
@@ -154,12 +154,13 @@ class Member:
         self.event("lost", partitions=partition_names(partitions))
 
     def run(self) -> int:
-        self.consumer.subscribe([self.cfg["topic"]], on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
+        self.consumer.subscribe(subscription(self.cfg), on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         cfg = self.cfg
         # typed facts of the client contract; the analysis reads these fields, detail is for people
         self.event("started", client=CLIENT, protocol=cfg["protocol"],
                    assignor=cfg.get("assignor") or cfg.get("remote_assignor"), instance_id=cfg.get("instance_id"),
-                   detail=f"commit={cfg['commit']}")
+                   commit=cfg["commit"], client_version=confluent_kafka.version()[0],
+                   librdkafka_version=confluent_kafka.libversion()[0], detail=f"commit={cfg['commit']}")
         try:
             while not self.stopping:
                 batch = self.consumer.consume(self.cfg["batch_size"], timeout=0.5)
@@ -170,8 +171,8 @@ class Member:
                     self._commit_positions()
         except KafkaException as exc:
             error = exc.args[0]
-            kind = "fenced" if fenced(error) else "error"
-            self.event(kind, detail=error.str())
+            code = fencing(error)
+            self.event("fenced" if code else "error", detail=f"{code or error.name()}: {error.str()}")
             return 3
         finally:
             self.consumed.close()
@@ -198,7 +199,7 @@ class Member:
         if error is None:
             return False
         if error.code() != KafkaError._PARTITION_EOF:
-            if error.fatal():  # logged once, by run(), as what it is (e.g. fenced)
+            if is_fatal(error):  # logged once, by run(), as what it is (e.g. fenced); the member exits
                 raise KafkaException(error)
             self.event("error", detail=error.str())
         return True

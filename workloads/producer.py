@@ -1,5 +1,9 @@
 """A sequenced producer process: sends records seq = 0..N-1 and logs the outcome of every one.
 
+Record seq goes to the run's topics in turn (seq modulo their number); a topic_create trigger adds a
+topic through the producer's control file (control/<producer>.json: {"topics": [...]}), written to
+from then on.
+
 Row per record in produced/<producer_id>.jsonl (run-directory contract v1). An error the client
 cannot prove fatal is `info` (outcome unknown), never `fail`: as in Jepsen, a time-out may have
 written the record.
@@ -13,6 +17,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, Producer
 
 from workloads import config as workload_config
+from workloads.control import ControlFile
 from workloads.history import JsonlLog, now_ms
 
 # Errors that prove the record was never written (librdkafka refused it before sending).
@@ -27,9 +32,10 @@ class SequencedProducer:
     def __init__(self, cfg: dict) -> None:
         self.cfg = cfg
         self.producer_id = cfg["producer_id"]
-        self.topic = cfg["topic"]
+        self.topics = list(cfg["topics"])
+        self.control = ControlFile(Path(cfg["run_dir"]) / "control" / f"{self.producer_id}.json")
         self.log = JsonlLog(Path(cfg["run_dir"]) / "produced" / f"{self.producer_id}.jsonl")
-        self.pending: set[int] = set()
+        self.pending: dict[int, str] = {}  # seq -> topic
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self.stopping = False
         self.producer = Producer({
@@ -45,7 +51,7 @@ class SequencedProducer:
 
     def _on_delivery(self, err, msg) -> None:
         seq = int(msg.key())
-        self.pending.discard(seq)
+        self.pending.pop(seq, None)
         row = {"topic": msg.topic(), "key": str(seq), "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms()}
         if err is None:
             row.update(partition=msg.partition(), offset=msg.offset(), status="ok")
@@ -65,7 +71,9 @@ class SequencedProducer:
                 ahead = seq / rate - (time.monotonic() - started)
                 if ahead > 0:
                     self.producer.poll(ahead)
-            self._send(seq)
+            if seq % 1000 == 0:
+                self.topics = (self.control.read() or {}).get("topics") or self.topics
+            self._send(seq, self.topics[seq % len(self.topics)])
             self.producer.poll(0)
         remaining = self.producer.flush(self.cfg.get("flush_timeout_s", 150))
         self._record_unknown_outcomes()
@@ -74,20 +82,20 @@ class SequencedProducer:
               f"fail={self.counts['fail']} unflushed={remaining}", flush=True)
         return 0
 
-    def _send(self, seq: int) -> None:
+    def _send(self, seq: int, topic: str) -> None:
         while True:
             try:
-                self.producer.produce(self.topic, key=str(seq).encode(), value=record_value(self.producer_id, seq),
+                self.producer.produce(topic, key=str(seq).encode(), value=record_value(self.producer_id, seq),
                                       on_delivery=self._on_delivery)
-                self.pending.add(seq)
+                self.pending[seq] = topic
                 return
             except BufferError:  # local queue full: nothing was sent, wait for deliveries
                 self.producer.poll(0.1)
 
     def _record_unknown_outcomes(self) -> None:
-        for seq in sorted(self.pending):
+        for seq, topic in sorted(self.pending.items()):
             self.counts["info"] += 1
-            self.log.append({"topic": self.topic, "partition": None, "offset": None, "key": str(seq),
+            self.log.append({"topic": topic, "partition": None, "offset": None, "key": str(seq),
                              "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms(),
                              "status": "info", "error": "no delivery report before the producer stopped"})
 

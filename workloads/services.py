@@ -14,7 +14,8 @@ from pathlib import Path
 
 from workloads import config as workload_config
 
-OWNER_ENV = "KAFKA_CHAOS_OWNER"  # host:pid of the harness that started the workload
+OWNER_ENV = "KAFKA_CHAOS_OWNER"
+ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter  # host:pid of the harness that started the workload
 
 
 @dataclass
@@ -23,6 +24,7 @@ class WorkloadProcess:
     module: str
     settings: dict
     run_dir: Path
+    python: str = sys.executable  # a member pinned to another confluent-kafka runs in that release's venv
     process: subprocess.Popen | None = field(default=None, repr=False)
 
     def start(self) -> "WorkloadProcess":
@@ -30,8 +32,9 @@ class WorkloadProcess:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", self.module],
-                env={**os.environ, **workload_config.encode(self.settings), OWNER_ENV: f"{socket.gethostname()}:{os.getpid()}"},
+                [self.python, "-m", self.module],
+                env={**os.environ, **workload_config.encode(self.settings), OWNER_ENV: f"{socket.gethostname()}:{os.getpid()}",
+                     "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
             )
@@ -84,7 +87,8 @@ def producer_process(name: str, run_dir: Path, settings: dict) -> WorkloadProces
 
 def member_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
     module = "workloads.java_member" if settings.get("client") == "java" else "workloads.member"
-    return WorkloadProcess(name, module, {**settings, "member": name, "run_dir": str(run_dir)}, run_dir)
+    return WorkloadProcess(name, module, {**settings, "member": name, "run_dir": str(run_dir)}, run_dir,
+                           python=settings.get("python") or sys.executable)
 
 
 def stop_all(processes: list[WorkloadProcess], timeout_s: float = 30) -> None:

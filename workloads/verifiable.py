@@ -20,7 +20,7 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
     events = JsonlLog(run_dir / "events" / f"{member}.jsonl")
     rows = written_events = 0
     previous_ts = -1
-    facts = {"protocol": None, "assignor": None}
+    facts = {"protocol": None, "assignor": None, "commit": None, "client_version": None}
 
     def event(ts: int, kind: str, **fields) -> None:
         nonlocal written_events
@@ -37,7 +37,7 @@ def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None)
         # no earlier than the event before it.
         requested_at, previous_ts = previous_ts, ts
         if name == FACTS_EVENT:
-            facts = {"protocol": e.get("protocol"), "assignor": e.get("assignor")}
+            facts = {k: e.get(k) for k in facts}
             continue
         if name == "record_data":
             producer_id, _, seq = str(e.get("value") or "").partition(":")

@@ -1,6 +1,9 @@
 """Every client, assignor and group protocol runs end to end on the real cluster and loses nothing."""
+import json
+
 import pytest
 
+from harness.client_versions import librdkafka_client
 from run_logs import rows
 
 pytestmark = pytest.mark.cluster
@@ -30,3 +33,32 @@ def test_group_consumes_every_record(chaos_run, group):
         assert {r["instance_id"] for r in consumed} == {"instance-1", "instance-2"}
     if group["client"] == "librdkafka":
         assert all(r["generation"] >= 1 for r in consumed), "librdkafka rows carry the group generation"
+
+
+def test_a_mixed_java_and_librdkafka_range_group_consumes_every_record_once(chaos_run):
+    outcome = chaos_run({"producer": {"records": 10_000, "rate": 2500},
+                         "consumer_group": {"assignor": "range", "members": [{"count": 2, "client": "librdkafka"},
+                                                                             {"count": 1, "client": "java"}]}})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    consumed = rows(outcome.run_dir / "consumed")
+    assert {r["member"]: r["client"] for r in consumed} == {"member-1": "librdkafka", "member-2": "librdkafka",
+                                                            "member-3": "java"}
+    summary = outcome.summary
+    assert summary["lost_records"] == 0 and summary["duplicated_offsets"] == 0 and summary["valid"] is True
+
+
+def test_a_member_pinned_to_an_older_confluent_kafka_consumes_a_run_and_names_its_librdkafka(chaos_run):
+    """confluent-kafka 2.9.0 (from the package registry into a cached venv) beside the harness's own release,
+    in one group. Its wheel bundles librdkafka 2.8.0, not 2.9.0: the event names what the member really runs."""
+    outcome = chaos_run({"producer": {"records": 6000, "rate": 3000},
+                         "consumer_group": {"members": [{"count": 1, "version": "2.9.0"}, {"count": 1}]}})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    started = {e["member"]: e for e in rows(outcome.run_dir / "events") if e["kind"] == "started"}
+    assert started["member-1"]["client_version"] == "2.9.0"
+    assert started["member-1"]["librdkafka_version"] == librdkafka_client("2.9.0").librdkafka_version == "2.8.0"
+    assert started["member-2"]["client_version"] != "2.9.0"
+    assert {r["member"] for r in rows(outcome.run_dir / "consumed")} == {"member-1", "member-2"}
+    cluster = json.loads((outcome.run_dir / "cluster.json").read_text())
+    assert {"client": "librdkafka", "version": "2.9.0", "librdkafka_version": started["member-1"]["librdkafka_version"]} \
+        in cluster["clients"]
+    assert outcome.summary["lost_records"] == 0 and outcome.summary["valid"] is True

@@ -42,6 +42,32 @@ def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_membe
     assert outcome.summary["lost_records"] == 0
 
 
+@pytest.mark.parametrize("group", [{"assignor": "cooperative-sticky"},
+                                   pytest.param({"protocol": "consumer"}, id="kip848")])
+def test_a_member_joining_an_incremental_group_revokes_only_what_moves(chaos_run, group):
+    """KIP-429 and KIP-848: an old member gives up only the partitions that move to the new one; what it keeps
+    is never revoked. Under KIP-848 there is no JoinGroup round: each member's epoch moves on its own."""
+    outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000}, "consumer_group": group,
+                         "faults": [{"kind": "member_join", "target": "group", "at_s": 5, "duration_s": 1}]})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    joined_at = trigger_row(outcome, "member_join")["injected_at_ms"]
+    settled = joined_at + 12_000  # the join's rebalances are over; the members stop (revoking all) 15 s later
+    new = owned_before(outcome, "member-4", settled)
+    assert new, "the new member got nothing"
+    moved = set()
+    for member in ("member-1", "member-2", "member-3"):
+        before, after = owned_before(outcome, member, joined_at), owned_before(outcome, member, settled)
+        revoked = {p for e in events(outcome, "revoked") if e["member"] == member and joined_at < e["ts_ms"] < settled
+                   for p in e["partitions"]}
+        assert before and not revoked & after, (member, before, revoked, after)  # kept means never revoked
+        moved |= revoked
+    assert moved == new, (moved, new)
+    if group.get("protocol") == "consumer":  # no group-wide generation: each member's own epoch moves
+        epochs = {e["member"]: e["generation"] for e in events(outcome, "assigned") if joined_at < e["ts_ms"] < settled}
+        assert epochs.get("member-4", -1) > 0, epochs
+    assert outcome.summary["lost_records"] == 0
+
+
 @pytest.mark.parametrize("static", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_a_graceful_leave(chaos_run, static):
     """Dynamic: LeaveGroup, the others rebalance at once. Static: no LeaveGroup, nothing moves until the
@@ -87,4 +113,41 @@ def test_added_partitions_are_assigned_and_consumed(chaos_run):
     assert outcome.errors == [] and outcome.drained, outcome.errors
     consumed_partitions = {r["partition"] for r in rows(outcome.run_dir / "consumed")}
     assert {6, 7, 8} <= consumed_partitions
+    assert outcome.summary["lost_records"] == 0
+
+
+def test_a_created_topic_that_matches_the_pattern_is_assigned_and_consumed(chaos_run):
+    """Two topics subscribed by pattern; a third that matches is created mid-run: the producer writes to all
+    three in turn, and the group is assigned and consumes the new one."""
+    outcome = chaos_run({"topics": [{"name": "pat-a", "partitions": 3}, {"name": "pat-b", "partitions": 3}],
+                         "producer": {"records": 30_000, "rate": 2000},
+                         "consumer_group": {"pattern": "pat-.*", "metadata_refresh_ms": 2000},
+                         "faults": [{"kind": "topic_create", "target": "pat-c", "partitions": 3, "at_s": 4, "duration_s": 1}]})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    created = trigger_row(outcome, "topic_create")["target"]
+    produced = {r["topic"] for r in rows(outcome.run_dir / "produced")}
+    consumed = {r["topic"] for r in rows(outcome.run_dir / "consumed")}
+    assert created in produced and len(produced) == 3
+    assert consumed == produced
+    assert any(f"{created}:" in p for e in events(outcome, "assigned") for p in e["partitions"]), "never assigned"
+    summary = outcome.summary
+    assert summary["lost_records"] == 0 and summary["produced_records"] == 30_000
+    assert not [a for a in summary["anomalies"] if a["type"] == "duplicate_over_budget"], summary["anomalies"][:3]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_duplicated_instance_id_is_fenced_as_each_protocol_documents(chaos_run, protocol):
+    """Classic (KIP-345): the newcomer takes the static member's place and the old process is fenced
+    (FENCED_INSTANCE_ID) on its next heartbeat or commit. KIP-848: the instance id is still held by a live
+    member, so the newcomer is refused (UNRELEASED_INSTANCE_ID) and the old one stays."""
+    group = {"static_membership": True, "protocol": protocol}
+    outcome = chaos_run({"producer": {"records": 30_000, "rate": 2000}, "consumer_group": group,
+                         "faults": [{"kind": "duplicate_instance", "target": "member-1", "at_s": 4, "duration_s": 10}]})
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    started_at = trigger_row(outcome, "duplicate_instance")["injected_at_ms"]
+    ended = {e["member"]: e for e in events(outcome) if e["kind"] in ("fenced", "error") and e["ts_ms"] > started_at}
+    fenced, survivor = ("member-1", "member-1-dup") if protocol == "classic" else ("member-1-dup", "member-1")
+    assert fenced in ended and ended[fenced]["kind"] == "fenced", f"{fenced} was not fenced: {ended}"
+    assert ("FENCED_INSTANCE_ID" if protocol == "classic" else "UNRELEASED_INSTANCE_ID") in ended[fenced]["detail"], ended
+    assert survivor not in ended or ended[survivor]["kind"] != "fenced", ended
     assert outcome.summary["lost_records"] == 0

@@ -54,6 +54,24 @@ def test_default_scenario_file_is_valid():
     ({"faults": [{"kind": "meteor", "target": "kafka-1", "at_s": 1, "duration_s": 1}]}, "faults[0].kind"),
     ({"faults": [{"kind": "proxy_cut", "target": "kafka-1", "at_s": 1, "duration_s": 0}]}, "faults[0].duration_s"),
     ({"colour": "blue"}, "colour"),
+    # topics, patterns, and the triggers that need them (issue 9)
+    ({"topic": {"partitions": 0}}, "topic.partitions"),
+    ({"topic": {}, "topics": [{}]}, "topic"),
+    ({"topics": [{"name": "a"}, {"name": "a"}]}, "topics[1].name"),
+    ({"topics": []}, "topics"),
+    ({"topics": [{"name": "b"}], "consumer_group": {"pattern": "a.*"}}, "consumer_group.pattern"),
+    ({"topics": [{"name": "a"}], "consumer_group": {"pattern": "(("}}, "consumer_group.pattern"),
+    ({"consumer_group": {"client": "java", "pattern": "chaos.*"}}, "consumer_group.pattern"),
+    ({"topics": [{"name": "a"}, {"name": "b"}], "consumer_group": {"client": "java"}}, "topics"),
+    ({"faults": [{"kind": "topic_create", "target": "chaos-2", "at_s": 1, "duration_s": 1}]}, "faults[0].target"),
+    ({"consumer_group": {"pattern": "chaos.*", "metadata_refresh_ms": 2000},
+      "faults": [{"kind": "topic_create", "target": "other", "at_s": 1, "duration_s": 1}]}, "faults[0].target"),
+    ({"consumer_group": {"pattern": "chaos.*", "metadata_refresh_ms": 2000},
+      "faults": [{"kind": "topic_create", "target": "chaos 2", "at_s": 1, "duration_s": 1}]}, "faults[0].target"),
+    ({"consumer_group": {"pattern": "chaos.*"},
+      "faults": [{"kind": "topic_create", "target": "chaos-2", "at_s": 1, "duration_s": 1}]}, "faults[0].kind"),
+    ({"faults": [{"kind": "partitions_add", "target": "topic", "partitions": 9, "at_s": 1, "duration_s": 1}]},
+     "faults[0].kind"),
 ])
 def test_bad_field_is_named(data, field):
     message = error_of(data)
@@ -90,3 +108,18 @@ def test_cli_rejects_bad_scenario_before_starting_anything(tmp_path):
     assert result.returncode == 2, result.stderr
     assert "consumer_group.heartbeat_interval_ms: must be below session_timeout_ms" in result.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_one_topic_is_the_short_form_of_topics():
+    one, listed = parse_scenario({"topic": {"name": "x"}}), parse_scenario({"topics": [{"name": "x"}]})
+    assert one == listed and one.topic.name == "x"
+    assert parse_scenario(yaml.safe_load(one.to_yaml())) == one
+
+
+def test_a_pattern_run_with_a_topic_create_and_a_partitions_add_is_valid():
+    scenario = parse_scenario({"topics": [{"name": "chaos-a"}, {"name": "chaos-b"}],
+                               "consumer_group": {"pattern": "chaos-.*", "metadata_refresh_ms": 2000},
+                               "faults": [{"kind": "topic_create", "target": "chaos-c", "at_s": 1, "duration_s": 1},
+                                          {"kind": "partitions_add", "target": "chaos-b", "partitions": 9, "at_s": 2,
+                                           "duration_s": 1}]})
+    assert [f.kind for f in scenario.schedule()] == ["topic_create", "partitions_add"]
