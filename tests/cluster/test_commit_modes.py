@@ -25,19 +25,25 @@ def test_a_commit_mode_without_faults_consumes_everything_once_and_commits(chaos
 
 @pytest.mark.parametrize("commit", ["before_process", "sync"])
 def test_a_member_crash_loses_only_what_the_commit_mode_allows(chaos_run, commit):
-    """before_process commits each batch and then spends 300 ms on it before logging it: a SIGKILL in that
-    window loses the batch, and the analysis counts it within the loss budget (the run stays valid). The same
-    crash under sync (log, then commit) loses nothing."""
+    """From 3 s, member-1 spends 15 s on its next batch (slow_processing); it is killed at 6 s, inside that
+    batch, every time. before_process had committed the batch first: it is lost, and the analysis counts it
+    within the loss budget (the run stays valid). The same crash under sync (log, then commit) loses nothing."""
     outcome = chaos_run({"producer": {"records": 20_000, "rate": 2000},
-                         "consumer_group": {"commit": commit, "processing": {"per_batch_ms": 300}},
-                         "faults": [{"kind": "member_crash", "target": "member-1", "at_s": 5, "duration_s": 3}]})
+                         "consumer_group": {"commit": commit, "max_poll_interval_ms": 10_000},
+                         "faults": [{"kind": "slow_processing", "target": "member-1", "per_batch_ms": 15_000,
+                                     "at_s": 3, "duration_s": 3.5},
+                                    {"kind": "member_crash", "target": "member-1", "at_s": 6, "duration_s": 3}]})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     summary = outcome.summary
     assert summary["lost_records"] == 0 and summary["valid"] is True, summary["anomalies"][:3]
+    acked = {(r["topic"], r["partition"], r["offset"]) for r in rows(outcome.run_dir / "produced") if r["status"] == "ok"}
+    consumed = {(r["topic"], r["partition"], r["offset"]) for r in rows(outcome.run_dir / "consumed")}
     within = [a for a in summary["anomalies"] if a["type"] == "lost_within_budget"]
+    assert summary["lost_within_budget_records"] == len(acked - consumed)  # every real loss, explained
     if commit == "before_process":
         assert summary["lost_within_budget_records"] > 0
         assert {m for a in within for m in a["members"]} == {"member-1"}
-        assert all(a["fault_ids"] for a in within)
+        crash = [f["id"] for f in rows(outcome.run_dir, "faults") if f["kind"] == "member_crash"]
+        assert all(set(crash) <= set(a["fault_ids"]) for a in within)
     else:
         assert summary["lost_within_budget_records"] == 0 and not within

@@ -118,7 +118,11 @@ def test_an_isolated_broker_leaves_the_isr_and_loses_leadership_while_clients_st
         assert reaches(others[0], others[1]) and reaches(broker, broker), "cut more than the isolated broker's links"
         cut_off = wait_until(lambda: all(broker.node_id not in p.isrs and p.leader != broker.node_id
                                          for p in partitions(observer, topic)), since_ms=fault.record["inject_done_ms"])
-        assert cut_off is not None, f"{broker.name} still in an ISR or leading, seen from the other brokers"
+        if cut_off is None:  # say what the rest of the cluster saw, to tell a slow fence from a leaky cut
+            pytest.fail(f"{broker.name} still in an ISR or leading after 90 s, seen from the other brokers: "
+                        f"{[(p.id, p.leader, p.isrs) for p in partitions(observer, topic)]}; active controller "
+                        f"{quorum_leader(others[0])}; registered {sorted(kafka_cluster.registered_brokers())}; "
+                        f"{broker.name} reaches {others[0].name}: {reaches(broker, others[0])}")
         assert api_versions_roundtrip(broker.client_address) is not None, "a client can no longer reach it"
     back = wait_until(lambda: all(broker.node_id in p.isrs for p in partitions(observer, topic)), 120,
                       since_ms=fault.record["healed_at_ms"])
