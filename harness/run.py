@@ -27,9 +27,7 @@ from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError
 from harness.versions import kafka_image
 from workloads.control import write_atomically
-from workloads.java_member import raw_events_path
-from workloads.verifiable import convert
-from workloads.services import WorkloadProcess, member_process, producer_process, stop_all
+from workloads.services import WorkloadProcess, after_stop, member_process, producer_process, stop_all
 
 PROGRESS_EVERY_S = 5
 SCHEDULE_FILE = "schedule.json"
@@ -314,5 +312,4 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
         with phase("stop workload"):
             stop_all(([producer] if producer else []) + pool.all())
         for member in pool.all():
-            if member.settings.get("client") == "java":
-                convert(raw_events_path(run_dir, member.name), run_dir, member.name, member.settings.get("instance_id"))
+            after_stop(member)

@@ -5,7 +5,9 @@ member's raw event file (logs/<member>.verifiable.jsonl). The JVM shares the lau
 which the harness signals as a whole: SIGTERM reaches the JVM (a clean shutdown), SIGSTOP and SIGKILL
 freeze or kill both. The launcher only waits, and stops the JVM if the harness dies. VerifiableConsumer prints every record
 (`--verbose`) before it commits it, and stdout is a file, so a killed member loses no logged record.
-After the run `workloads.verifiable.convert` turns the raw events into the run-directory contract.
+While the JVM runs, the launcher turns the raw events into the run-directory contract
+(`workloads.verifiable.Converter`, every half second), so the logs are there even if the harness is
+killed; the harness converts once more after the run, for a launcher that was killed itself.
 """
 from __future__ import annotations
 
@@ -17,7 +19,8 @@ import time
 from pathlib import Path
 
 from workloads import config as workload_config
-from workloads.verifiable import FACTS_EVENT
+from workloads.history import drop_unterminated_tail
+from workloads.verifiable import FACTS_EVENT, Converter
 
 ASSIGNORS = {
     "range": "org.apache.kafka.clients.consumer.RangeAssignor",
@@ -26,6 +29,7 @@ ASSIGNORS = {
     "cooperative-sticky": "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
 }
 MAIN_CLASS = "org.apache.kafka.tools.VerifiableConsumer"
+CONVERT_EVERY_S = 0.5
 
 
 def raw_events_path(run_dir: Path, member: str) -> Path:
@@ -67,7 +71,9 @@ def main() -> int:
     run_dir = Path(cfg["run_dir"])
     properties_file = run_dir / "logs" / f"{cfg['member']}.client.properties"
     properties_file.write_text(client_properties(cfg))
-    with open(raw_events_path(run_dir, cfg["member"]), "ab") as events:
+    raw = raw_events_path(run_dir, cfg["member"])
+    drop_unterminated_tail(raw)  # a killed JVM's last, half-printed line: nothing was committed after it
+    with open(raw, "ab") as events:
         # the facts VerifiableConsumer does not print, for the converter's typed `started` event
         events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
                                   "protocol": cfg["protocol"], "assignor": cfg.get("assignor") or cfg.get("remote_assignor"),
@@ -78,7 +84,12 @@ def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)  # the JVM got the same signal; wait for its clean exit
     workload_config.on_harness_exit(jvm.terminate, force=jvm.kill)
-    return jvm.wait()
+    converter = Converter(raw, run_dir, cfg["member"], cfg.get("instance_id"))
+    while jvm.poll() is None:
+        converter.poll()
+        time.sleep(CONVERT_EVERY_S)
+    converter.close()
+    return jvm.returncode
 
 
 if __name__ == "__main__":

@@ -11,8 +11,11 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from workloads import config as workload_config
+from workloads.java_member import raw_events_path
+from workloads.verifiable import convert
 
 OWNER_ENV = "KAFKA_CHAOS_OWNER"
 ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter  # host:pid of the harness that started the workload
@@ -85,10 +88,36 @@ def producer_process(name: str, run_dir: Path, settings: dict) -> WorkloadProces
     return WorkloadProcess(name, "workloads.producer", {**settings, "producer_id": name, "run_dir": str(run_dir)}, run_dir)
 
 
+@dataclass(frozen=True)
+class MemberKind:
+    """One kind of consumer-group member (the scenario's consumer_group.client): the module its process runs,
+    and what the harness does once such a process has stopped (None: nothing; its logs are the contract)."""
+    module: str
+    after_stop: Callable[[Path, str, str | None], object] | None = None  # (run_dir, member, instance_id)
+
+
+def _final_java_conversion(run_dir: Path, member: str, instance_id: str | None) -> None:
+    """The launcher converts while it runs; once more here, for a launcher that was killed itself."""
+    convert(raw_events_path(run_dir, member), run_dir, member, instance_id)
+
+
+MEMBER_KINDS: dict[str, MemberKind] = {
+    "librdkafka": MemberKind("workloads.member"),
+    "java": MemberKind("workloads.java_member", after_stop=_final_java_conversion),
+}
+
+
 def member_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
-    module = "workloads.java_member" if settings.get("client") == "java" else "workloads.member"
-    return WorkloadProcess(name, module, {**settings, "member": name, "run_dir": str(run_dir)}, run_dir,
+    kind = MEMBER_KINDS[settings.get("client", "librdkafka")]
+    return WorkloadProcess(name, kind.module, {**settings, "member": name, "run_dir": str(run_dir)}, run_dir,
                            python=settings.get("python") or sys.executable)
+
+
+def after_stop(process: WorkloadProcess) -> None:
+    """What the member's kind does once the process has stopped."""
+    kind = MEMBER_KINDS[process.settings.get("client", "librdkafka")]
+    if kind.after_stop is not None:
+        kind.after_stop(process.run_dir, process.name, process.settings.get("instance_id"))
 
 
 def stop_all(processes: list[WorkloadProcess], timeout_s: float = 30) -> None:

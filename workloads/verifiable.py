@@ -14,52 +14,84 @@ def _partitions(event: dict) -> list[str]:
     return [f"{p['topic']}:{p['partition']}" for p in event.get("partitions", [])]
 
 
-def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None) -> tuple[int, int]:
-    """Returns (consumed rows, events) written."""
-    consumed = JsonlLog(run_dir / "consumed" / f"{member}.jsonl")
-    events = JsonlLog(run_dir / "events" / f"{member}.jsonl")
-    rows = written_events = 0
-    previous_ts = -1
-    facts = {"protocol": None, "assignor": None, "commit": None, "client_version": None}
+class Converter:
+    """VerifiableConsumer's raw events into the contract as the raw file grows: java_member.py polls one
+    while its JVM runs, so the member's logs are in the contract even if the harness is killed.
 
-    def event(ts: int, kind: str, **fields) -> None:
-        nonlocal written_events
-        events.append({"ts_ms": ts, "member": member, "kind": kind, "generation": -1, **fields})
-        written_events += 1
+    A converter rewrites the member's consumed/ and events/ logs from the start of the raw file: one that
+    starts again (a crashed member restarted, or the harness's final pass after a launcher was killed)
+    never writes a row twice. Only whole lines are read; a cut-short last line counts only at close(),
+    where it is skipped (the JVM was killed while printing it, before it committed anything after it)."""
 
-    for line in raw_path.read_text(errors="replace").splitlines() if raw_path.exists() else []:
+    def __init__(self, raw_path: Path, run_dir: Path, member: str, instance_id: str | None) -> None:
+        self.raw_path, self.member, self.instance_id = raw_path, member, instance_id
+        paths = [run_dir / "consumed" / f"{member}.jsonl", run_dir / "events" / f"{member}.jsonl"]
+        for path in paths:
+            path.unlink(missing_ok=True)
+        self.consumed, self.events = (JsonlLog(path) for path in paths)
+        self.position, self.rows, self.written_events, self.previous_ts = 0, 0, 0, -1
+        self.facts = {"protocol": None, "assignor": None, "commit": None, "client_version": None}
+
+    def poll(self) -> None:
+        """Convert the whole lines added since the last call, and flush them."""
+        try:
+            with open(self.raw_path, "rb") as raw:
+                raw.seek(self.position)
+                data = raw.read()
+        except FileNotFoundError:
+            return
+        whole = data[:data.rfind(b"\n") + 1]
+        self.position += len(whole)
+        for line in whole.decode(errors="replace").splitlines():
+            self._line(line)
+        self.consumed.flush()
+        self.events.flush()
+
+    def close(self) -> tuple[int, int]:
+        """The last whole lines, then the logs closed. Returns (consumed rows, events) written."""
+        self.poll()
+        self.consumed.close()
+        self.events.close()
+        return self.rows, self.written_events
+
+    def _event(self, ts: int, kind: str, **fields) -> None:
+        self.events.append({"ts_ms": ts, "member": self.member, "kind": kind, "generation": -1, **fields})
+        self.written_events += 1
+
+    def _line(self, line: str) -> None:
         try:
             e = json.loads(line)
         except json.JSONDecodeError:
-            continue  # the last line of a killed member may be cut short
+            return  # the last line of a killed JVM, followed by a restarted one's output
         name, ts = e.get("name"), e.get("timestamp", -1)
         # VerifiableConsumer commits right after it prints a poll's records: the commit was requested
         # no earlier than the event before it.
-        requested_at, previous_ts = previous_ts, ts
+        requested_at, self.previous_ts = self.previous_ts, ts
         if name == FACTS_EVENT:
-            facts = {k: e.get(k) for k in facts}
-            continue
-        if name == "record_data":
+            self.facts = {k: e.get(k) for k in self.facts}
+        elif name == "record_data":
             producer_id, _, seq = str(e.get("value") or "").partition(":")
-            consumed.append({"topic": e["topic"], "partition": e["partition"], "offset": e["offset"], "member": member,
-                             "consumed_at_ms": ts, "key": e.get("key"), "producer_id": producer_id or None,
-                             "seq": int(seq) if seq.isdigit() else None, "instance_id": instance_id,
-                             "generation": -1, "client": CLIENT})
-            rows += 1
+            self.consumed.append({"topic": e["topic"], "partition": e["partition"], "offset": e["offset"],
+                                  "member": self.member, "consumed_at_ms": ts, "key": e.get("key"),
+                                  "producer_id": producer_id or None, "seq": int(seq) if seq.isdigit() else None,
+                                  "instance_id": self.instance_id, "generation": -1, "client": CLIENT})
+            self.rows += 1
         elif name == "startup_complete":
-            event(ts, "started", client=CLIENT, **facts, instance_id=instance_id, detail="VerifiableConsumer")
+            self._event(ts, "started", client=CLIENT, **self.facts, instance_id=self.instance_id, detail="VerifiableConsumer")
         elif name == "partitions_assigned":
-            event(ts, "assigned", partitions=_partitions(e))
+            self._event(ts, "assigned", partitions=_partitions(e))
         elif name == "partitions_revoked":
-            event(ts, "revoked", partitions=_partitions(e))
+            self._event(ts, "revoked", partitions=_partitions(e))
         elif name == "offsets_committed":
             offsets = {f"{o['topic']}:{o['partition']}": o["offset"] for o in e.get("offsets") or []}
             if e.get("success"):
-                event(ts, "committed", offsets=offsets, requested_at_ms=requested_at)
+                self._event(ts, "committed", offsets=offsets, requested_at_ms=requested_at)
             else:
-                event(ts, "commit_failed", offsets=offsets, requested_at_ms=requested_at, detail=e.get("error"))
+                self._event(ts, "commit_failed", offsets=offsets, requested_at_ms=requested_at, detail=e.get("error"))
         elif name == "shutdown_complete":
-            event(ts, "stopped")
-    consumed.close()
-    events.close()
-    return rows, written_events
+            self._event(ts, "stopped")
+
+
+def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None) -> tuple[int, int]:
+    """The whole raw file at once (the harness's final pass). Returns (consumed rows, events) written."""
+    return Converter(raw_path, run_dir, member, instance_id).close()

@@ -1,4 +1,5 @@
 """Whole runs on the real cluster: the default scenario, and a run interrupted mid-fault."""
+import json
 import signal
 import subprocess
 import sys
@@ -103,6 +104,12 @@ def test_a_killed_harness_leaves_nothing_behind_for_long(tmp_path):
     while workload_processes_of(run_dir.name) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert workload_processes_of(run_dir.name) == []
+    for member in ("member-1", "member-2"):  # the Java launchers converted their output while they ran
+        printed = [json.loads(line) for line in (run_dir / "logs" / f"{member}.verifiable.jsonl").read_text().splitlines()
+                   if line.endswith("}")]
+        consumed, events = run_dir / "consumed" / f"{member}.jsonl", run_dir / "events" / f"{member}.jsonl"
+        assert len(consumed.read_text().splitlines()) == sum(e.get("name") == "record_data" for e in printed)
+        assert "started" in {json.loads(line)["kind"] for line in events.read_text().splitlines()}
     assert sweep_stale_containers() >= 4  # 3 brokers (one of them paused) and Toxiproxy
     assert docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"}) == []
 

@@ -50,3 +50,23 @@ def test_started_event_carries_typed_facts(tmp_path):
     assert {k: started[k] for k in ("kind", "client", "protocol", "assignor", "instance_id")} == \
         {"kind": "started", "client": "java", "protocol": "classic", "assignor": "cooperative-sticky",
          "instance_id": "instance-1"}
+
+
+def test_the_live_converter_follows_the_raw_file_and_a_new_one_rewrites_without_duplicates(tmp_path):
+    """java_member.py converts while the JVM prints: only whole lines count until close(); a converter that
+    starts again over the same raw file (a restarted member, the harness's final pass) writes each row once."""
+    from workloads.verifiable import Converter
+    raw = tmp_path / "raw.jsonl"
+    text = "".join(json.dumps(e) + "\n" for e in RAW)
+    cut = text.index('"name": "records_consumed"') - 5  # inside the line after the record
+    raw.write_text(text[:cut])
+    live = Converter(raw, tmp_path, "member-1", None)
+    live.poll()
+    assert len(lines(tmp_path / "consumed" / "member-1.jsonl")) == 1
+    assert [e["kind"] for e in lines(tmp_path / "events" / "member-1.jsonl")] == ["started", "assigned"]
+    raw.write_text(text)
+    live.poll()
+    assert [e["kind"] for e in lines(tmp_path / "events" / "member-1.jsonl")][-1] == "stopped"
+    assert live.close() == (1, 6)
+    assert Converter(raw, tmp_path, "member-1", None).close() == (1, 6)
+    assert len(lines(tmp_path / "consumed" / "member-1.jsonl")) == 1 and len(lines(tmp_path / "events" / "member-1.jsonl")) == 6
