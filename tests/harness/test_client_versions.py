@@ -26,3 +26,10 @@ def test_the_error_names_the_member_spec_field_before_the_cluster_starts():
     scenario = parse_scenario({"consumer_group": {"members": [{"count": 2}, {"count": 1, "version": "1.9.2"}]}})
     with pytest.raises(ScenarioError, match=r"^consumer_group\.members\[1\]\.version: confluent-kafka 1\.9\.2"):
         resolve_clients(scenario)
+
+
+def test_a_java_release_without_kip848_is_refused_for_the_consumer_protocol():
+    """VerifiableConsumer 3.2.0 (from Maven Central, cached) has no --group-protocol: one error, before the cluster."""
+    scenario = parse_scenario({"consumer_group": {"client": "java", "protocol": "consumer", "version": "3.2.0"}})
+    with pytest.raises(ScenarioError, match=r"^consumer_group\.version: VerifiableConsumer 3\.2\.0 has no --group-protocol"):
+        resolve_clients(scenario)
