@@ -26,11 +26,16 @@ def _pid(container) -> int | None:
     return container.attrs["State"]["Pid"] or None
 
 
+def _run_iptables(pid: int, *args: str) -> subprocess.CompletedProcess:
+    """iptables inside the namespace of the process `pid` (waiting up to 5 s for the xtables lock)."""
+    return subprocess.run(["nsenter", "-t", str(pid), "-n", "iptables", "-w", "5", *args],
+                          capture_output=True, text=True, timeout=30)
+
+
 def _iptables(pid: int, *args: str, check: bool = True) -> bool:
-    command = ["nsenter", "-t", str(pid), "-n", "iptables", "-w", "5", *args]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
+    result = _run_iptables(pid, *args)
     if check and result.returncode != 0:
-        raise FirewallError(f"{' '.join(command)}: {result.stderr.strip()}")
+        raise FirewallError(f"{' '.join(result.args)}: {result.stderr.strip()}")
     return result.returncode == 0
 
 
@@ -74,9 +79,7 @@ def rules(container) -> list[str]:
     pid = _pid(container)
     if pid is None:
         return []
-    command = ["nsenter", "-t", str(pid), "-n", "iptables", "-w", "5", "-S", CHAIN]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=30)
-    return [line for line in result.stdout.splitlines() if line.startswith("-A ")]
+    return [line for line in _run_iptables(pid, "-S", CHAIN).stdout.splitlines() if line.startswith("-A ")]
 
 
 def flush(container) -> None:

@@ -7,8 +7,9 @@ confluent-kafka has no call for it, so the request is written here, in the wire 
 """
 from __future__ import annotations
 
-import socket
 import struct
+
+from faults.wire import exchange
 
 DESCRIBE_QUORUM, VERSION = 55, 0
 METADATA_TOPIC = b"__cluster_metadata"
@@ -67,25 +68,8 @@ def quorum_leader(addresses: list[str]) -> int:
     """The active controller's node id, asked of the first of these brokers that answers."""
     last = None
     for address in addresses:
-        host, port = address.rsplit(":", 1)
         try:
-            with socket.create_connection((host, int(port)), timeout=TIMEOUT_S) as conn:
-                conn.settimeout(TIMEOUT_S)
-                conn.sendall(describe_quorum_request(55))
-                size, correlation_id = struct.unpack(">ii", _read_exactly(conn, 8))
-                if correlation_id != 55:
-                    raise QuorumError("an answer to another request")
-                return parse_leader(_read_exactly(conn, size - 4))
+            return parse_leader(exchange(address, describe_quorum_request(55), 55, TIMEOUT_S))
         except (OSError, QuorumError, struct.error, IndexError) as exc:
             last = exc
     raise QuorumError(f"no broker told who leads the quorum ({last})")
-
-
-def _read_exactly(conn: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = conn.recv(n - len(data))
-        if not chunk:
-            raise ConnectionResetError("closed by the peer")
-        data += chunk
-    return data

@@ -101,7 +101,7 @@ class SlowProcessing(Trigger):
 
     def _inject(self) -> None:
         process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
-        self.path = control_path(process)
+        self.path = control_path(process.run_dir, process.name)
         self.note(member=process.name)
         write_atomically(self.path, {"per_batch_ms": self.spec.per_batch_ms})
 

@@ -83,40 +83,28 @@ def librdkafka_client(version: str, log=print) -> LibrdkafkaClient:
     """The confluent-kafka release `version`, installed on first use and cached."""
     check_librdkafka_version(version)
     home = CACHE / f"confluent-kafka-{version}"
-    facts = home / "kafka-chaos-client.json"
-    if not facts.exists():
-        log(f"installing confluent-kafka {version} into {home} (once)")
-        with _partial(home) as partial:
-            _install_confluent(version, partial, home)
-    data = json.loads(facts.read_text())
-    return LibrdkafkaClient(version, data["librdkafka_version"], str(home / "bin" / "python"))
+    facts = _cached(home, f"installing confluent-kafka {version}", lambda partial: _install_confluent(version, partial), log)
+    return LibrdkafkaClient(version, facts["librdkafka_version"], str(home / "bin" / "python"))
 
 
-def _install_confluent(version: str, partial: Path, home: Path) -> None:
+def _install_confluent(version: str, partial: Path) -> dict:
     _run([sys.executable, "-m", "venv", str(partial)], f"venv for confluent-kafka {version}")
     _run([str(partial / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
           "--only-binary", ":all:", f"confluent-kafka=={version}"], f"confluent-kafka {version}")
     librdkafka = _run([str(partial / "bin" / "python"), "-c", "import confluent_kafka; print(confluent_kafka.libversion()[0])"],
                       f"confluent-kafka {version}").strip()
-    (partial / "kafka-chaos-client.json").write_text(json.dumps({"version": version, "librdkafka_version": librdkafka}))
-    shutil.rmtree(home, ignore_errors=True)
-    partial.rename(home)  # venv scripts name the partial path; `bin/python -m ...` does not care
+    return {"version": version, "librdkafka_version": librdkafka}
 
 
 def java_client(version: str, log=print) -> JavaClient:
     """Kafka `version`'s kafka-clients and VerifiableConsumer from Maven Central, resolved once and cached."""
     check_java_version(version)
     home = CACHE / f"java-{version}"
-    facts = home / "kafka-chaos-client.json"
-    if not facts.exists():
-        log(f"resolving kafka-tools {version} with Maven into {home} (once)")
-        with _partial(home) as partial:
-            _resolve_java(version, partial, home)
-    data = json.loads(facts.read_text())
-    return JavaClient(version, str(home / "libs" / "*"), frozenset(data["options"]))
+    facts = _cached(home, f"resolving kafka-tools {version} with Maven", lambda partial: _resolve_java(version, partial), log)
+    return JavaClient(version, str(home / "libs" / "*"), frozenset(facts["options"]))
 
 
-def _resolve_java(version: str, partial: Path, home: Path) -> None:
+def _resolve_java(version: str, partial: Path) -> dict:
     partial.mkdir(parents=True)
     shutil.copy(JAVA_POM, partial / "pom.xml")
     _run(["mvn", "-B", "-q", "-f", str(partial / "pom.xml"), f"-Dkafka.version={version}",
@@ -127,9 +115,21 @@ def _resolve_java(version: str, partial: Path, home: Path) -> None:
     options = sorted(set(re.findall(r"(?<![\w-])(--[a-z][\w.-]*)", usage.stdout + usage.stderr)))
     if "--group-id" not in options:
         raise ClientVersionError(f"kafka-tools {version} has no usable VerifiableConsumer:\n{usage.stderr[-500:]}")
-    (partial / "kafka-chaos-client.json").write_text(json.dumps({"version": version, "options": options}))
-    shutil.rmtree(home, ignore_errors=True)
-    partial.rename(home)
+    return {"version": version, "options": options}
+
+
+def _cached(home: Path, what: str, build, log) -> dict:
+    """The facts of a client built once into `home`: build(partial) fills HOME.partial and returns its facts,
+    which are kept beside it; HOME.partial is then renamed to HOME, so nothing half-built is ever used
+    (venv scripts name the partial path; `bin/python -m ...` does not care)."""
+    facts = home / "kafka-chaos-client.json"
+    if not facts.exists():
+        log(f"{what} into {home} (once)")
+        with _partial(home) as partial:
+            (partial / facts.name).write_text(json.dumps(build(partial)))
+            shutil.rmtree(home, ignore_errors=True)
+            partial.rename(home)
+    return json.loads(facts.read_text())
 
 
 @contextmanager

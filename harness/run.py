@@ -26,7 +26,7 @@ from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError
 from harness.versions import kafka_image
-from workloads.control import write_atomically
+from workloads.control import control_path, write_atomically
 from workloads.services import WorkloadProcess, after_stop, member_process, producer_process, stop_all
 
 PROGRESS_EVERY_S = 5
@@ -156,7 +156,7 @@ class MemberPool:
 
 
 def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
-                topics: "RunTopics") -> Nemesis:
+                topics: RunTopics) -> Nemesis:
     ctx = FaultContext(cluster, pool.processes, timeline, random.Random(scenario.run.seed),
                        scenario.consumer_group.group_id, scenario.topic.name, pool=pool, topics=topics)
 
@@ -260,7 +260,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
         for (client, version), settings in clients.items()]})
     group = scenario.consumer_group
     timeline = FaultTimeline(run_dir / "faults.jsonl")
-    topics = RunTopics([t.name for t in scenario.topics], run_dir / "control" / f"{PRODUCER}.json")
+    topics = RunTopics([t.name for t in scenario.topics], control_path(run_dir, PRODUCER))
     pool = MemberPool(scenario, run_dir, cluster, clients)
     nemesis = Nemesis([])
     producer: WorkloadProcess | None = None

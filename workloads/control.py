@@ -31,9 +31,9 @@ class ControlFile:
         return self._value
 
 
-def control_path(process) -> Path:
-    """A workload process's control file (process: a workloads.services.WorkloadProcess)."""
-    return Path(process.settings["run_dir"]) / "control" / f"{process.name}.json"
+def control_path(run_dir: Path | str, name: str) -> Path:
+    """The control file of the workload process `name` (a member, the producer) of a run."""
+    return Path(run_dir) / "control" / f"{name}.json"
 
 
 def write_atomically(path: Path, data: dict) -> None:

@@ -17,7 +17,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads import config as workload_config
-from workloads.control import ControlFile
+from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
 
 CLIENT = "librdkafka"
@@ -99,7 +99,7 @@ class Processing:
 # How the group refuses a duplicated group.instance.id: classic fences the old member (KIP-345),
 # KIP-848 refuses the new one while the instance id is held.
 FENCING = {KafkaError(code).name(): KafkaError(code).str()
-           for code in (KafkaError.FENCED_INSTANCE_ID, getattr(KafkaError, "UNRELEASED_INSTANCE_ID", None)) if code is not None}
+           for code in (KafkaError.FENCED_INSTANCE_ID, KafkaError.UNRELEASED_INSTANCE_ID)}
 
 
 def is_fatal(error: KafkaError) -> bool:
@@ -131,7 +131,7 @@ class Member:
         if cfg["commit"] in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
         self.processing = Processing(cfg.get("processing") or {}, seed=zlib.crc32(self.name.encode()))
-        self.control = ControlFile(run_dir / "control" / f"{self.name}.json")
+        self.control = ControlFile(control_path(run_dir, self.name))
         self.consumer = Consumer(settings)
 
     def refresh_generation(self) -> int:

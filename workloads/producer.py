@@ -17,7 +17,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, Producer
 
 from workloads import config as workload_config
-from workloads.control import ControlFile
+from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
 
 # Errors that prove the record was never written (librdkafka refused it before sending).
@@ -33,7 +33,7 @@ class SequencedProducer:
         self.cfg = cfg
         self.producer_id = cfg["producer_id"]
         self.topics = list(cfg["topics"])
-        self.control = ControlFile(Path(cfg["run_dir"]) / "control" / f"{self.producer_id}.json")
+        self.control = ControlFile(control_path(cfg["run_dir"], self.producer_id))
         self.log = JsonlLog(Path(cfg["run_dir"]) / "produced" / f"{self.producer_id}.jsonl")
         self.pending: dict[int, str] = {}  # seq -> topic
         self.counts = {"ok": 0, "fail": 0, "info": 0}

@@ -17,8 +17,8 @@ from workloads import config as workload_config
 from workloads.java_member import raw_events_path
 from workloads.verifiable import convert
 
-OWNER_ENV = "KAFKA_CHAOS_OWNER"
-ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter  # host:pid of the harness that started the workload
+OWNER_ENV = "KAFKA_CHAOS_OWNER"  # host:pid of the harness that started the workload
+ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter
 
 
 @dataclass
