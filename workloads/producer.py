@@ -20,6 +20,7 @@ from workloads import config as workload_config
 from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
 
+CONTROL_EVERY_S = 0.5  # how often the control file is looked at (a stat; read only when it changed)
 # Errors that prove the record was never written (librdkafka refused it before sending).
 CERTAIN_FAILURES = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError._UNKNOWN_TOPIC}
 
@@ -63,7 +64,7 @@ class SequencedProducer:
 
     def run(self) -> int:
         records, rate = self.cfg["records"], self.cfg["rate"]
-        started = time.monotonic()
+        started = next_control_check = time.monotonic()
         for seq in range(records):
             if self.stopping:
                 break
@@ -71,8 +72,9 @@ class SequencedProducer:
                 ahead = seq / rate - (time.monotonic() - started)
                 if ahead > 0:
                     self.producer.poll(ahead)
-            if seq % 1000 == 0:
+            if time.monotonic() >= next_control_check:  # a topic_create is written to within CONTROL_EVERY_S
                 self.topics = (self.control.read() or {}).get("topics") or self.topics
+                next_control_check = time.monotonic() + CONTROL_EVERY_S
             self._send(seq, self.topics[seq % len(self.topics)])
             self.producer.poll(0)
         remaining = self.producer.flush(self.cfg.get("flush_timeout_s", 150))
