@@ -69,7 +69,7 @@ class CoordinatorFailover:
 
     def _note_new_coordinator(self) -> bool:
         try:
-            now = coordinator_id(self.cluster.admin(), self.group_id)
+            now = coordinator_id(self.cluster.view(), self.group_id)
         except Exception:
             return False
         if now == self.fault.broker.node_id and self.fault.active:

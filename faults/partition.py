@@ -39,9 +39,12 @@ class BrokerPartition(BrokerFault):
             self.note(down_when_cut=sorted(down))
 
     def _heal(self) -> None:
+        """Deletes the rules, then waits until every broker the cut fenced is registered again, so that
+        the next fault (or test) starts from a whole cluster, as after a crash's heal."""
         for a, b in self.pairs:
             netns.undrop(_container(a), self._toxiproxy_ip, list(b.peer_ports), self._tag)
             netns.undrop(_container(b), self._toxiproxy_ip, list(a.peer_ports), self._tag)
+        self.cluster.wait_rejoined(list({b.name: b for pair in self.pairs for b in pair}.values()))
 
 
 def _cut_between(side: list, brokers: list) -> list[tuple]:
@@ -66,7 +69,7 @@ class IsolateBroker(BrokerPartition):
     (a zombie leader); with `clients: true` its client-facing proxies (the CLIENT lane and every
     workload client's lane; never the harness's CONTROL lane) are disabled too, so it loses everything.
     The peer lanes stay enabled: iptables already stalls them, and a disabled proxy would reset them.
-    Heals by deleting its iptables rules (and enabling those proxies)."""
+    Heals by deleting its iptables rules (and enabling those proxies), then waits until it is registered again."""
     kind = "isolate_broker"
     Params = IsolateParams
 
@@ -121,7 +124,7 @@ class SplitParams(FaultParams):
 class Split(BrokerPartition):
     """A set of brokers cut off from the rest, both ways (replication and quorum); clients still reach
     every broker. By default the largest minority: the target and random others (1 of 3, 2 of 5).
-    Heals by deleting its iptables rules."""
+    Heals by deleting its iptables rules, then waits until the fenced side is registered again."""
     kind = "split"
     Params = SplitParams
 

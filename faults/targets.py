@@ -16,7 +16,6 @@ from __future__ import annotations
 import random
 import re
 
-from faults.quorum import quorum_leader
 
 OFFSETS_TOPIC = "__consumer_offsets"
 BROKER_ROLES = ("coordinator", "controller", "leader", "random")
@@ -43,32 +42,26 @@ def offsets_partition(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-def partition_leader(admin, topic: str, partition: int) -> int:
-    metadata = admin.list_topics(topic, timeout=10)
-    topic_metadata = metadata.topics.get(topic)
-    if topic_metadata is None or topic_metadata.error is not None or partition not in topic_metadata.partitions:
+def partition_leader(view, topic: str, partition: int) -> int:
+    """The leader of topic:partition in a BrokerView (harness/broker_view.py)."""
+    found = [p for p in view.partitions if p.topic == topic and p.partition == partition]
+    if not found:
         raise TargetError(f"no metadata for {topic}:{partition}")
-    leader = topic_metadata.partitions[partition].leader
-    if leader < 0:
+    if found[0].leader < 0:
         raise TargetError(f"{topic}:{partition} has no leader")
-    return leader
+    return found[0].leader
 
 
-def coordinator_id(admin, group_id: str) -> int:
+def coordinator_id(view, group_id: str) -> int:
     """The group coordinator is the leader of the group's __consumer_offsets partition.
 
     Computed from metadata rather than asked with DescribeConsumerGroups: that admin call can abort
     the process when the coordinator is unreachable (librdkafka issue 4605), which is what faults do.
     """
-    partitions = len(admin.list_topics(OFFSETS_TOPIC, timeout=10).topics[OFFSETS_TOPIC].partitions)
+    partitions = sum(1 for p in view.partitions if p.topic == OFFSETS_TOPIC)
     if not partitions:
         raise TargetError(f"{OFFSETS_TOPIC} does not exist yet: no group has a coordinator")
-    return partition_leader(admin, OFFSETS_TOPIC, offsets_partition(group_id, partitions))
-
-
-def controller_id(cluster) -> int:
-    """The active KRaft controller (not describe_cluster's `controller`: in KRaft that is a random broker)."""
-    return quorum_leader(cluster.control_bootstrap_servers.split(","))
+    return partition_leader(view, OFFSETS_TOPIC, offsets_partition(group_id, partitions))
 
 
 # -- checked before the run -------------------------------------------------------------------
@@ -146,16 +139,15 @@ TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "new_
 
 def resolve_broker(cluster, target: str, *, group_id: str, topic: str, rng: random.Random):
     """The broker a target names now: kafka-N, or whoever holds the role at this moment."""
-    admin = cluster.admin()
     if target == "coordinator":
-        return cluster.broker_by_id(coordinator_id(admin, group_id))
+        return cluster.broker_by_id(coordinator_id(cluster.view(), group_id))
     if target == "controller":
-        return cluster.broker_by_id(controller_id(cluster))
+        return cluster.broker_by_id(cluster.active_controller())
     if target == "leader":
-        return cluster.broker_by_id(partition_leader(admin, topic, 0))
+        return cluster.broker_by_id(partition_leader(cluster.view(), topic, 0))
     match = LEADER_OF.match(target)
     if match:
-        return cluster.broker_by_id(partition_leader(admin, match["topic"], int(match["partition"])))
+        return cluster.broker_by_id(partition_leader(cluster.view(), match["topic"], int(match["partition"])))
     if target == "random":
         return rng.choice(cluster.brokers)
     return cluster.broker(target)

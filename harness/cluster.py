@@ -18,7 +18,9 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from faults import netns
+from faults.quorum import QuorumError, quorum_leader
 from harness import broker_config
+from harness.broker_view import BrokerView, view_of
 from harness.probe import api_versions_roundtrip
 from harness.progress import progress
 from harness.scenario import ClusterSpec
@@ -170,15 +172,41 @@ class KafkaCluster:
                         and broker.node_id in self.registered_brokers(), timeout_s,
                         f"{broker.name} did not come back (answering and registered)", broker)
 
+    def active_controller(self, timeout_s: float = 30) -> int:
+        """The node id of the KRaft quorum's leader. Retried for timeout_s: for a few seconds after the
+        active controller dies no broker can say (DescribeQuorum times out until the election ends)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return quorum_leader([b.control_address for b in self.brokers])
+            except QuorumError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    def view(self) -> BrokerView:
+        """The cluster's metadata as the active controller's broker holds it: the freshest. A client
+        library asks any broker, and one cut off from the quorum keeps answering with what it last heard."""
+        return view_of(self.broker_by_id(self.active_controller()).control_address)
+
     def registered_brokers(self) -> set[int]:
-        """Node ids of the brokers the cluster's metadata lists (registered and unfenced)."""
-        return set(self.admin().list_topics(timeout=5).brokers)
+        """Node ids of the brokers registered and unfenced."""
+        return set(self.view().brokers)
 
     def under_replicated(self) -> list[str]:
         """Every partition (internal topics included) whose ISR lacks one of its replicas."""
-        metadata = self.admin().list_topics(timeout=5)
-        return [f"{topic.topic}:{p.id}" for topic in metadata.topics.values() for p in topic.partitions.values()
-                if set(p.isrs) != set(p.replicas)]
+        return [f"{p.topic}:{p.partition}" for p in self.view().partitions if set(p.isr) != set(p.replicas)]
+
+    def wait_rejoined(self, brokers: list["Broker"], timeout_s: float = 120) -> None:
+        """Wait until every one of these brokers that is running (not stopped, not paused) is registered
+        and unfenced: after a partition heals, a fenced broker must catch up with the metadata log first."""
+        def running(broker) -> bool:
+            container = broker.container.get_wrapped_container()
+            container.reload()
+            return container.status == "running"
+        waited = [b for b in brokers if running(b)]
+        self.wait_until(lambda: {b.node_id for b in waited} <= self.registered_brokers(), timeout_s,
+                        f"{', '.join(b.name for b in waited)} not registered again")
 
     def quorum_replication(self) -> dict[int, dict[str, str]]:
         """Each KRaft voter as the quorum leader sees it (LogEndOffset, Lag, LastFetchTimestamp,

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.cluster
 
 
 def leaders_of(cluster, topic: str) -> set[int]:
-    return {p.leader for p in cluster.admin().list_topics(topic, timeout=5).topics[topic].partitions.values()}
+    return {p.leader for p in cluster.view().partitions if p.topic == topic}
 
 
 def wait_until(condition, timeout_s: float = 120, poll_s: float = 0.5) -> bool:

@@ -3,6 +3,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from faults.network import ProxyCut
+from harness.broker_view import view_of
 
 pytestmark = pytest.mark.cluster
 
@@ -34,3 +35,14 @@ def test_cut_proxy_leaves_clients_unable_to_reach_that_broker(kafka_cluster):
         # The harness's own lane is never cut.
         assert len(kafka_cluster.admin().list_topics(timeout=20).brokers) == len(kafka_cluster.brokers)
     assert len(metadata_via(target.client_address, 20).brokers) == len(kafka_cluster.brokers)
+
+
+def test_each_broker_answers_for_its_own_view_with_what_a_client_sees(kafka_cluster):
+    """harness/broker_view.py reads the raw Metadata v7 answer of one chosen broker."""
+    client = metadata_via(kafka_cluster.bootstrap_servers, 20).topics["kafka-chaos-ready"].partitions[0]
+    for broker in kafka_cluster.brokers:
+        view = view_of(broker.control_address, ["kafka-chaos-ready"])
+        assert view.brokers == {b.node_id for b in kafka_cluster.brokers}
+        [partition] = view.partitions
+        assert (partition.leader, set(partition.isr), set(partition.replicas)) == \
+            (client.leader, set(client.isrs), set(client.replicas))

@@ -23,7 +23,7 @@ def test_computed_coordinator_is_the_one_kafka_reports(kafka_cluster, group_id):
                 reported = state["coordinator"]
                 break
         assert reported is not None, "the group never showed up"
-        assert coordinator_id(kafka_cluster.admin(), group_id) == reported
+        assert coordinator_id(kafka_cluster.view(), group_id) == reported
     finally:
         consumer.close()
 
@@ -40,10 +40,9 @@ def test_the_controller_target_is_the_quorum_leader_kafka_reports(kafka_cluster)
     import re
     import subprocess
 
-    from faults.targets import controller_id
     container = kafka_cluster.brokers[0].container.get_wrapped_container().name
     status = subprocess.run(["docker", "exec", container, "/opt/kafka/bin/kafka-metadata-quorum.sh",
                              "--bootstrap-controller", "localhost:9093", "describe", "--status"],
                             capture_output=True, text=True, timeout=120).stdout
     reported = int(re.search(r"LeaderId:\s+(\d+)", status).group(1))
-    assert [controller_id(kafka_cluster) for _ in range(5)] == [reported] * 5
+    assert [kafka_cluster.active_controller() for _ in range(5)] == [reported] * 5
