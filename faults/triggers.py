@@ -34,16 +34,23 @@ class Trigger(Fault):
 
 class JoinParams(FaultParams):
     count: int = Field(1, ge=1, le=16, description="how many new members start")
+    like: int | None = Field(None, ge=0, description="i: the new members have the settings of consumer_group.members[i] "
+                                                     "(client, version, assignor, ...); default: the group's own")
 
     def check(self, facts, target: str) -> None:
         spare = len([lane for lane in facts.lanes if lane.startswith("member-")]) - len(facts.members)
         if self.count > spare:
             raise ValueError(f"count: {self.count} new members need spare lanes; the cluster has {spare} "
                              "(cluster.spare_lanes)")
+        entries = facts.group.get("members")
+        if self.like is not None and not (isinstance(entries, list) and self.like < len(entries)):
+            have = f"{len(entries)} entries" if isinstance(entries, list) else "a number, not a list of member specs"
+            raise ValueError(f"like: consumer_group.members has no entry [{self.like}] (it has {have})")
 
 
 class MemberJoin(Trigger):
-    """N new members start and join the running group (each on a spare lane)."""
+    """N new members start and join the running group (each on a spare lane), with the group's settings
+    or those of one entry of a mixed group (`like`): a newer client joining a fleet during an upgrade."""
     kind = "member_join"
     target_kind = "group"
     Params = JoinParams
@@ -52,7 +59,7 @@ class MemberJoin(Trigger):
         names = self.ctx.pool.next_names(self.spec.count)
         self.note(members=names)
         for name in names:
-            self.ctx.pool.start(name)
+            self.ctx.pool.start(name, like=self.spec.like)
 
 
 class MemberLeave(Trigger):

@@ -28,9 +28,10 @@ class PartitionView:
 
 @dataclass(frozen=True)
 class BrokerView:
+    """Equal views are the same metadata (the answer's `controller` field is left out: in KRaft a broker
+    names a random live broker there, KIP-590)."""
     brokers: frozenset[int]  # registered and unfenced, as this broker last heard from the quorum
-    controller: int
-    partitions: tuple[PartitionView, ...]
+    partitions: tuple[PartitionView, ...]  # sorted by topic and partition
 
 
 def view_of(address: str, topics: list[str] | None = None, timeout_s: float = 5.0) -> BrokerView:
@@ -90,7 +91,7 @@ def _parse(data: bytes) -> BrokerView:
 
     brokers = r.array(broker)
     r.string()  # cluster_id
-    controller = r.take(">i")
+    r.take(">i")  # controller_id
     partitions = []
 
     def topic():
@@ -103,4 +104,4 @@ def _parse(data: bytes) -> BrokerView:
             partitions.append(PartitionView(name, index, leader, isr, replicas))
 
     r.array(topic)
-    return BrokerView(frozenset(brokers), controller, tuple(partitions))
+    return BrokerView(frozenset(brokers), tuple(sorted(partitions, key=lambda p: (p.topic, p.partition))))

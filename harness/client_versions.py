@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from workloads.config import ClientRelease
+
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "clients"
 JAVA_POM = ROOT / "images" / "java-client" / "pom.xml"
@@ -143,6 +145,11 @@ def _partial(home: Path):
         shutil.rmtree(partial, ignore_errors=True)
 
 
+def maven_lacks_release(output: str) -> bool:
+    """Did Maven fail because an artifact is not on the repository (first attempt, or a cached miss)?"""
+    return "Could not find artifact" in output or "was not found in" in output or "Could not resolve dependencies" in output
+
+
 def _run(command: list[str], what: str) -> str:
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
@@ -152,26 +159,25 @@ def _run(command: list[str], what: str) -> str:
         output = result.stdout + result.stderr
         if "No matching distribution" in output or "Could not find a version" in output:
             raise ClientVersionError(f"{what}: no such release on the package registry (or no wheel for this Python)")
-        if "was not found in" in output or "Could not resolve dependencies" in output:
+        if maven_lacks_release(output):
             raise ClientVersionError(f"{what}: no such release on Maven Central")
         tail = "\n".join(output.strip().splitlines()[-6:])
         raise ClientVersionError(f"{what} failed:\n{tail}")
     return result.stdout
 
 
-def member_client(client: str, version: str | None, default_java, log=print) -> dict:
-    """The settings a member of `client` at `version` (None: the release the harness ships) runs with:
-    its interpreter or classpath, and what its release can do. `default_java()` gives the brokers'
-    own (classpath, log4j config) for an unpinned Java member."""
+def member_client(client: str, version: str | None, default_java, log=print) -> ClientRelease:
+    """How a member of `client` at `version` (None: the release the harness ships) runs: its interpreter
+    or classpath, and what its release can do. `default_java()` gives the brokers' own (classpath, log4j
+    config) for an unpinned Java member."""
     if client == "librdkafka":
         if version is None:
-            return {"python": sys.executable}
+            return ClientRelease(python=sys.executable)
         pinned = librdkafka_client(version, log)
-        return {"python": pinned.python, "client_version": version, "librdkafka_version": pinned.librdkafka_version}
+        return ClientRelease(python=pinned.python, client_version=version, librdkafka_version=pinned.librdkafka_version)
     if version is None:
         classpath, log4j_config = default_java()
-        return {"classpath": classpath, "log4j_config": str(log4j_config) if log4j_config else None,
-                "config_option": "--command-config", "group_protocol_option": True}
+        return ClientRelease(classpath=classpath, log4j_config=str(log4j_config) if log4j_config else None)
     pinned = java_client(version, log)
-    return {"classpath": pinned.classpath, "log4j_config": None, "config_option": pinned.config_option,
-            "group_protocol_option": pinned.has_group_protocol, "client_version": version}
+    return ClientRelease(classpath=pinned.classpath, config_option=pinned.config_option,
+                         group_protocol_option=pinned.has_group_protocol, client_version=version)

@@ -7,6 +7,7 @@ import os
 import socket
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -21,11 +22,12 @@ from faults import netns
 from faults.quorum import QuorumError, quorum_leader
 from harness import broker_config
 from harness.broker_view import BrokerView, view_of
+from harness.kafka_release import KafkaVersionError, ensure_kafka_image
 from harness.probe import api_versions_roundtrip
-from harness.progress import progress
+from harness.progress import progress, say
 from harness.scenario import ClusterSpec
 from harness.toxiproxy import Proxy, Toxiproxy
-from harness.versions import kafka_image, pinned, toxiproxy_image
+from harness.versions import kafka_image, kafka_version, pinned, toxiproxy_image
 from workloads.services import owner_gone, sweep_stale_workloads
 
 # Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
@@ -108,8 +110,17 @@ class KafkaCluster:
     def __exit__(self, *exc) -> None:
         self.stop()
 
+    @property
+    def image(self) -> str:
+        return kafka_image(self.spec.kafka_version)
+
     def start(self) -> Self:
-        check_engine_and_images()
+        if self.spec.kafka_version is not None:
+            try:
+                ensure_kafka_image(self.spec.kafka_version, log=say)
+            except KafkaVersionError as exc:
+                raise ClusterError(f"cluster.kafka_version: {exc}") from None
+        check_engine_and_images(self.image)
         sweep_stale_containers()
         sweep_stale_workloads()
         labels = _labels(self.run_id)
@@ -119,7 +130,7 @@ class KafkaCluster:
             self._network.create()
         with progress(f"toxiproxy ({toxiproxy_image()})"):
             self._start_toxiproxy(labels)
-        with progress(f"{self.spec.brokers} KRaft brokers ({kafka_image()})"):
+        with progress(f"{self.spec.brokers} KRaft brokers ({self.image})"):
             self._start_brokers(labels)
         with progress("brokers registered and a topic with RF 3 created"):
             self._wait_ready()
@@ -172,7 +183,7 @@ class KafkaCluster:
                         and broker.node_id in self.registered_brokers(), timeout_s,
                         f"{broker.name} did not come back (answering and registered)", broker)
 
-    def active_controller(self, timeout_s: float = 30) -> int:
+    def active_controller(self, timeout_s: float = 60) -> int:
         """The node id of the KRaft quorum's leader. Retried for timeout_s: for a few seconds after the
         active controller dies no broker can say (DescribeQuorum times out until the election ends)."""
         deadline = time.monotonic() + timeout_s
@@ -184,10 +195,29 @@ class KafkaCluster:
                     raise
                 time.sleep(0.5)
 
-    def view(self) -> BrokerView:
-        """The cluster's metadata as the active controller's broker holds it: the freshest. A client
-        library asks any broker, and one cut off from the quorum keeps answering with what it last heard."""
-        return view_of(self.broker_by_id(self.active_controller()).control_address)
+    def view(self, timeout_s: float = 60) -> BrokerView:
+        """The cluster's metadata as a majority of the brokers hold it. A client library asks any broker,
+        and one cut off from the quorum keeps answering with what it last heard; the brokers in touch with
+        the quorum, always a majority (or there is no quorum), agree once each has applied the same records.
+        Not DescribeQuorum's leader: for a while after the active controller dies, that question times out
+        on every broker (seen for over 30 s on a loaded machine)."""
+        need, deadline, seen = len(self.brokers) // 2 + 1, time.monotonic() + timeout_s, "no broker answered"
+        while True:
+            views = []
+            for broker in self.brokers:
+                try:
+                    views.append(view_of(broker.control_address, timeout_s=2))
+                except OSError:
+                    pass
+            if views:
+                view, agreeing = Counter(views).most_common(1)[0]
+                if agreeing >= need:
+                    return view
+                seen = f"{agreeing} of {len(views)} answering brokers agree"
+            if time.monotonic() >= deadline:
+                raise ClusterError(f"no {need} of the {len(self.brokers)} brokers agree on the cluster's metadata "
+                                   f"within {timeout_s:.0f} s ({seen})")
+            time.sleep(0.2)
 
     def registered_brokers(self) -> set[int]:
         """Node ids of the brokers registered and unfenced."""
@@ -288,7 +318,7 @@ class KafkaCluster:
             )
             props = broker_config.render(node, lanes, voters, self.spec.broker_config)
             name = f"kafka-{node}"
-            container = (DockerContainer(kafka_image(), command=["bash", "-c", broker_config.startup_script()])
+            container = (DockerContainer(self.image, command=["bash", "-c", broker_config.startup_script()])
                          .with_name(f"kafka-chaos-{self.run_id}-{name}")
                          .with_network(self._network).with_network_aliases(name)
                          .with_env("KAFKA_CHAOS_SERVER_PROPERTIES", props)
@@ -375,9 +405,9 @@ class KafkaCluster:
         return {
             "cluster_id": self.cluster_id,
             "run_id": self.run_id,
-            "kafka_version": pinned("KAFKA_VERSION"),
+            "kafka_version": kafka_version(self.spec.kafka_version),
             "toxiproxy_version": pinned("TOXIPROXY_VERSION"),
-            "images": {"kafka": kafka_image(), "toxiproxy": toxiproxy_image()},
+            "images": {"kafka": self.image, "toxiproxy": toxiproxy_image()},
             "bootstrap_servers": self.bootstrap_servers,
             "toxiproxy_api": self.toxiproxy.api_url if self.toxiproxy else None,
             "brokers": [{"node_id": b.node_id, "name": b.name, "client_address": b.client_address,
@@ -401,14 +431,15 @@ class KafkaCluster:
                 pass
 
 
-def check_engine_and_images() -> None:
-    """Fail before starting anything, with what to do about it."""
+def check_engine_and_images(kafka: str) -> None:
+    """Fail before starting anything, with what to do about it (the brokers of another Kafka release are
+    built on first use: harness/kafka_release.py)."""
     try:
         client = docker.from_env()
         client.ping()
     except Exception as exc:
         raise ClusterError(f"no Docker engine answers ({exc}); `make setup` starts one (as root)") from None
-    for image in (kafka_image(), toxiproxy_image()):
+    for image in (kafka, toxiproxy_image()):
         try:
             client.images.get(image)
         except docker.errors.ImageNotFound:

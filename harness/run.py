@@ -22,10 +22,12 @@ from harness.client_jars import java_client
 from harness.client_versions import ClientVersionError, member_client
 from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
+from harness.kafka_release import KafkaVersionError, ensure_kafka_image
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError
-from harness.versions import kafka_image
+from harness.versions import kafka_image, kafka_version
+from workloads.config import ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
 from workloads.services import WorkloadProcess, after_stop, member_process, producer_process, stop_all
 
@@ -58,7 +60,7 @@ def timed_phase(outcome: RunOutcome, name: str):
         outcome.phases[name] = round(time.monotonic() - started, 2)
 
 
-def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], dict]:
+def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], ClientRelease]:
     """Every (client, version) the group's members use, installed or resolved on first use (cached), and
     checked against what the scenario asks of it, before the cluster starts."""
     group, out = scenario.consumer_group, {}
@@ -66,11 +68,13 @@ def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], dict]:
         key = (spec.client, spec.version)
         if key in out:
             continue
+        # an unpinned Java member runs the brokers' own release: another cluster.kafka_version's from Maven
+        version = spec.version or (scenario.cluster.kafka_version if spec.client == "java" else None)
         try:
-            out[key] = member_client(spec.client, spec.version, lambda: java_client(kafka_image()), log=say)
+            out[key] = member_client(spec.client, version, lambda: java_client(kafka_image()), log=say)
         except ClientVersionError as exc:
             raise ScenarioError(f"{where}: {exc}") from None
-        if spec.client == "java" and spec.protocol == "consumer" and not out[key]["group_protocol_option"]:
+        if spec.client == "java" and spec.protocol == "consumer" and not out[key].group_protocol_option:
             raise ScenarioError(f"{where}: VerifiableConsumer {spec.version} has no --group-protocol (KIP-848's "
                                 "consumer protocol came to it in 3.7)")
     return out
@@ -87,23 +91,26 @@ def _version_fields(group: ConsumerGroupSpec) -> list[tuple[str, ConsumerGroupSp
     return fields
 
 
-def member_settings(scenario: Scenario, spec: ConsumerGroupSpec, client: dict, bootstrap: str) -> dict:
-    """One member's settings: `spec` is its own (consumer_group.member_specs()), `client` its release's."""
+def member_config(scenario: Scenario, spec: ConsumerGroupSpec, release: ClientRelease, *, member: str,
+                  run_dir: Path, bootstrap: str, instance_id: str | None) -> MemberConfig:
+    """One member's config: `spec` is its own settings (consumer_group.member_specs()), `release` its client's."""
     group = spec.effective()
-    return {**client, "client": group.client, "bootstrap_servers": bootstrap, "topic": scenario.topic.name,
-            "topics": [t.name for t in scenario.topics], "pattern": group.pattern,
-            "metadata_refresh_ms": group.metadata_refresh_ms, "group_id": group.group_id,
-            "protocol": group.protocol, "assignor": group.assignor, "remote_assignor": group.remote_assignor,
-            "session_timeout_ms": group.session_timeout_ms, "heartbeat_interval_ms": group.heartbeat_interval_ms,
-            "max_poll_interval_ms": group.max_poll_interval_ms, "commit": group.commit,
-            "auto_commit_interval_ms": group.auto_commit_interval_ms, "processing": group.processing.model_dump(),
-            "batch_size": group.batch_size, "extra": group.config}
+    return MemberConfig(
+        member=member, run_dir=str(run_dir), client=group.client, release=release, bootstrap_servers=bootstrap,
+        group_id=group.group_id, topics=[t.name for t in scenario.topics], pattern=group.pattern,
+        metadata_refresh_ms=group.metadata_refresh_ms, protocol=group.protocol, assignor=group.assignor,
+        remote_assignor=group.remote_assignor, session_timeout_ms=group.session_timeout_ms,
+        heartbeat_interval_ms=group.heartbeat_interval_ms, max_poll_interval_ms=group.max_poll_interval_ms,
+        commit=group.commit, auto_commit_interval_ms=group.auto_commit_interval_ms,
+        processing=ProcessingConfig(**group.processing.model_dump()), batch_size=group.batch_size,
+        extra=group.config, instance_id=instance_id)
 
 
-def producer_settings(scenario: Scenario, bootstrap: str) -> dict:
+def producer_config(scenario: Scenario, run_dir: Path, bootstrap: str) -> ProducerConfig:
     p = scenario.producer
-    return {"bootstrap_servers": bootstrap, "topics": [t.name for t in scenario.topics], "records": p.records, "rate": p.rate,
-            "acks": p.acks, "idempotence": p.idempotence, "extra": p.config}
+    return ProducerConfig(producer_id=PRODUCER, run_dir=str(run_dir), bootstrap_servers=bootstrap,
+                          topics=[t.name for t in scenario.topics], records=p.records, rate=p.rate, acks=p.acks,
+                          idempotence=p.idempotence, extra=p.config)
 
 
 class RunTopics:
@@ -125,22 +132,28 @@ class MemberPool:
     def __init__(self, scenario: Scenario, run_dir: Path, cluster: KafkaCluster, clients: dict) -> None:
         self.scenario, self.run_dir, self.cluster, self.clients = scenario, run_dir, cluster, clients
         self.specs = scenario.consumer_group.member_specs()
+        self.joined_like: dict[str, ConsumerGroupSpec] = {}
         self.processes: dict[str, WorkloadProcess] = {}
 
     def spec(self, index: int) -> ConsumerGroupSpec:
-        """member-<index>'s settings; members beyond the scenario's (joins) have the group's own."""
+        """member-<index>'s settings; members beyond the scenario's (joins) have the group's own unless
+        they joined `like` an entry of a mixed group."""
+        if f"member-{index}" in self.joined_like:
+            return self.joined_like[f"member-{index}"]
         return self.specs[index - 1] if index <= len(self.specs) else self.scenario.consumer_group
 
-    def start(self, name: str, lane: str | None = None, instance: int | None = None) -> WorkloadProcess:
+    def start(self, name: str, lane: str | None = None, instance: int | None = None,
+              like: int | None = None) -> WorkloadProcess:
         """Start member `name` on its own lane (or `lane`); static members get instance-<instance>; a
-        duplicate (`instance` given) runs with that member's settings."""
+        duplicate (`instance` given) runs with that member's settings; `like`: those of consumer_group.members[like]."""
         index = instance if instance is not None else int(name.rsplit("-", 1)[1])
+        if like is not None:
+            self.joined_like[name] = self.scenario.consumer_group.entry_spec(like)
         spec = self.spec(index)
-        settings = member_settings(self.scenario, spec, self.clients[(spec.client, spec.version)],
-                                   self.cluster.lane_bootstrap_servers(lane or name))
-        if spec.static_membership:
-            settings["instance_id"] = f"instance-{index}"
-        process = member_process(name, self.run_dir, settings).start()
+        config = member_config(self.scenario, spec, self.clients[(spec.client, spec.version)], member=name,
+                               run_dir=self.run_dir, bootstrap=self.cluster.lane_bootstrap_servers(lane or name),
+                               instance_id=f"instance-{index}" if spec.static_membership else None)
+        process = member_process(config).start()
         process.lane = lane or name  # what a client fault on this member (random-member) resolves to
         self.processes[name] = process
         return process
@@ -206,6 +219,16 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
     say(f"run {run_id}: {run_dir}")
     own_cluster = cluster is None
     try:
+        release = scenario.cluster.kafka_version
+        if own_cluster and release is not None:
+            with phase(f"Kafka {release} brokers"):
+                try:
+                    ensure_kafka_image(release, log=say)
+                except KafkaVersionError as exc:
+                    raise ScenarioError(f"cluster.kafka_version: {exc}") from None
+        elif not own_cluster and kafka_version(release) != kafka_version(cluster.spec.kafka_version):
+            raise ScenarioError(f"cluster.kafka_version: this cluster runs Kafka {kafka_version(cluster.spec.kafka_version)}, "
+                                f"not {kafka_version(release)}; run the scenario on its own cluster")
         with phase("clients"):
             clients = resolve_clients(scenario)
         if own_cluster:
@@ -255,9 +278,9 @@ def compact_logs(run_dir: Path) -> None:
 
 def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict) -> None:
     write_json(run_dir / "cluster.json", {**cluster.describe(), "clients": [
-        {"client": client, "version": version or settings.get("client_version"),
-         **({"librdkafka_version": settings["librdkafka_version"]} if "librdkafka_version" in settings else {})}
-        for (client, version), settings in clients.items()]})
+        {"client": client, "version": version or release.client_version,
+         **({"librdkafka_version": release.librdkafka_version} if release.librdkafka_version else {})}
+        for (client, version), release in clients.items()]})
     group = scenario.consumer_group
     timeline = FaultTimeline(run_dir / "faults.jsonl")
     topics = RunTopics([t.name for t in scenario.topics], control_path(run_dir, PRODUCER))
@@ -290,7 +313,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
             nemesis = nemesis_for(scenario, cluster, pool, timeline, topics)
-            producer = producer_process(PRODUCER, run_dir, producer_settings(scenario, cluster.lane_bootstrap_servers(PRODUCER))).start()
+            producer = producer_process(producer_config(scenario, run_dir, cluster.lane_bootstrap_servers(PRODUCER))).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),
                               "workload", show_progress):

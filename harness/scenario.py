@@ -17,6 +17,8 @@ from faults.context import ScenarioFacts
 from faults.kinds import fault_kinds
 from faults.schedule import random_schedule
 from faults.targets import TARGET_CHECKS
+from harness.client_versions import version_tuple
+from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
 
 
 
@@ -34,6 +36,18 @@ class ClusterSpec(Strict):
     heap: str = Field("512m", pattern=r"^\d+[mg]$")
     startup_timeout_s: float = Field(120, gt=0)
     spare_lanes: int = Field(2, ge=0, le=16, description="per-client lanes beyond the scenario's members, for members that join later")
+    kafka_version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+$",
+                                      description="brokers of this Apache Kafka release (KRaft, 3.7 or later), built "
+                                                  "locally on first use; default: the release versions.env pins")
+
+    @model_validator(mode="after")
+    def _a_kraft_release_we_run(self):
+        if self.kafka_version is not None:
+            try:
+                check_kafka_version(self.kafka_version)
+            except KafkaVersionError as exc:
+                raise ValueError(f"kafka_version: {exc}") from None
+        return self
 
 
 class TopicSpec(Strict):
@@ -141,6 +155,10 @@ class ConsumerGroupSpec(Strict):
                 raise ValueError(f"members: one classic group cannot mix assignors {sorted(assignors)}: each member "
                                  "offers one, and Kafka refuses a member with none in common (INCONSISTENT_GROUP_PROTOCOL)")
         return specs
+
+    def entry_spec(self, entry: int) -> "ConsumerGroupSpec":
+        """The settings of the members of consumer_group.members[entry] (a list)."""
+        return self.member_specs()[sum(m.count for m in self.members[:entry])]
 
     @model_validator(mode="after")
     def _every_member_is_valid(self):
@@ -307,6 +325,10 @@ class Scenario(Strict):
             if self.consumer_group.pattern is not None and not re.fullmatch(self.consumer_group.pattern, t.name):
                 raise ValueError(f"consumer_group.pattern: {where} {t.name!r} does not match it, so its records "
                                  "would never be consumed")
+        release = self.cluster.kafka_version
+        if self.consumer_group.protocol == "consumer" and release and version_tuple(release)[:2] < KIP_848_GA:
+            raise ValueError(f"consumer_group.protocol: the consumer protocol (KIP-848) is generally available from "
+                             f"Kafka 4.0; cluster.kafka_version {release} has it only as an early-access preview")
         if self.consumer_group.client == "java" and len(self.topics) > 1:
             raise ValueError("topics: the Java member (VerifiableConsumer) subscribes to one topic; use client: librdkafka")
         facts = self.facts()

@@ -9,7 +9,8 @@ import os
 from functools import cache
 from pathlib import Path
 
-VERSIONS_FILE = Path(__file__).resolve().parent.parent / "versions.env"
+ROOT = Path(__file__).resolve().parent.parent
+VERSIONS_FILE = ROOT / "versions.env"
 
 
 @cache
@@ -30,8 +31,17 @@ def pinned(key: str) -> str:
     return value
 
 
-def kafka_image() -> str:
-    return pinned("KAFKA_CHAOS_KAFKA_IMAGE")
+def kafka_version(requested: str | None = None) -> str:
+    """The brokers' Kafka release: a scenario's cluster.kafka_version, or the one versions.env pins."""
+    return requested or pinned("KAFKA_VERSION")
+
+
+def kafka_image(version: str | None = None) -> str:
+    """The brokers' image: versions.env's for its own release, kafka-chaos/kafka:<version> (built locally
+    on first use, harness/kafka_release.py) for another."""
+    if kafka_version(version) == pinned("KAFKA_VERSION"):
+        return pinned("KAFKA_CHAOS_KAFKA_IMAGE")
+    return f"kafka-chaos/kafka:{version}"
 
 
 def toxiproxy_image() -> str:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the project's images locally: base (debootstrap), kafka (official jars via Maven) and toxiproxy
-# (go install). An image named outside the kafka-chaos/ prefix is pulled instead. Each built image carries
+# (go install). `build-images.sh kafka` with KAFKA_VERSION and KAFKA_CHAOS_KAFKA_IMAGE in the environment
+# builds the brokers of another Kafka release (what a scenario's cluster.kafka_version asks for). An image named outside the kafka-chaos/ prefix is pulled instead. Each built image carries
 # a label with the hash of its inputs; an image whose label matches is kept as it is.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -84,7 +85,7 @@ base_image() {
 }
 
 kafka_image() {
-  local img=$KAFKA_CHAOS_KAFKA_IMAGE h jars_key ctx=$BUILD_DIR/kafka
+  local img=$KAFKA_CHAOS_KAFKA_IMAGE h jars_key ctx=$BUILD_DIR/kafka-$KAFKA_VERSION
   step "image $img"
   if ! is_local "$img"; then pull "$img"; return; fi
   h=$(inputs_hash "$(image_id "$KAFKA_CHAOS_BASE_IMAGE")" "$KAFKA_VERSION" "$SCALA_BINARY_VERSION" \
@@ -96,6 +97,7 @@ kafka_image() {
     command -v mvn >/dev/null || apt_install maven
     log "resolving Kafka $KAFKA_VERSION + log4j $LOG4J_VERSION jars with Maven"
     rm -rf "$ctx" && mkdir -p "$ctx"
+    ON_EXIT+=("[[ -f '$ctx/libs.inputs' ]] || rm -rf '$ctx'")  # a release Maven lacks leaves nothing behind
     cp images/kafka/pom.xml "$ctx/"
     run_logged maven mvn -B -q -f "$ctx/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
       -Dscala.binary.version="$SCALA_BINARY_VERSION" -Dlog4j.version="$LOG4J_VERSION" \
@@ -128,7 +130,15 @@ toxiproxy_image() {
   step_done "built"
 }
 
-# The base image is needed only to build the others.
-if is_local "$KAFKA_CHAOS_KAFKA_IMAGE" || is_local "$KAFKA_CHAOS_TOXIPROXY_IMAGE"; then base_image; fi
-kafka_image
-toxiproxy_image
+# Arguments: which images (kafka, toxiproxy); none: both. The base image is built only when needed.
+wanted=("$@")
+[[ ${#wanted[@]} -gt 0 ]] || wanted=(kafka toxiproxy)
+for name in "${wanted[@]}"; do
+  [[ $name == kafka || $name == toxiproxy ]] || die "unknown image '$name' (kafka or toxiproxy)"
+done
+wants() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
+if { wants kafka && is_local "$KAFKA_CHAOS_KAFKA_IMAGE"; } || { wants toxiproxy && is_local "$KAFKA_CHAOS_TOXIPROXY_IMAGE"; }; then
+  base_image
+fi
+if wants kafka; then kafka_image; fi
+if wants toxiproxy; then toxiproxy_image; fi

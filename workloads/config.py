@@ -1,6 +1,8 @@
-"""How the harness hands a workload process its settings: one JSON document in an environment variable.
+"""The workload processes' typed configs, and how the harness hands one over: one JSON document in an
+environment variable (not on the command line, where `ps` would show any credential in it).
 
-Not on the command line, where `ps` would show any credential in it.
+Plain dataclasses: a member pinned to another confluent-kafka runs in that release's own venv, where
+nothing but the standard library and this tree can be assumed.
 """
 from __future__ import annotations
 
@@ -9,25 +11,96 @@ import os
 import signal
 import threading
 import time
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import TypeVar, get_type_hints
 
 ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG"
+T = TypeVar("T")
 
 
-def encode(config: dict) -> dict[str, str]:
-    return {ENV_VAR: json.dumps(config)}
+@dataclass(frozen=True)
+class ProcessingConfig:
+    """The application's work per batch (the scenario's consumer_group.processing)."""
+    per_record_ms: float = 0
+    per_batch_ms: float = 0
+    distribution: str = "fixed"  # or "exponential", whose mean is the fixed value
+    seed: int = 0
 
 
-def decode() -> dict:
+@dataclass(frozen=True)
+class ClientRelease:
+    """How a member of one client release runs (harness/client_versions.py resolves it, cached)."""
+    python: str | None = None  # librdkafka: the interpreter of that confluent-kafka release's venv
+    client_version: str | None = None  # None: the release the harness ships
+    librdkafka_version: str | None = None  # the one bundled in a pinned confluent-kafka
+    classpath: str | None = None  # java: that release's jars
+    log4j_config: str | None = None
+    config_option: str = "--command-config"  # VerifiableConsumer's option for a properties file
+    group_protocol_option: bool = True  # VerifiableConsumer has --group-protocol (3.7 and later)
+
+
+@dataclass(frozen=True)
+class MemberConfig:
+    """Everything a member process needs, for either kind of member (workloads/services.py MEMBER_KINDS)."""
+    member: str
+    run_dir: str
+    client: str
+    release: ClientRelease
+    bootstrap_servers: str
+    group_id: str
+    topics: list[str]
+    pattern: str | None
+    metadata_refresh_ms: int | None
+    protocol: str
+    assignor: str | None
+    remote_assignor: str | None
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    max_poll_interval_ms: int
+    commit: str
+    auto_commit_interval_ms: int | None
+    processing: ProcessingConfig
+    batch_size: int
+    extra: dict = field(default_factory=dict)
+    instance_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ProducerConfig:
+    producer_id: str
+    run_dir: str
+    bootstrap_servers: str
+    topics: list[str]
+    records: int
+    rate: float
+    acks: str
+    idempotence: bool
+    extra: dict = field(default_factory=dict)
+    flush_timeout_s: float = 150
+
+
+def encode(config) -> dict[str, str]:
+    return {ENV_VAR: json.dumps(asdict(config))}
+
+
+def decode(cls: type[T]) -> T:
     try:
-        return json.loads(os.environ[ENV_VAR])
+        data = json.loads(os.environ[ENV_VAR])
     except KeyError:
         raise SystemExit(f"{ENV_VAR} is not set: workload processes are started by the kafka-chaos harness") from None
+    return _from_dict(cls, data)
 
 
-def run_workload(factory) -> int:
-    """A workload process's main: settings from the harness; SIGTERM or SIGINT asks it to stop cleanly,
+def _from_dict(cls, data: dict):
+    hints = get_type_hints(cls)
+    return cls(**{name: _from_dict(hints[name], value) if is_dataclass(hints[name]) else value
+                  for name, value in data.items()})
+
+
+def run_workload(factory, config_class) -> int:
+    """A workload process's main: its config from the harness; SIGTERM or SIGINT asks it to stop cleanly,
     and so does the death of the harness (an aborted harness runs no `finally`)."""
-    workload = factory(decode())
+    workload = factory(decode(config_class))
 
     def stop(signum=None, frame=None):
         workload.stopping = True

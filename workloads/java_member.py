@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from workloads import config as workload_config
+from workloads.config import MemberConfig
 from workloads.history import drop_unterminated_tail
 from workloads.verifiable import FACTS_EVENT, Converter
 
@@ -36,55 +37,57 @@ def raw_events_path(run_dir: Path, member: str) -> Path:
     return run_dir / "logs" / f"{member}.verifiable.jsonl"
 
 
-def command_line(cfg: dict, properties_file: Path) -> list[str]:
+def command_line(cfg: MemberConfig, properties_file: Path) -> list[str]:
+    release = cfg.release
     java_options = ["-Xmx256m", "-XX:+UseSerialGC"]
-    if cfg.get("log4j_config"):
-        java_options.append(f"-Dlog4j2.configurationFile={cfg['log4j_config']}")
-    args = ["--bootstrap-server", cfg["bootstrap_servers"], "--topic", cfg["topic"], "--group-id", cfg["group_id"],
-            "--verbose", "--reset-policy", "earliest", cfg.get("config_option", "--command-config"), str(properties_file)]
-    if cfg.get("group_protocol_option", True):  # VerifiableConsumer before 3.7 has no KIP-848 and no such option
-        args += ["--group-protocol", cfg["protocol"]]
-    if cfg["protocol"] == "classic":
-        args += ["--assignment-strategy", ASSIGNORS[cfg["assignor"]], "--session-timeout", str(cfg["session_timeout_ms"])]
-    elif cfg.get("remote_assignor"):
-        args += ["--group-remote-assignor", cfg["remote_assignor"]]
-    if cfg.get("instance_id"):
-        args += ["--group-instance-id", cfg["instance_id"]]
-    if cfg.get("commit") == "auto":
+    if release.log4j_config:
+        java_options.append(f"-Dlog4j2.configurationFile={release.log4j_config}")
+    # VerifiableConsumer subscribes to one topic (the scenario refuses more for a Java member)
+    args = ["--bootstrap-server", cfg.bootstrap_servers, "--topic", cfg.topics[0], "--group-id", cfg.group_id,
+            "--verbose", "--reset-policy", "earliest", release.config_option, str(properties_file)]
+    if release.group_protocol_option:  # VerifiableConsumer before 3.7 has no KIP-848 and no such option
+        args += ["--group-protocol", cfg.protocol]
+    if cfg.protocol == "classic":
+        args += ["--assignment-strategy", ASSIGNORS[cfg.assignor], "--session-timeout", str(cfg.session_timeout_ms)]
+    elif cfg.remote_assignor:
+        args += ["--group-remote-assignor", cfg.remote_assignor]
+    if cfg.instance_id:
+        args += ["--group-instance-id", cfg.instance_id]
+    if cfg.commit == "auto":
         args.append("--enable-autocommit")
-    return ["java", *java_options, "-cp", cfg["classpath"], MAIN_CLASS, *args]
+    return ["java", *java_options, "-cp", release.classpath, MAIN_CLASS, *args]
 
 
-def client_properties(cfg: dict) -> str:
-    props = {"client.id": cfg["member"], "max.poll.interval.ms": cfg["max_poll_interval_ms"],
-             **({"auto.commit.interval.ms": cfg["auto_commit_interval_ms"]} if cfg.get("commit") == "auto" else {}),
-             "max.poll.records": cfg["batch_size"],
-             **({"metadata.max.age.ms": cfg["metadata_refresh_ms"]} if cfg.get("metadata_refresh_ms") else {}),
-             **cfg.get("extra", {})}
-    if cfg["protocol"] == "classic":
-        props["heartbeat.interval.ms"] = cfg["heartbeat_interval_ms"]
+def client_properties(cfg: MemberConfig) -> str:
+    props = {"client.id": cfg.member, "max.poll.interval.ms": cfg.max_poll_interval_ms,
+             **({"auto.commit.interval.ms": cfg.auto_commit_interval_ms} if cfg.commit == "auto" else {}),
+             "max.poll.records": cfg.batch_size,
+             **({"metadata.max.age.ms": cfg.metadata_refresh_ms} if cfg.metadata_refresh_ms else {}),
+             **cfg.extra}
+    if cfg.protocol == "classic":
+        props["heartbeat.interval.ms"] = cfg.heartbeat_interval_ms
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
 def main() -> int:
-    cfg = workload_config.decode()
-    run_dir = Path(cfg["run_dir"])
-    properties_file = run_dir / "logs" / f"{cfg['member']}.client.properties"
+    cfg = workload_config.decode(MemberConfig)
+    run_dir = Path(cfg.run_dir)
+    properties_file = run_dir / "logs" / f"{cfg.member}.client.properties"
     properties_file.write_text(client_properties(cfg))
-    raw = raw_events_path(run_dir, cfg["member"])
+    raw = raw_events_path(run_dir, cfg.member)
     drop_unterminated_tail(raw)  # a killed JVM's last, half-printed line: nothing was committed after it
     with open(raw, "ab") as events:
         # the facts VerifiableConsumer does not print, for the converter's typed `started` event
         events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
-                                  "protocol": cfg["protocol"], "assignor": cfg.get("assignor") or cfg.get("remote_assignor"),
-                                  "instance_id": cfg.get("instance_id"), "commit": cfg["commit"],
-                                  "client_version": cfg.get("client_version")}) + "\n").encode())
+                                  "protocol": cfg.protocol, "assignor": cfg.assignor or cfg.remote_assignor,
+                                  "instance_id": cfg.instance_id, "commit": cfg.commit,
+                                  "client_version": cfg.release.client_version}) + "\n").encode())
         events.flush()
         jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)  # the JVM got the same signal; wait for its clean exit
     workload_config.on_harness_exit(jvm.terminate, force=jvm.kill)
-    converter = Converter(raw, run_dir, cfg["member"], cfg.get("instance_id"))
+    converter = Converter(raw, run_dir, cfg.member, cfg.instance_id)
     while jvm.poll() is None:
         converter.poll()
         time.sleep(CONVERT_EVERY_S)

@@ -17,48 +17,49 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads import config as workload_config
+from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
 
 CLIENT = "librdkafka"
 
 
-def consumer_settings(cfg: dict) -> dict:
+def consumer_settings(cfg: MemberConfig) -> dict:
     settings = {
-        "bootstrap.servers": cfg["bootstrap_servers"],
-        "group.id": cfg["group_id"],
-        "client.id": cfg["member"],
-        "enable.auto.commit": cfg["commit"] == "auto",
+        "bootstrap.servers": cfg.bootstrap_servers,
+        "group.id": cfg.group_id,
+        "client.id": cfg.member,
+        "enable.auto.commit": cfg.commit == "auto",
         "auto.offset.reset": "earliest",
-        "max.poll.interval.ms": cfg["max_poll_interval_ms"],
-        "group.protocol": cfg["protocol"],
+        "max.poll.interval.ms": cfg.max_poll_interval_ms,
+        "group.protocol": cfg.protocol,
     }
-    if cfg["protocol"] == "classic":
+    if cfg.protocol == "classic":
         settings.update({
-            "partition.assignment.strategy": cfg["assignor"],
-            "session.timeout.ms": cfg["session_timeout_ms"],
-            "heartbeat.interval.ms": cfg["heartbeat_interval_ms"],
+            "partition.assignment.strategy": cfg.assignor,
+            "session.timeout.ms": cfg.session_timeout_ms,
+            "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
         })
-    elif cfg.get("remote_assignor"):
-        settings["group.remote.assignor"] = cfg["remote_assignor"]
-    if cfg["commit"] == "auto":
+    elif cfg.remote_assignor:
+        settings["group.remote.assignor"] = cfg.remote_assignor
+    if cfg.commit == "auto":
         # librdkafka's defaults: an offset is stored as consume() hands the record over, and a timer
         # commits what is stored. A crash can therefore lose records committed but not yet logged.
-        settings["auto.commit.interval.ms"] = cfg.get("auto_commit_interval_ms") or 5000
-    if cfg.get("instance_id"):
-        settings["group.instance.id"] = cfg["instance_id"]
-    if cfg.get("metadata_refresh_ms"):
-        settings["topic.metadata.refresh.interval.ms"] = cfg["metadata_refresh_ms"]
-    settings.update(cfg.get("extra", {}))
+        settings["auto.commit.interval.ms"] = cfg.auto_commit_interval_ms or 5000
+    if cfg.instance_id:
+        settings["group.instance.id"] = cfg.instance_id
+    if cfg.metadata_refresh_ms:
+        settings["topic.metadata.refresh.interval.ms"] = cfg.metadata_refresh_ms
+    settings.update(cfg.extra)
     return settings
 
 
-def subscription(cfg: dict) -> list[str]:
+def subscription(cfg: MemberConfig) -> list[str]:
     """The run's topics by name, or the pattern (librdkafka: a name that starts with ^ is a regular
     expression; anchored at both ends, so it means what Java's Pattern.matches means)."""
-    if cfg.get("pattern"):
-        return [f"^({cfg['pattern']})$"]
-    return cfg.get("topics") or [cfg["topic"]]
+    if cfg.pattern:
+        return [f"^({cfg.pattern})$"]
+    return list(cfg.topics)
 
 
 def current_generation(consumer: Consumer) -> int:
@@ -82,11 +83,9 @@ class Processing:
     batch (from the member's own seeded generator), so a member can be made slower than
     max.poll.interval.ms allows."""
 
-    def __init__(self, spec: dict, seed: int) -> None:
-        self.per_record_ms = spec.get("per_record_ms", 0)
-        self.per_batch_ms = spec.get("per_batch_ms", 0)
-        self.distribution = spec.get("distribution", "fixed")
-        self.rng = random.Random(spec.get("seed", 0) ^ seed)
+    def __init__(self, spec: ProcessingConfig, seed: int) -> None:
+        self.per_record_ms, self.per_batch_ms, self.distribution = spec.per_record_ms, spec.per_batch_ms, spec.distribution
+        self.rng = random.Random(spec.seed ^ seed)
 
     def delay(self, records: int) -> None:
         mean_ms = self.per_batch_ms + self.per_record_ms * records
@@ -116,10 +115,10 @@ def fencing(error: KafkaError) -> str | None:
 
 
 class Member:
-    def __init__(self, cfg: dict) -> None:
+    def __init__(self, cfg: MemberConfig) -> None:
         self.cfg = cfg
-        self.name = cfg["member"]
-        run_dir = Path(cfg["run_dir"])
+        self.name = cfg.member
+        run_dir = Path(cfg.run_dir)
         self.consumed = JsonlLog(run_dir / "consumed" / f"{self.name}.jsonl")
         self.events = JsonlLog(run_dir / "events" / f"{self.name}.jsonl")
         self.stopping = False
@@ -128,9 +127,9 @@ class Member:
         # failed (e.g. in a rebalance) would never show its real progress to Kafka.
         self.uncommitted = False
         settings = consumer_settings(cfg)
-        if cfg["commit"] in ("async", "auto"):
+        if cfg.commit in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
-        self.processing = Processing(cfg.get("processing") or {}, seed=zlib.crc32(self.name.encode()))
+        self.processing = Processing(cfg.processing, seed=zlib.crc32(self.name.encode()))
         self.control = ControlFile(control_path(run_dir, self.name))
         self.consumer = Consumer(settings)
 
@@ -157,13 +156,13 @@ class Member:
         self.consumer.subscribe(subscription(self.cfg), on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         cfg = self.cfg
         # typed facts of the client contract; the analysis reads these fields, detail is for people
-        self.event("started", client=CLIENT, protocol=cfg["protocol"],
-                   assignor=cfg.get("assignor") or cfg.get("remote_assignor"), instance_id=cfg.get("instance_id"),
-                   commit=cfg["commit"], client_version=confluent_kafka.version()[0],
-                   librdkafka_version=confluent_kafka.libversion()[0], detail=f"commit={cfg['commit']}")
+        self.event("started", client=CLIENT, protocol=cfg.protocol,
+                   assignor=cfg.assignor or cfg.remote_assignor, instance_id=cfg.instance_id,
+                   commit=cfg.commit, client_version=confluent_kafka.version()[0],
+                   librdkafka_version=confluent_kafka.libversion()[0], detail=f"commit={cfg.commit}")
         try:
             while not self.stopping:
-                batch = self.consumer.consume(self.cfg["batch_size"], timeout=0.5)
+                batch = self.consumer.consume(self.cfg.batch_size, timeout=0.5)
                 records = [m for m in batch if not self._is_error(m)]
                 if records:
                     self._handle(records)
@@ -185,7 +184,7 @@ class Member:
         """Process (the configured delay), log, commit, in the order the commit mode says:
         sync/async: log, then commit (at least once); before_process: commit, then process and log
         (at most once, on purpose); auto: log, and the background timer commits what consume() stored."""
-        commit, received_at = self.cfg["commit"], now_ms()  # consumed: when consume() handed the batch over
+        commit, received_at = self.cfg.commit, now_ms()  # consumed: when consume() handed the batch over
         if commit == "before_process":
             self._commit(records)
         override = self.control.read()  # a slow_processing trigger, while it lasts
@@ -206,7 +205,7 @@ class Member:
 
     def _log_batch(self, records, at: int) -> None:
         generation = self.refresh_generation()
-        instance_id = self.cfg.get("instance_id")
+        instance_id = self.cfg.instance_id
         rows = []
         for m in records:
             producer_id, _, seq = (m.value() or b"").decode(errors="replace").partition(":")
@@ -226,7 +225,7 @@ class Member:
 
     def _commit_positions(self) -> None:
         """Commit where the member is: every record before its position is already in the log."""
-        if self.cfg["commit"] == "auto":
+        if self.cfg.commit == "auto":
             return
         try:
             positions = [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
@@ -242,7 +241,7 @@ class Member:
         # ts_ms is when the result came back; the broker applied it somewhere in between. A member
         # frozen mid-commit learns the result long after, so both ends of that window are logged.
         requested_at = now_ms()
-        if self.cfg["commit"] == "async":
+        if self.cfg.commit == "async":
             self.consumer.commit(offsets=offsets, asynchronous=True)
             return
         try:
@@ -264,4 +263,4 @@ class Member:
 
 
 if __name__ == "__main__":
-    sys.exit(workload_config.run_workload(Member))
+    sys.exit(workload_config.run_workload(Member, MemberConfig))

@@ -17,6 +17,7 @@ from pathlib import Path
 from confluent_kafka import KafkaError, Producer
 
 from workloads import config as workload_config
+from workloads.config import ProducerConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
 
@@ -30,24 +31,24 @@ def record_value(producer_id: str, seq: int) -> bytes:
 
 
 class SequencedProducer:
-    def __init__(self, cfg: dict) -> None:
+    def __init__(self, cfg: ProducerConfig) -> None:
         self.cfg = cfg
-        self.producer_id = cfg["producer_id"]
-        self.topics = list(cfg["topics"])
-        self.control = ControlFile(control_path(cfg["run_dir"], self.producer_id))
-        self.log = JsonlLog(Path(cfg["run_dir"]) / "produced" / f"{self.producer_id}.jsonl")
+        self.producer_id = cfg.producer_id
+        self.topics = list(cfg.topics)
+        self.control = ControlFile(control_path(cfg.run_dir, self.producer_id))
+        self.log = JsonlLog(Path(cfg.run_dir) / "produced" / f"{self.producer_id}.jsonl")
         self.pending: dict[int, str] = {}  # seq -> topic
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self.stopping = False
         self.producer = Producer({
-            "bootstrap.servers": cfg["bootstrap_servers"],
+            "bootstrap.servers": cfg.bootstrap_servers,
             "client.id": self.producer_id,
-            "acks": cfg["acks"],
-            "enable.idempotence": cfg["idempotence"],
+            "acks": cfg.acks,
+            "enable.idempotence": cfg.idempotence,
             "linger.ms": 5,
             "delivery.timeout.ms": 120_000,
             "topic.metadata.refresh.interval.ms": 2000,  # partitions added mid-run are written to within seconds
-            **cfg.get("extra", {}),
+            **cfg.extra,
         })
 
     def _on_delivery(self, err, msg) -> None:
@@ -63,7 +64,7 @@ class SequencedProducer:
         self.log.append(row)
 
     def run(self) -> int:
-        records, rate = self.cfg["records"], self.cfg["rate"]
+        records, rate = self.cfg.records, self.cfg.rate
         started = next_control_check = time.monotonic()
         for seq in range(records):
             if self.stopping:
@@ -77,7 +78,7 @@ class SequencedProducer:
                 next_control_check = time.monotonic() + CONTROL_EVERY_S
             self._send(seq, self.topics[seq % len(self.topics)])
             self.producer.poll(0)
-        remaining = self.producer.flush(self.cfg.get("flush_timeout_s", 150))
+        remaining = self.producer.flush(self.cfg.flush_timeout_s)
         self._record_unknown_outcomes()
         self.log.close()
         print(f"producer {self.producer_id}: ok={self.counts['ok']} info={self.counts['info']} "
@@ -103,4 +104,4 @@ class SequencedProducer:
 
 
 if __name__ == "__main__":
-    sys.exit(workload_config.run_workload(SequencedProducer))
+    sys.exit(workload_config.run_workload(SequencedProducer, ProducerConfig))

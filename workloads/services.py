@@ -15,7 +15,8 @@ from typing import Callable
 
 from workloads import config as workload_config
 from workloads.java_member import raw_events_path
-from workloads.verifiable import convert
+from workloads.config import MemberConfig, ProducerConfig
+from workloads.verifiable import convert, fully_converted
 
 OWNER_ENV = "KAFKA_CHAOS_OWNER"  # host:pid of the harness that started the workload
 ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under an
 class WorkloadProcess:
     name: str
     module: str
-    settings: dict
+    config: MemberConfig | ProducerConfig
     run_dir: Path
     python: str = sys.executable  # a member pinned to another confluent-kafka runs in that release's venv
     process: subprocess.Popen | None = field(default=None, repr=False)
@@ -36,7 +37,7 @@ class WorkloadProcess:
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [self.python, "-m", self.module],
-                env={**os.environ, **workload_config.encode(self.settings), OWNER_ENV: f"{socket.gethostname()}:{os.getpid()}",
+                env={**os.environ, **workload_config.encode(self.config), OWNER_ENV: f"{socket.gethostname()}:{os.getpid()}",
                      "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
@@ -84,8 +85,8 @@ class WorkloadProcess:
         return None if self.process is None else self.process.poll()
 
 
-def producer_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
-    return WorkloadProcess(name, "workloads.producer", {**settings, "producer_id": name, "run_dir": str(run_dir)}, run_dir)
+def producer_process(config: ProducerConfig) -> WorkloadProcess:
+    return WorkloadProcess(config.producer_id, "workloads.producer", config, Path(config.run_dir))
 
 
 @dataclass(frozen=True)
@@ -97,8 +98,11 @@ class MemberKind:
 
 
 def _final_java_conversion(run_dir: Path, member: str, instance_id: str | None) -> None:
-    """The launcher converts while it runs; once more here, for a launcher that was killed itself."""
-    convert(raw_events_path(run_dir, member), run_dir, member, instance_id)
+    """The launcher converts while it runs; once more here only if it was killed before it had
+    converted the whole raw file."""
+    raw = raw_events_path(run_dir, member)
+    if not fully_converted(raw):
+        convert(raw, run_dir, member, instance_id)
 
 
 MEMBER_KINDS: dict[str, MemberKind] = {
@@ -107,17 +111,16 @@ MEMBER_KINDS: dict[str, MemberKind] = {
 }
 
 
-def member_process(name: str, run_dir: Path, settings: dict) -> WorkloadProcess:
-    kind = MEMBER_KINDS[settings.get("client", "librdkafka")]
-    return WorkloadProcess(name, kind.module, {**settings, "member": name, "run_dir": str(run_dir)}, run_dir,
-                           python=settings.get("python") or sys.executable)
+def member_process(config: MemberConfig) -> WorkloadProcess:
+    return WorkloadProcess(config.member, MEMBER_KINDS[config.client].module, config, Path(config.run_dir),
+                           python=config.release.python or sys.executable)
 
 
 def after_stop(process: WorkloadProcess) -> None:
     """What the member's kind does once the process has stopped."""
-    kind = MEMBER_KINDS[process.settings.get("client", "librdkafka")]
+    kind = MEMBER_KINDS[process.config.client]
     if kind.after_stop is not None:
-        kind.after_stop(process.run_dir, process.name, process.settings.get("instance_id"))
+        kind.after_stop(process.run_dir, process.name, process.config.instance_id)
 
 
 def stop_all(processes: list[WorkloadProcess], timeout_s: float = 30) -> None:

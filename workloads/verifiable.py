@@ -26,7 +26,7 @@ class Converter:
     def __init__(self, raw_path: Path, run_dir: Path, member: str, instance_id: str | None) -> None:
         self.raw_path, self.member, self.instance_id = raw_path, member, instance_id
         paths = [run_dir / "consumed" / f"{member}.jsonl", run_dir / "events" / f"{member}.jsonl"]
-        for path in paths:
+        for path in [*paths, _done_marker(raw_path)]:
             path.unlink(missing_ok=True)
         self.consumed, self.events = (JsonlLog(path) for path in paths)
         self.position, self.rows, self.written_events, self.previous_ts = 0, 0, 0, -1
@@ -52,6 +52,7 @@ class Converter:
         self.poll()
         self.consumed.close()
         self.events.close()
+        _done_marker(self.raw_path).write_text(str(self.position))
         return self.rows, self.written_events
 
     def _event(self, ts: int, kind: str, **fields) -> None:
@@ -90,6 +91,18 @@ class Converter:
                 self._event(ts, "commit_failed", offsets=offsets, requested_at_ms=requested_at, detail=e.get("error"))
         elif name == "shutdown_complete":
             self._event(ts, "stopped")
+
+
+def _done_marker(raw_path: Path) -> Path:
+    return raw_path.with_name(raw_path.name + ".converted")
+
+
+def fully_converted(raw_path: Path) -> bool:
+    """Did a converter close after reading the whole raw file (its launcher was not killed first)?"""
+    try:
+        return int(_done_marker(raw_path).read_text()) == raw_path.stat().st_size
+    except (FileNotFoundError, ValueError):
+        return False
 
 
 def convert(raw_path: Path, run_dir: Path, member: str, instance_id: str | None) -> tuple[int, int]:

@@ -33,7 +33,9 @@ def test_cluster_json_lists_each_lane_and_its_proxy_on_every_broker(kafka_cluste
 def test_a_member_cut_from_the_cluster_loses_its_partitions_to_the_others_and_rejoins(chaos_run):
     """Cut for 15 s against the 10 s session: the coordinator evicts member-1 and the others take its
     partitions and consume them while it is still cut off; after the heal it rejoins and consumes again."""
-    outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000},
+    # 35 s of records: after the heal (at 17 s) member-1 waits out librdkafka's reconnect back-off (up to
+    # 10 s by default) and a rebalance before it is assigned again; the run must not end first
+    outcome = chaos_run({"producer": {"records": 70_000, "rate": 2000},
                          "faults": [{"kind": "member_cut", "target": "member-1", "at_s": 2, "duration_s": 15}]})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     [fault] = rows(outcome.run_dir, "faults")

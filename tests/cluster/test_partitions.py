@@ -1,7 +1,7 @@
 """Network partitions between brokers on the real cluster (iptables in each broker's namespace).
 
 While a broker is cut off, its own metadata goes stale (it no longer hears the quorum), so what the
-cluster decided is read from the active controller's broker (`cluster.view()`), never through a client
+cluster decided is read as a majority of the brokers hold it (`cluster.view()`), never through a client
 library, which may put the question to the stale broker.
 """
 import random
@@ -114,7 +114,7 @@ def test_an_isolated_broker_leaves_the_isr_and_loses_leadership_while_clients_st
         cut_off = wait_until(lambda: all(broker.node_id not in p.isr and p.leader != broker.node_id
                                          for p in partitions(kafka_cluster, topic)), since_ms=fault.record["inject_done_ms"])
         if cut_off is None:  # say what the rest of the cluster saw, to tell a slow fence from a leaky cut
-            pytest.fail(f"{broker.name} still in an ISR or leading after 90 s, as the active controller sees it: "
+            pytest.fail(f"{broker.name} still in an ISR or leading after 90 s, as a majority of the brokers see it: "
                         f"{[(p.partition, p.leader, p.isr) for p in partitions(kafka_cluster, topic)]}; active controller "
                         f"{quorum_leader(others[0])}; registered {sorted(kafka_cluster.registered_brokers())}; "
                         f"{broker.name} reaches {others[0].name}: {reaches(broker, others[0])}")

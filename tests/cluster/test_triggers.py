@@ -116,12 +116,15 @@ def test_added_partitions_are_assigned_and_consumed(chaos_run):
     assert outcome.summary["lost_records"] == 0
 
 
-def test_a_created_topic_that_matches_the_pattern_is_assigned_and_consumed(chaos_run):
+@pytest.mark.parametrize("group", [{"protocol": "classic", "metadata_refresh_ms": 2000}, {"protocol": "consumer"}],
+                         ids=["classic", "kip848"])
+def test_a_created_topic_that_matches_the_pattern_is_assigned_and_consumed(chaos_run, group):
     """Two topics subscribed by pattern; a third that matches is created mid-run: the producer writes to all
-    three in turn, and the group is assigned and consumes the new one."""
+    three in turn, and the group is assigned and consumes the new one. Classic: each member matches the
+    pattern against its own metadata (refreshed every 2 s here); KIP-848: the coordinator resolves it."""
     outcome = chaos_run({"topics": [{"name": "pat-a", "partitions": 3}, {"name": "pat-b", "partitions": 3}],
                          "producer": {"records": 30_000, "rate": 2000},
-                         "consumer_group": {"pattern": "pat-.*", "metadata_refresh_ms": 2000},
+                         "consumer_group": {"pattern": "pat-.*", **group},
                          "faults": [{"kind": "topic_create", "target": "pat-c", "partitions": 3, "at_s": 4, "duration_s": 1}]})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     created = trigger_row(outcome, "topic_create")["target"]

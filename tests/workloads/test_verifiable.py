@@ -70,3 +70,17 @@ def test_the_live_converter_follows_the_raw_file_and_a_new_one_rewrites_without_
     assert live.close() == (1, 6)
     assert Converter(raw, tmp_path, "member-1", None).close() == (1, 6)
     assert len(lines(tmp_path / "consumed" / "member-1.jsonl")) == 1 and len(lines(tmp_path / "events" / "member-1.jsonl")) == 6
+
+
+def test_the_harness_final_pass_is_needed_only_after_a_launcher_died_mid_file(tmp_path):
+    from workloads.verifiable import Converter, fully_converted
+    raw = tmp_path / "raw.jsonl"
+    text = "".join(json.dumps(e) + "\n" for e in RAW)
+    raw.write_text(text)
+    live = Converter(raw, tmp_path, "member-1", None)
+    live.poll()
+    assert not fully_converted(raw), "a launcher killed before close() leaves no mark"
+    live.close()
+    assert fully_converted(raw)
+    raw.write_text(text + text[:20])  # printed after the launcher closed: a half line from a killed JVM
+    assert not fully_converted(raw)
