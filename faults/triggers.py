@@ -8,6 +8,7 @@ slow member speeds up again), or, for triggers with nothing to undo, when the ne
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from confluent_kafka.admin import NewPartitions
 from pydantic import Field
@@ -89,20 +90,26 @@ class MemberBounce(Trigger):
 
 
 class SlowParams(FaultParams):
-    per_batch_ms: int = Field(ge=1, le=3_600_000, description="the member sleeps this long on every batch while it lasts")
+    per_batch_ms: int = Field(0, ge=0, le=3_600_000, description="the member takes this long on every batch while it lasts")
+    per_record_ms: float = Field(0, ge=0, le=60_000, description="and this long per record of the batch")
+    distribution: Literal["fixed", "exponential"] = Field("fixed", description="exponential: the mean is the fixed value")
+    seed: int = 0
 
     def check(self, facts, target: str) -> None:
         group = facts.group
         if group.get("client") == "java":
             raise ValueError("per_batch_ms: the Java member (VerifiableConsumer) has no processing delay to slow down")
-        if self.per_batch_ms <= group.get("max_poll_interval_ms", 0):
-            raise ValueError(f"per_batch_ms: {self.per_batch_ms} does not exceed consumer_group.max_poll_interval_ms "
-                             f"({group.get('max_poll_interval_ms')}): the member would never miss a poll")
+        longest = self.per_batch_ms + self.per_record_ms * group.get("batch_size", 0)
+        if self.distribution == "fixed" and longest <= group.get("max_poll_interval_ms", 0):
+            raise ValueError(f"per_batch_ms: even a full batch ({group.get('batch_size')} records) takes {longest:g} ms, "
+                             f"within consumer_group.max_poll_interval_ms ({group.get('max_poll_interval_ms')}): "
+                             "the member would never miss a poll")
 
 
 class SlowProcessing(Trigger):
-    """Member M takes per_batch_ms on every batch for duration_s: its processing thread stalls past
-    max.poll.interval.ms while its heartbeats go on, so the group removes it."""
+    """Member M's processing takes per_batch_ms (+ per_record_ms a record), fixed or exponentially
+    distributed, for duration_s: its processing thread stalls past max.poll.interval.ms while its
+    heartbeats go on, so the group removes it."""
     kind = "slow_processing"
     Params = SlowParams
 
@@ -110,7 +117,7 @@ class SlowProcessing(Trigger):
         process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
         self.path = control_path(process.run_dir, process.name)
         self.note(member=process.name)
-        write_atomically(self.path, {"per_batch_ms": self.spec.per_batch_ms})
+        write_atomically(self.path, {"processing": self.spec.model_dump()})
 
     def _heal(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 class ControlFile:
-    """What the harness asks of a running member (e.g. {"per_batch_ms": 40000} while a slow_processing
+    """What the harness asks of a running member (e.g. {"processing": {"per_batch_ms": 40000, ...}} while a slow_processing
     trigger lasts); re-read only when the file changes. Absent means: the member's own settings."""
 
     def __init__(self, path: Path) -> None:

@@ -131,6 +131,7 @@ class Member:
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
         self.processing = Processing(cfg.processing, seed=zlib.crc32(self.name.encode()))
         self.control = ControlFile(control_path(run_dir, self.name))
+        self._override, self._slow = None, None
         self.consumer = Consumer(settings)
 
     def refresh_generation(self) -> int:
@@ -187,11 +188,18 @@ class Member:
         commit, received_at = self.cfg.commit, now_ms()  # consumed: when consume() handed the batch over
         if commit == "before_process":
             self._commit(records)
-        override = self.control.read()  # a slow_processing trigger, while it lasts
-        (Processing(override, seed=0) if override else self.processing).delay(len(records))
+        self._processing().delay(len(records))
         self._log_batch(records, received_at)
         if commit in ("sync", "async"):
             self._commit(records)
+
+    def _processing(self) -> "Processing":
+        """The scenario's processing, or a slow_processing trigger's while it lasts (its control file)."""
+        override = (self.control.read() or {}).get("processing")
+        if override != self._override:
+            self._override = override
+            self._slow = Processing(ProcessingConfig(**override), seed=zlib.crc32(self.name.encode())) if override else None
+        return self._slow or self.processing
 
     def _is_error(self, message) -> bool:
         error = message.error()
