@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+CATALOG = Path(__file__).resolve().parents[1] / "scenarios"
 EXIT_OK, EXIT_ANOMALIES, EXIT_BAD_INPUT, EXIT_HARNESS_FAILURE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 EPILOG = """exit codes (for CI):
@@ -51,6 +52,13 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--schedule", action="store_true", help="print the fault schedule instead (YAML)")
     validate.set_defaults(handler=cmd_validate)
 
+    scenarios = commands.add_parser("scenarios", help="list the scenario catalog, one line each",
+                                    description="List the scenario files of a folder (default: the project's "
+                                    "scenarios/): the file, and the one line of what it shows. Each file's opening "
+                                    "comment names the KIP or document it checks and what to expect.")
+    scenarios.add_argument("--dir", type=Path, default=CATALOG, help=f"the folder (default: {CATALOG})")
+    scenarios.set_defaults(handler=cmd_scenarios)
+
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs")
     clean.add_argument("--all", action="store_true", help="also those of runs that are still going")
     clean.set_defaults(handler=cmd_clean)
@@ -68,6 +76,15 @@ def cmd_validate(args) -> int:
         print(yaml.safe_dump([f.model_dump(mode="json") for f in scenario.schedule()], sort_keys=False), end="")
     else:
         print(scenario.to_yaml(), end="")
+    return EXIT_OK
+
+
+def cmd_scenarios(args) -> int:
+    from harness.scenario import catalog
+    entries = catalog(args.dir)
+    width = max((len(path.name) for path, _ in entries), default=0)
+    for path, scenario in entries:
+        print(f"{path.name:<{width}}  {scenario.description or '(no description)'}")
     return EXIT_OK
 
 

@@ -287,6 +287,7 @@ class AnalysisSpec(Strict):
 
 class Scenario(Strict):
     name: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,80}$")
+    description: str = Field("", max_length=200, description="one line: what the scenario shows (`kafka-chaos scenarios`)")
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     topics: list[TopicSpec] = Field(default_factory=lambda: [TopicSpec()], min_length=1, max_length=50,
                                     description="the run's topics (`topic:` for one): the producer writes to each in "
@@ -456,3 +457,8 @@ def load_scenario(path: str | Path) -> Scenario:
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
     return parse_scenario(data, str(path))
+
+
+def catalog(folder: Path) -> list[tuple[Path, Scenario]]:
+    """Every scenario file of a folder (the project's scenarios/), by file name; each one valid."""
+    return [(path, load_scenario(path)) for path in sorted(Path(folder).glob("*.yaml"))]

@@ -2,6 +2,7 @@
 import pytest
 
 from run_logs import rows
+from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
 
@@ -28,11 +29,7 @@ def test_a_member_crash_loses_only_what_the_commit_mode_allows(chaos_run, commit
     """From 3 s, member-1 spends 15 s on its next batch (slow_processing); it is killed at 6 s, inside that
     batch, every time. before_process had committed the batch first: it is lost, and the analysis counts it
     within the loss budget (the run stays valid). The same crash under sync (log, then commit) loses nothing."""
-    outcome = chaos_run({"producer": {"records": 20_000, "rate": 2000},
-                         "consumer_group": {"commit": commit, "max_poll_interval_ms": 10_000},
-                         "faults": [{"kind": "slow_processing", "target": "member-1", "per_batch_ms": 15_000,
-                                     "at_s": 3, "duration_s": 3.5},
-                                    {"kind": "member_crash", "target": "member-1", "at_s": 6, "duration_s": 3}]})
+    outcome = chaos_run(catalog("at-most-once-crash", commit=commit))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     summary = outcome.summary
     assert summary["lost_records"] == 0 and summary["valid"] is True, summary["anomalies"][:3]

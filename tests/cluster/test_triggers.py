@@ -2,6 +2,7 @@
 import pytest
 
 from run_logs import rows
+from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
 
@@ -89,10 +90,7 @@ def test_a_graceful_leave(chaos_run, static):
 
 @pytest.mark.slow
 def test_slow_processing_past_max_poll_interval_removes_the_member(chaos_run):
-    outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000},
-                         "consumer_group": {"max_poll_interval_ms": 8000, "session_timeout_ms": 6000},
-                         "faults": [{"kind": "slow_processing", "target": "member-1", "per_batch_ms": 12000,
-                                     "at_s": 4, "duration_s": 10}]})
+    outcome = chaos_run(catalog("max-poll-interval-exceeded"))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     slow_from = trigger_row(outcome, "slow_processing")["injected_at_ms"]
     failed = [e for e in events(outcome, "commit_failed") if e["member"] == "member-1" and e["ts_ms"] > slow_from]
@@ -106,26 +104,19 @@ def test_slow_processing_past_max_poll_interval_removes_the_member(chaos_run):
 
 @pytest.mark.slow
 def test_added_partitions_are_assigned_and_consumed(chaos_run):
-    # both clients notice new partitions on their next metadata refresh (5 minutes by default)
-    outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000},
-                         "consumer_group": {"config": {"topic.metadata.refresh.interval.ms": 2000}},
-                         "faults": [{"kind": "partitions_add", "target": "topic", "partitions": 9, "at_s": 4, "duration_s": 1}]})
+    outcome = chaos_run(catalog("partitions-added"))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     consumed_partitions = {r["partition"] for r in rows(outcome.run_dir / "consumed")}
     assert {6, 7, 8} <= consumed_partitions
     assert outcome.summary["lost_records"] == 0
 
 
-@pytest.mark.parametrize("group", [{"protocol": "classic", "metadata_refresh_ms": 2000}, {"protocol": "consumer"}],
-                         ids=["classic", "kip848"])
-def test_a_created_topic_that_matches_the_pattern_is_assigned_and_consumed(chaos_run, group):
+@pytest.mark.parametrize("name", ["pattern-new-topic", "pattern-new-topic-kip848"])
+def test_a_created_topic_that_matches_the_pattern_is_assigned_and_consumed(chaos_run, name):
     """Two topics subscribed by pattern; a third that matches is created mid-run: the producer writes to all
     three in turn, and the group is assigned and consumes the new one. Classic: each member matches the
     pattern against its own metadata (refreshed every 2 s here); KIP-848: the coordinator resolves it."""
-    outcome = chaos_run({"topics": [{"name": "pat-a", "partitions": 3}, {"name": "pat-b", "partitions": 3}],
-                         "producer": {"records": 30_000, "rate": 2000},
-                         "consumer_group": {"pattern": "pat-.*", **group},
-                         "faults": [{"kind": "topic_create", "target": "pat-c", "partitions": 3, "at_s": 4, "duration_s": 1}]})
+    outcome = chaos_run(catalog(name))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     created = trigger_row(outcome, "topic_create")["target"]
     produced = {r["topic"] for r in rows(outcome.run_dir / "produced")}
@@ -143,9 +134,7 @@ def test_a_duplicated_instance_id_is_fenced_as_each_protocol_documents(chaos_run
     """Classic (KIP-345): the newcomer takes the static member's place and the old process is fenced
     (FENCED_INSTANCE_ID) on its next heartbeat or commit. KIP-848: the instance id is still held by a live
     member, so the newcomer is refused (UNRELEASED_INSTANCE_ID) and the old one stays."""
-    group = {"static_membership": True, "protocol": protocol}
-    outcome = chaos_run({"producer": {"records": 30_000, "rate": 2000}, "consumer_group": group,
-                         "faults": [{"kind": "duplicate_instance", "target": "member-1", "at_s": 4, "duration_s": 10}]})
+    outcome = chaos_run(catalog("duplicate-instance-id" if protocol == "classic" else "duplicate-instance-id-kip848"))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     started_at = trigger_row(outcome, "duplicate_instance")["injected_at_ms"]
     ended = {e["member"]: e for e in events(outcome) if e["kind"] in ("fenced", "error") and e["ts_ms"] > started_at}
@@ -153,4 +142,32 @@ def test_a_duplicated_instance_id_is_fenced_as_each_protocol_documents(chaos_run
     assert fenced in ended and ended[fenced]["kind"] == "fenced", f"{fenced} was not fenced: {ended}"
     assert ("FENCED_INSTANCE_ID" if protocol == "classic" else "UNRELEASED_INSTANCE_ID") in ended[fenced]["detail"], ended
     assert survivor not in ended or ended[survivor]["kind"] != "fenced", ended
+    assert outcome.summary["lost_records"] == 0
+
+
+def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run):
+    outcome = chaos_run(catalog("static-bounce"))
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    bounce = trigger_row(outcome, "member_bounce")
+    down_at, back_at = bounce["injected_at_ms"], bounce["healed_at_ms"]
+    had = owned_before(outcome, "member-3", down_at)
+    moved = [e for e in events(outcome) if e["member"] != "member-3" and e["kind"] in ("assigned", "revoked")
+             and down_at < e["ts_ms"] < back_at + 5_000]
+    assert had and not moved, f"the others rebalanced during a static bounce: {moved[:3]}"
+    again = [e for e in events(outcome, "assigned") if e["member"] == "member-3" and e["ts_ms"] > back_at]
+    assert again and set(again[0]["partitions"]) == had, f"member-3 had {had}, got back {again[:1]}"
+    assert outcome.summary["lost_records"] == 0
+
+
+def test_a_dynamic_member_bounced_causes_a_rebalance_at_its_leave_and_at_its_return(chaos_run):
+    outcome = chaos_run(catalog("dynamic-bounce"))
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    bounce = trigger_row(outcome, "member_bounce")
+    down_at, back_at = bounce["injected_at_ms"], bounce["healed_at_ms"]
+    had = owned_before(outcome, "member-3", down_at)
+    taken = {p for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at
+             for p in e["partitions"]}
+    assert had and had <= taken, f"the others did not take {had} while member-3 was down (took {taken})"
+    again = [e for e in events(outcome, "assigned") if e["member"] == "member-3" and e["ts_ms"] > back_at and e["partitions"]]
+    assert again, "member-3 was never assigned partitions after its restart"
     assert outcome.summary["lost_records"] == 0
