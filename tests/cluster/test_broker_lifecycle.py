@@ -10,6 +10,7 @@ from faults.lifecycle import BrokerCrash, BrokerRestart
 from faults.timeline import FaultTimeline
 from harness.probe import api_versions_roundtrip
 from run_logs import rows
+from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
 
@@ -77,8 +78,7 @@ def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_
 
 @pytest.mark.slow
 def test_a_rolling_restart_under_load_loses_nothing_and_leaves_every_isr_full(chaos_run, kafka_cluster):
-    outcome = chaos_run({"producer": {"records": 120_000, "rate": 1000},  # longer than the roll (60-90 s here)
-                         "faults": [{"kind": "rolling_restart", "target": "cluster", "at_s": 3, "duration_s": 100}]})
+    outcome = chaos_run(catalog("rolling-restart"))  # 120 s of records: longer than the roll (60-90 s here)
     assert outcome.errors == [] and outcome.drained, outcome.errors
     [fault] = rows(outcome.run_dir, "faults")
     steps = fault["steps"]

@@ -5,23 +5,28 @@ from run_logs import rows
 from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
+PROCESSING_MS = 300
 
 
 @pytest.mark.parametrize("commit", ["auto", pytest.param("before_process", marks=pytest.mark.slow)])
 def test_a_commit_mode_without_faults_consumes_everything_once_and_commits(chaos_run, commit):
     outcome = chaos_run({"producer": {"records": 10_000, "rate": 2500},
                          "consumer_group": {"commit": commit, "auto_commit_interval_ms": 500,
-                                            "processing": {"per_batch_ms": 5}}})
+                                            "processing": {"per_batch_ms": PROCESSING_MS}}})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     summary = outcome.summary
     assert summary["lost_records"] == 0 and summary["duplicated_offsets"] == 0, summary
     events = rows(outcome.run_dir / "events")
     committed = [e for e in events if e["kind"] == "committed"]
     assert committed, "no commit was ever reported"
-    if commit == "before_process":  # each batch is committed before a single record of it is logged
-        consumed = rows(outcome.run_dir / "consumed")
-        first_logged = min(r["consumed_at_ms"] for r in consumed)
-        assert min(e["ts_ms"] for e in committed) <= first_logged
+    if commit == "before_process":
+        # each batch is committed before it is processed (PROCESSING_MS) and logged: a commit is requested
+        # within PROCESSING_MS of consume() handing over the batch whose last record it covers
+        received = {(r["member"], f"{r['topic']}:{r['partition']}", r["offset"]): r["consumed_at_ms"]
+                    for r in rows(outcome.run_dir / "consumed")}
+        gaps = [e["requested_at_ms"] - received[(e["member"], tp, offset - 1)] for e in committed
+                for tp, offset in e["offsets"].items() if (e["member"], tp, offset - 1) in received]
+        assert gaps and sorted(gaps)[len(gaps) // 2] < PROCESSING_MS, f"commits requested after processing: {gaps[:10]}"
 
 
 @pytest.mark.parametrize("commit", ["before_process", "sync"])

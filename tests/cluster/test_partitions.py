@@ -21,6 +21,7 @@ from faults.timeline import FaultTimeline
 from harness.broker_config import CONTROLLER_PORT
 from harness.probe import api_versions_roundtrip
 from run_logs import rows
+from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
 
@@ -189,8 +190,7 @@ def test_a_minority_split_keeps_the_majority_serving_and_loses_nothing(chaos_run
     off: that zombie coordinator (still reachable by its clients, unable to replicate) stalls the group
     until the controller fences it (broker session, 9 s), the majority elects a new coordinator and the
     members' sessions (10 s) expire there."""
-    outcome = chaos_run({"producer": {"records": 60_000, "rate": 1500},
-                         "faults": [{"kind": "split", "target": "kafka-3", "at_s": 3, "duration_s": 35}]})
+    outcome = chaos_run(catalog("minority-split"))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     [fault] = rows(outcome.run_dir, "faults")
     assert fault["side"] == ["kafka-3"] and fault["cut"] == [["kafka-1", "kafka-3"], ["kafka-2", "kafka-3"]], fault
