@@ -145,12 +145,17 @@ def test_a_duplicated_instance_id_is_fenced_as_each_protocol_documents(chaos_run
     assert outcome.summary["lost_records"] == 0
 
 
-def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run):
-    outcome = chaos_run(catalog("static-bounce"))
+def bounce_of_member_3(chaos_run, name):
+    """Run a bounce scenario: (outcome, when member-3 went down, when it started again, what it owned before)."""
+    outcome = chaos_run(catalog(name))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     bounce = trigger_row(outcome, "member_bounce")
     down_at, back_at = bounce["injected_at_ms"], bounce["healed_at_ms"]
-    had = owned_before(outcome, "member-3", down_at)
+    return outcome, down_at, back_at, owned_before(outcome, "member-3", down_at)
+
+
+def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run):
+    outcome, down_at, back_at, had = bounce_of_member_3(chaos_run, "static-bounce")
     moved = [e for e in events(outcome) if e["member"] != "member-3" and e["kind"] in ("assigned", "revoked")
              and down_at < e["ts_ms"] < back_at + 5_000]
     assert had and not moved, f"the others rebalanced during a static bounce: {moved[:3]}"
@@ -160,11 +165,7 @@ def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_wit
 
 
 def test_a_dynamic_member_bounced_causes_a_rebalance_at_its_leave_and_at_its_return(chaos_run):
-    outcome = chaos_run(catalog("dynamic-bounce"))
-    assert outcome.errors == [] and outcome.drained, outcome.errors
-    bounce = trigger_row(outcome, "member_bounce")
-    down_at, back_at = bounce["injected_at_ms"], bounce["healed_at_ms"]
-    had = owned_before(outcome, "member-3", down_at)
+    outcome, down_at, back_at, had = bounce_of_member_3(chaos_run, "dynamic-bounce")
     taken = {p for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at
              for p in e["partitions"]}
     assert had and had <= taken, f"the others did not take {had} while member-3 was down (took {taken})"
