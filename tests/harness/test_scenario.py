@@ -50,6 +50,7 @@ def test_default_scenario_file_is_valid():
     ({"faults": [{"kind": "member_join", "target": "group", "count": 5, "at_s": 1, "duration_s": 1}]}, "faults[0].count"),
     ({"faults": [{"kind": "partitions_add", "target": "topic", "partitions": 3, "at_s": 1, "duration_s": 1}]},
      "faults[0].partitions"),
+    ({"faults": [{"kind": "member_leave", "target": "member-9", "at_s": 1, "duration_s": 1}]}, "faults[0].target"),
     ({"faults": [{"kind": "member_join", "target": "group", "like": 0, "at_s": 1, "duration_s": 1}]}, "faults[0].like"),
     ({"consumer_group": {"members": [{"count": 2}]},
       "faults": [{"kind": "member_join", "target": "group", "like": 1, "at_s": 1, "duration_s": 1}]}, "faults[0].like"),
