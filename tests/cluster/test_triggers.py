@@ -145,17 +145,18 @@ def test_a_duplicated_instance_id_is_fenced_as_each_protocol_documents(chaos_run
     assert outcome.summary["lost_records"] == 0
 
 
-def bounce_of_member_3(chaos_run, name):
-    """Run a bounce scenario: (outcome, when member-3 went down, when it started again, what it owned before)."""
+def member_3_away(chaos_run, name, kind="member_bounce"):
+    """Run a scenario that takes member-3 away (a bounce, a freeze): (outcome, when it went away, when it was
+    back, what it owned before)."""
     outcome = chaos_run(catalog(name))
     assert outcome.errors == [] and outcome.drained, outcome.errors
-    bounce = trigger_row(outcome, "member_bounce")
-    down_at, back_at = bounce["injected_at_ms"], bounce["healed_at_ms"]
+    row = trigger_row(outcome, kind)
+    down_at, back_at = row["injected_at_ms"], row["healed_at_ms"]
     return outcome, down_at, back_at, owned_before(outcome, "member-3", down_at)
 
 
 def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run):
-    outcome, down_at, back_at, had = bounce_of_member_3(chaos_run, "static-bounce")
+    outcome, down_at, back_at, had = member_3_away(chaos_run, "static-bounce")
     moved = [e for e in events(outcome) if e["member"] != "member-3" and e["kind"] in ("assigned", "revoked")
              and down_at < e["ts_ms"] < back_at + 5_000]
     assert had and not moved, f"the others rebalanced during a static bounce: {moved[:3]}"
@@ -165,10 +166,38 @@ def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_wit
 
 
 def test_a_dynamic_member_bounced_causes_a_rebalance_at_its_leave_and_at_its_return(chaos_run):
-    outcome, down_at, back_at, had = bounce_of_member_3(chaos_run, "dynamic-bounce")
+    outcome, down_at, back_at, had = member_3_away(chaos_run, "dynamic-bounce")
     taken = {p for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at
              for p in e["partitions"]}
     assert had and had <= taken, f"the others did not take {had} while member-3 was down (took {taken})"
     again = [e for e in events(outcome, "assigned") if e["member"] == "member-3" and e["ts_ms"] > back_at and e["partitions"]]
     assert again, "member-3 was never assigned partitions after its restart"
     assert outcome.summary["lost_records"] == 0
+
+
+def test_a_member_frozen_for_less_than_its_session_keeps_its_partitions(chaos_run):
+    outcome, down_at, back_at, had = member_3_away(chaos_run, "member-freeze-short", "member_freeze")
+    moved = [e for e in events(outcome) if e["kind"] in ("assigned", "revoked", "lost") and down_at < e["ts_ms"] < back_at + 5_000]
+    assert had and not moved, f"a pause shorter than the session rebalanced: {moved[:3]}"
+    assert any(r["member"] == "member-3" and r["consumed_at_ms"] > back_at for r in rows(outcome.run_dir / "consumed")), \
+        "member-3 consumed nothing after the pause"
+    assert outcome.summary["lost_records"] == 0
+
+
+def test_a_member_frozen_past_its_session_is_expired_and_rejoins(chaos_run):
+    outcome, down_at, back_at, had = member_3_away(chaos_run, "member-freeze-long", "member_freeze")
+    taken = [e for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at
+             and had & set(e["partitions"])]
+    assert taken, f"the others never took {had} during the pause"
+    assert min(e["ts_ms"] for e in taken) - down_at >= 9_000, "expired before its 10 s session was up"
+    again = [e for e in events(outcome, "assigned") if e["member"] == "member-3" and e["ts_ms"] > back_at and e["partitions"]]
+    assert again, "member-3 never rejoined after the pause"
+    summary = outcome.summary
+    assert summary["lost_records"] == 0
+    # member-3 thaws with records it fetched before the pause and hands them over before it learns it was
+    # expired (the zombie window): duplicates the analysis may count over budget, every one during the pause
+    [freeze] = [f["id"] for f in rows(outcome.run_dir, "faults") if f["kind"] == "member_freeze"]
+    duplicates = [a for a in summary["anomalies"] if a["type"].startswith("duplicate")]
+    assert all(freeze in a["fault_ids"] for a in duplicates), [a for a in duplicates if freeze not in a["fault_ids"]][:3]
+    print(f"\nmember-3 frozen 16 s past its 10 s session: {len(duplicates)} duplicate anomalies, reasons "
+          f"{sorted({a.get('reason') for a in duplicates})}")
