@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from faults.wire import exchange
+from faults.wire import exchange, frame
 
 DESCRIBE_QUORUM, VERSION = 55, 0
 METADATA_TOPIC = b"__cluster_metadata"
@@ -41,12 +41,9 @@ def _read_uvarint(data: bytes, at: int) -> tuple[int, int]:
 
 
 def describe_quorum_request(correlation_id: int, client_id: bytes = b"kafka-chaos") -> bytes:
-    header = struct.pack(">hhih", DESCRIBE_QUORUM, VERSION, correlation_id, len(client_id)) + client_id + b"\x00"
     partition = struct.pack(">i", 0) + b"\x00"
     topic = _uvarint(len(METADATA_TOPIC) + 1) + METADATA_TOPIC + _uvarint(2) + partition + b"\x00"
-    body = _uvarint(2) + topic + b"\x00"
-    message = header + body
-    return struct.pack(">i", len(message)) + message
+    return frame(DESCRIBE_QUORUM, VERSION, correlation_id, client_id, _uvarint(2) + topic + b"\x00", flexible=True)
 
 
 def parse_leader(response: bytes) -> int:

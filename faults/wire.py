@@ -8,6 +8,14 @@ import socket
 import struct
 
 
+def frame(api_key: int, version: int, correlation_id: int, client_id: bytes, body: bytes, flexible: bool = False) -> bytes:
+    """A request as sent: its size, header v1 (v2, with an empty tagged-field section, for a flexible
+    version), then the body."""
+    header = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
+    message = header + (b"\x00" if flexible else b"") + body
+    return struct.pack(">i", len(message)) + message
+
+
 def exchange(address: str, request: bytes, correlation_id: int, timeout_s: float) -> bytes:
     """Send one framed request to host:port and return its response after the correlation id. Raises OSError
     (refused, reset, timed out, or an answer to another request)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from faults.wire import exchange
+from faults.wire import exchange, frame
 
 METADATA = 3
 VERSION = 7
@@ -46,14 +46,11 @@ def _string(value: str) -> bytes:
 
 
 def _request(topics: list[str] | None, correlation_id: int) -> bytes:
-    header = struct.pack(">hhi", METADATA, VERSION, correlation_id) + _string("kafka-chaos-view")
     if topics is None:
         body = struct.pack(">i", -1)
     else:
         body = struct.pack(">i", len(topics)) + b"".join(_string(t) for t in topics)
-    body += b"\x00"  # allow_auto_topic_creation: false
-    frame = header + body
-    return struct.pack(">i", len(frame)) + frame
+    return frame(METADATA, VERSION, correlation_id, b"kafka-chaos-view", body + b"\x00")  # no auto topic creation
 
 
 class _Reader:

@@ -54,4 +54,3 @@ def _present(image: str) -> bool:
         return True
     except docker.errors.ImageNotFound:
         return False
-

@@ -2,18 +2,16 @@
 library retrying or caching in between."""
 from __future__ import annotations
 
-import struct
 import time
 
-from faults.wire import exchange
+from faults.wire import exchange, frame
 
 TIMEOUT_S = 1.0
 API_VERSIONS = 18
 
 
 def api_versions_request(correlation_id: int, client_id: bytes = b"kafka-chaos-probe") -> bytes:
-    body = struct.pack(">hhih", API_VERSIONS, 0, correlation_id, len(client_id)) + client_id  # ApiVersions v0
-    return struct.pack(">i", len(body)) + body
+    return frame(API_VERSIONS, 0, correlation_id, client_id, b"")  # ApiVersions v0
 
 
 def api_versions_roundtrip(address: str, timeout_s: float = TIMEOUT_S) -> float | None:

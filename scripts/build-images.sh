@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the project's images locally: base (debootstrap), kafka (official jars via Maven) and toxiproxy
-# (go install). `build-images.sh kafka` with KAFKA_VERSION and KAFKA_CHAOS_KAFKA_IMAGE in the environment
-# builds the brokers of another Kafka release (what a scenario's cluster.kafka_version asks for). An image named outside the kafka-chaos/ prefix is pulled instead. Each built image carries
+# (go install). An image named outside the kafka-chaos/ prefix is pulled instead. Each built image carries
 # a label with the hash of its inputs; an image whose label matches is kept as it is.
+# `build-images.sh kafka` with KAFKA_VERSION and KAFKA_CHAOS_KAFKA_IMAGE in the environment builds the
+# brokers of another Kafka release (what a scenario's cluster.kafka_version asks for).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "$0")/lib.sh"

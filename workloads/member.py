@@ -129,7 +129,8 @@ class Member:
         settings = consumer_settings(cfg)
         if cfg.commit in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
-        self.processing = Processing(cfg.processing, seed=zlib.crc32(self.name.encode()))
+        self.seed = zlib.crc32(self.name.encode())  # the member's own processing delays, reproducible
+        self.processing = Processing(cfg.processing, self.seed)
         self.control = ControlFile(control_path(run_dir, self.name))
         self._override, self._slow = None, None
         self.consumer = Consumer(settings)
@@ -198,7 +199,7 @@ class Member:
         override = (self.control.read() or {}).get("processing")
         if override != self._override:
             self._override = override
-            self._slow = Processing(ProcessingConfig(**override), seed=zlib.crc32(self.name.encode())) if override else None
+            self._slow = Processing(ProcessingConfig(**override), self.seed) if override else None
         return self._slow or self.processing
 
     def _is_error(self, message) -> bool:
