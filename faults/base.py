@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from faults.context import FaultContext
 
 
+REQUIREMENTS = {
+    "processes": "only the run's own workload processes and topics",
+    "toxiproxy": "a Toxiproxy in front of the brokers' client listeners",
+    "lanes": "a Toxiproxy proxy per workload client, or between the brokers: the harness's own topology",
+    "containers": "control of the brokers' containers",
+}
+
+
 class FaultParams(BaseModel):
     """A fault kind's own parameters; they stand flat in the scenario's fault entry."""
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -29,6 +37,9 @@ class Fault:
     kind: ClassVar[str] = "fault"
     target_kind: ClassVar[str] = "broker"
     Params: ClassVar[type[FaultParams]] = FaultParams
+    # What the fault needs of the cluster (see REQUIREMENTS); a cluster the harness did not start
+    # (harness/external.py) has only some of it.
+    needs: ClassVar[str] = "containers"
     registry: ClassVar[dict[str, type["Fault"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -48,6 +59,11 @@ class Fault:
         """Make the fault when its step fires (so a role such as `coordinator` resolves then).
         `record` goes into faults.jsonl's params (e.g. the requested target, the duration)."""
         raise NotImplementedError(f"{cls.__name__}.build")
+
+    @classmethod
+    def requirement(cls, target: str, params: FaultParams) -> str:
+        """What this entry needs of the cluster: one key of REQUIREMENTS."""
+        return cls.needs
 
     @property
     def active(self) -> bool:

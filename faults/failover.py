@@ -10,6 +10,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 
 from faults.targets import coordinator_id
+from workloads.security import security_config
 
 POLL_S = 0.5
 WATCH_LIMIT_S = 600
@@ -40,7 +41,7 @@ class CoordinatorFailover:
         self._thread: threading.Thread | None = None
 
     def before(self) -> None:
-        self._consumer = Consumer({"bootstrap.servers": self.cluster.control_bootstrap_servers, "group.id": self.group_id,
+        self._consumer = Consumer({**security_config(), "bootstrap.servers": self.cluster.control_bootstrap_servers, "group.id": self.group_id,
                                    "enable.auto.commit": False, "client.id": "kafka-chaos-failover-watch"},
                                   logger=logging.getLogger("kafka-chaos.failover"))
         try:

@@ -10,6 +10,7 @@ class ProxyCut(BrokerFault):
     """Disable every client-facing proxy of a broker (its CLIENT lane and each workload client's lane):
     open connections are closed, new ones refused. The harness's own CONTROL lane stays."""
     kind = "proxy_cut"
+    needs = "toxiproxy"
 
     def __init__(self, broker, params=None, **kw) -> None:
         super().__init__(broker, params, **kw)
@@ -29,6 +30,7 @@ class MemberCut(Fault):
     lane is disabled while its process runs on. The heal enables them again."""
     kind = "member_cut"
     target_kind = "client"
+    needs = "lanes"
 
     def __init__(self, lane: str, proxies: list[str], toxiproxy, **kw) -> None:
         super().__init__(lane, proxies=proxies, **kw)

@@ -7,6 +7,7 @@ from faults.targets import resolve_member
 
 class MemberFault(Fault):
     target_kind = "member"
+    needs = "processes"
 
     def __init__(self, process, params=None, **kw) -> None:
         self.spec = params or self.Params()

@@ -49,6 +49,7 @@ class ToxicParams(FaultParams):
 
 class Toxic(WatchesCoordinator, Fault):
     target_kind = "lane"
+    needs = "toxiproxy"
     toxic_type: ClassVar[str]
 
     def __init__(self, target: str, proxies: list[str], toxiproxy, params: ToxicParams, broker=None, **kw) -> None:
@@ -56,6 +57,12 @@ class Toxic(WatchesCoordinator, Fault):
         super().__init__(target, **{**params.model_dump(), **kw})
         self.proxies, self.toxiproxy, self.broker = proxies, toxiproxy, broker
         self._token = secrets.token_hex(3)
+
+    @classmethod
+    def requirement(cls, target, params) -> str:
+        """A broker's client listener through any Toxiproxy; a client's own lane or a link between brokers
+        only through the harness's."""
+        return "lanes" if is_client_target(target) or params.lane != "client" else "toxiproxy"
 
     @classmethod
     def build(cls, ctx, target, params, **record):

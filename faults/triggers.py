@@ -20,6 +20,7 @@ from workloads.control import control_path, write_atomically
 
 class Trigger(Fault):
     target_kind = "member"
+    needs = "processes"
 
     def __init__(self, target: str, ctx, params: FaultParams, **kw) -> None:
         self.spec, self.ctx = params, ctx

@@ -43,6 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--schedule", type=Path, metavar="FILE",
                      help="replay a fault schedule instead of the scenario's faults and random_faults: a run's "
                           "schedule.json (every run writes one before it starts) or a YAML list of fault entries")
+    run.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
+                     help="run on a cluster you run instead of starting one: its client listener. Faults that need "
+                          "the brokers' containers or per-client proxies are skipped, each with its reason; SASL/SSL "
+                          "settings come from KAFKA_CHAOS_CLIENT_* variables (e.g. KAFKA_CHAOS_CLIENT_SASL_PASSWORD)")
+    run.add_argument("--toxiproxy-url", metavar="URL", help="with --bootstrap-servers: a Toxiproxy in front of the "
+                     "brokers (each advertises its proxy), for faults on a broker's client link")
+    run.add_argument("--allow-destructive", action="store_true", help="with --bootstrap-servers: allow the faults "
+                     "that touch the cluster itself (and every other client of it)")
     run.set_defaults(handler=cmd_run)
 
     validate = commands.add_parser("validate", help="check a scenario file and print it with every default filled in",
@@ -98,12 +106,20 @@ def cmd_clean(args) -> int:
 
 def cmd_run(args) -> int:
     from harness.run import run_scenario
-    from harness.scenario import load_scenario
+    from harness.scenario import ScenarioError, load_scenario
     scenario = load_scenario(args.scenario)  # a bad scenario fails here, before anything starts
     if args.schedule:
         from harness.run import load_schedule
         scenario = scenario.with_schedule(load_schedule(args.schedule), str(args.schedule))
-    outcome = run_scenario(scenario, args.runs_dir)
+    if (args.toxiproxy_url or args.allow_destructive) and not args.bootstrap_servers:
+        raise ScenarioError("--toxiproxy-url and --allow-destructive go with --bootstrap-servers (an external cluster)")
+    if args.bootstrap_servers:
+        from harness.external import ExternalCluster
+        lanes = scenario.client_lanes()
+        with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, lanes) as cluster:
+            outcome = run_scenario(scenario, args.runs_dir, cluster=cluster)
+    else:
+        outcome = run_scenario(scenario, args.runs_dir)
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK
     if scenario.analysis.enabled and not args.no_analysis:
@@ -123,6 +139,7 @@ def cmd_run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     from harness.cluster import ClusterError
+    from harness.external import ExternalClusterError
     from harness.scenario import ScenarioError
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_interrupted)
@@ -131,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"kafka-chaos: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except ClusterError as exc:
+    except (ClusterError, ExternalClusterError) as exc:
         print(f"kafka-chaos: the cluster failed: {exc}", file=sys.stderr)
         return EXIT_HARNESS_FAILURE
     except (KeyboardInterrupt, Interrupted) as exc:

@@ -90,6 +90,8 @@ class KafkaCluster:
     client_lanes: tuple[str, ...] = ()  # workload clients that get a lane of their own (member-1, producer-1, ...)
     brokers: list[Broker] = field(default_factory=list)
     cluster_id: str = field(default_factory=new_cluster_id)
+    owned = True                # the harness started it: every fault may touch it
+    capabilities = ("processes", "toxiproxy", "lanes", "containers")  # faults.base.REQUIREMENTS, all of them
 
     def __post_init__(self) -> None:
         self._network: Network | None = None

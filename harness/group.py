@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from workloads.security import security_config
+
 REQUEST_TIMEOUT_S = 10
 
 
@@ -47,7 +49,7 @@ class GroupWatcher:
         self._consumer = self._new_consumer()
 
     def _new_consumer(self) -> Consumer:
-        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group_id, "enable.auto.commit": False,
+        return Consumer({**security_config(), "bootstrap.servers": self.bootstrap, "group.id": self.group_id, "enable.auto.commit": False,
                          "client.id": "kafka-chaos-watcher"}, logger=logging.getLogger("kafka-chaos.watcher"))
 
     def progress(self) -> GroupProgress:
@@ -90,7 +92,7 @@ def describe_group_isolated(bootstrap: str, group_id: str) -> dict | None:
 
 
 def _describe_group(bootstrap: str, group_id: str) -> dict:
-    admin = AdminClient({"bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
+    admin = AdminClient({**security_config(), "bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
     description = admin.describe_consumer_groups([group_id], request_timeout=REQUEST_TIMEOUT_S)[group_id].result()
     return {"state": description.state.name, "members": len(description.members),
             "assigned": sum(len(m.assignment.topic_partitions) for m in description.members if m.assignment),

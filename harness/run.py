@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from faults.base import Fault
+from faults.base import REQUIREMENTS, Fault
 from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
@@ -29,6 +29,7 @@ from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError
 from harness.versions import kafka_image, kafka_version
 from workloads.config import ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
+from workloads.security import security_config
 from workloads.services import WorkloadProcess, after_stop, member_process, producer_process, stop_all
 
 PROGRESS_EVERY_S = 5
@@ -43,10 +44,12 @@ class RunOutcome:
     phases: dict[str, float] = field(default_factory=dict)
     drained: bool = False
     errors: list[str] = field(default_factory=list)
+    skipped_faults: list[dict] = field(default_factory=list)
     summary: dict | None = None
 
     def to_json(self) -> dict:
-        return {"run_dir": str(self.run_dir), "phases_s": self.phases, "drained": self.drained, "errors": self.errors}
+        return {"run_dir": str(self.run_dir), "phases_s": self.phases, "drained": self.drained, "errors": self.errors,
+                "skipped_faults": self.skipped_faults}
 
 
 @contextmanager
@@ -169,7 +172,7 @@ class MemberPool:
 
 
 def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
-                topics: RunTopics) -> Nemesis:
+                topics: RunTopics, schedule: list) -> Nemesis:
     ctx = FaultContext(cluster, pool.processes, timeline, random.Random(scenario.run.seed),
                        scenario.consumer_group.group_id, scenario.topic.name, pool=pool, topics=topics)
 
@@ -178,7 +181,7 @@ def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, tim
         return entry.fault_class.build(ctx, entry.target, entry.params,
                                        duration_s=entry.duration_s, requested_target=entry.target)
 
-    steps = [Step(f.at_s, f.duration_s, partial(build, f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in scenario.schedule()]
+    steps = [Step(f.at_s, f.duration_s, partial(build, f), f"{f.kind}@{f.at_s:g}s on {f.target}") for f in schedule]
     return Nemesis(steps, log=say)
 
 
@@ -220,9 +223,12 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
     own_cluster = cluster is None
     try:
         release = scenario.cluster.kafka_version
-        if not own_cluster and kafka_version(release) != kafka_version(cluster.spec.kafka_version):
+        if not own_cluster and not cluster.owned and release:
+            raise ScenarioError("cluster.kafka_version: an external cluster runs the release its owner runs; leave it unset")
+        if not own_cluster and cluster.owned and kafka_version(release) != kafka_version(cluster.spec.kafka_version):
             raise ScenarioError(f"cluster.kafka_version: this cluster runs Kafka {kafka_version(cluster.spec.kafka_version)}, "
                                 f"not {kafka_version(release)}; run the scenario on its own cluster")
+        schedule = planned_faults(scenario, cluster or KafkaCluster, outcome)  # its own cluster: the class says what it gives
         with phase("clients"):
             clients = resolve_clients(scenario)
         if own_cluster:
@@ -232,10 +238,10 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
                 except KafkaVersionError as exc:
                     raise ScenarioError(f"cluster.kafka_version: {exc}") from None
         missing = [lane for lane in scenario.client_lanes(spares=False) if lane not in cluster.client_lanes]
-        if missing:
+        if missing and "lanes" in cluster.capabilities:
             raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
                                 f"(its lanes: {', '.join(cluster.client_lanes)})")
-        _run_on(cluster, scenario, run_dir, outcome, phase, clients)
+        _run_on(cluster, scenario, run_dir, outcome, phase, clients, schedule)
         if scenario.run.log_format == "parquet":
             with phase("compact logs"):
                 compact_logs(run_dir)
@@ -273,7 +279,30 @@ def compact_logs(run_dir: Path) -> None:
         say(line)
 
 
-def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict) -> None:
+def planned_faults(scenario: Scenario, cluster, outcome: RunOutcome) -> list:
+    """The scenario's faults this cluster can take. On a cluster the harness did not start, a fault that
+    needs what it lacks (faults.base.REQUIREMENTS) is skipped with its reason (printed, and in run.json);
+    one that would touch the cluster itself is refused unless the user allowed destructive faults."""
+    if security_config() and "java" in {spec.client for _, spec in _version_fields(scenario.consumer_group)}:
+        raise ScenarioError("consumer_group.client: the Java member does not take the KAFKA_CHAOS_CLIENT_* "
+                            "security settings; use client: librdkafka")
+    kept = []
+    for i, entry in enumerate(scenario.schedule()):
+        need = entry.fault_class.requirement(entry.target, entry.params)
+        what = f"{entry.kind}@{entry.at_s:g}s on {entry.target}"
+        if need not in cluster.capabilities:
+            outcome.skipped_faults.append({"fault": what, "reason": f"needs {REQUIREMENTS[need]}, which this cluster does not give"})
+            say(f"skipped {what}: needs {REQUIREMENTS[need]}, which this cluster does not give")
+        elif need != "processes" and not cluster.owned and not cluster.allow_destructive:
+            raise ScenarioError(f"faults[{i}] ({what}): this fault touches a cluster the harness did not start, and every "
+                                "other client of it; allow it with --allow-destructive")
+        else:
+            kept.append(entry)
+    return kept
+
+
+def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict,
+            schedule: list) -> None:
     write_json(run_dir / "cluster.json", {**cluster.describe(), "clients": [
         {"client": client, "version": version or release.client_version,
          **({"librdkafka_version": release.librdkafka_version} if release.librdkafka_version else {})}
@@ -309,7 +338,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
-            nemesis = nemesis_for(scenario, cluster, pool, timeline, topics)
+            nemesis = nemesis_for(scenario, cluster, pool, timeline, topics, schedule)
             producer = producer_process(producer_config(scenario, run_dir, cluster.lane_bootstrap_servers(PRODUCER))).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),

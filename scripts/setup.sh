@@ -54,10 +54,18 @@ install_chromium() {
   step_done "installed"
 }
 
+install_compose() {
+  step "docker-compose (compose.yaml, and the external-cluster test that brings it up)"
+  if command -v docker-compose >/dev/null; then step_done "present"; return; fi
+  apt_install docker-compose
+  step_done "installed"
+}
+
 if ((main)); then
   python_venv
   spark_class_archive
   LOG_TAG=setup "$ROOT/scripts/docker-engine.sh"
+  install_compose
   LOG_TAG=setup "$ROOT/scripts/build-images.sh"
 fi
 if ((browser)); then install_chromium; fi

@@ -2,3 +2,5 @@
 import os
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+
+pytest_plugins = ["pytester"]  # the plugin's own tests run pytest on a user's test file

@@ -20,12 +20,14 @@ from workloads import config as workload_config
 from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
+from workloads.security import security_config
 
 CLIENT = "librdkafka"
 
 
 def consumer_settings(cfg: MemberConfig) -> dict:
     settings = {
+        **security_config(),
         "bootstrap.servers": cfg.bootstrap_servers,
         "group.id": cfg.group_id,
         "client.id": cfg.member,

@@ -20,6 +20,7 @@ from workloads import config as workload_config
 from workloads.config import ProducerConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, now_ms
+from workloads.security import security_config
 
 CONTROL_EVERY_S = 0.5  # how often the control file is looked at (a stat; read only when it changed)
 # Errors that prove the record was never written (librdkafka refused it before sending).
@@ -41,6 +42,7 @@ class SequencedProducer:
         self.counts = {"ok": 0, "fail": 0, "info": 0}
         self.stopping = False
         self.producer = Producer({
+            **security_config(),
             "bootstrap.servers": cfg.bootstrap_servers,
             "client.id": self.producer_id,
             "acks": cfg.acks,

@@ -1,0 +1,166 @@
+"""A Kafka cluster someone else runs: the harness connects to it, runs its workloads and the faults it
+can apply, and leaves the cluster as it found it.
+
+What it can do there (faults.base.REQUIREMENTS): always the faults on its own processes and topics
+(member freezes, crashes, joins, slow processing, partitions added to the run's topic, ...); the faults
+on a broker's client listener (toxics, proxy_cut) when a Toxiproxy stands in front of the brokers
+(`toxiproxy_url`): each broker is matched with the proxy that listens on the port the broker advertises.
+Those hit every client of the cluster, so they are refused unless `allow_destructive`. Faults that
+need the harness's own topology (per-client lanes, links between brokers) or the brokers' containers
+are skipped, each with its reason.
+
+Credentials for SASL/SSL come from the environment (workloads/security.py) and are never written.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from harness.broker_view import BrokerView, PartitionView
+from harness.scenario import ClusterSpec
+from harness.toxiproxy import Toxiproxy, ToxiproxyError
+from workloads.security import security_config
+
+CAPABILITIES = ("processes", "toxiproxy")
+
+
+class ExternalClusterError(RuntimeError):
+    pass
+
+
+@dataclass
+class ExternalBroker:
+    node_id: int
+    name: str
+    client_address: str
+    client_proxy: str | None = None  # the user's Toxiproxy proxy in front of it, if any
+    container: None = None
+    lane_addresses: dict = field(default_factory=dict)
+
+    def proxy(self, lane: str) -> str:
+        if lane != "client" or self.client_proxy is None:
+            raise ExternalClusterError(f"{self.name}: no Toxiproxy proxy for its {lane} lane on an external cluster")
+        return self.client_proxy
+
+    def client_proxies(self) -> list[str]:
+        return [self.client_proxy] if self.client_proxy else []
+
+
+@dataclass
+class ExternalCluster:
+    bootstrap_servers: str
+    toxiproxy_url: str | None = None
+    allow_destructive: bool = False
+    client_lanes: tuple[str, ...] = ()
+    brokers: list[ExternalBroker] = field(default_factory=list)
+    owned = False  # the harness did not start it: faults that touch it are destructive
+
+    def __post_init__(self) -> None:
+        self.toxiproxy = Toxiproxy(self.toxiproxy_url) if self.toxiproxy_url else None
+        self.spec = ClusterSpec()
+        self._admin: AdminClient | None = None
+        self.started_at_ms = None
+
+    @property
+    def capabilities(self) -> tuple[str, ...]:
+        return CAPABILITIES if self.toxiproxy else ("processes",)
+
+    def __enter__(self) -> "ExternalCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self) -> "ExternalCluster":
+        """Learn the brokers (and their proxies); one error if the cluster or the Toxiproxy does not answer."""
+        try:
+            metadata = self.admin().list_topics(timeout=15)
+        except Exception as exc:
+            raise ExternalClusterError(f"--bootstrap-servers {self.bootstrap_servers}: no answer within 15 s ({exc})") from None
+        proxies = self._proxies_by_port()
+        self.brokers = [ExternalBroker(b.id, f"kafka-{b.id}", f"{b.host}:{b.port}", proxies.get(b.port))
+                        for b in sorted(metadata.brokers.values(), key=lambda b: b.id)]
+        unmatched = [b.name for b in self.brokers if self.toxiproxy and b.client_proxy is None]
+        if unmatched:
+            raise ExternalClusterError(f"--toxiproxy-url {self.toxiproxy_url}: no proxy listens on the port that "
+                                       f"{', '.join(unmatched)} advertise(s); the brokers must advertise their proxies")
+        self.spec = ClusterSpec(brokers=len(self.brokers))
+        return self
+
+    def _proxies_by_port(self) -> dict[int, str]:
+        if self.toxiproxy is None:
+            return {}
+        try:
+            listed = self.toxiproxy.proxies()
+        except ToxiproxyError as exc:
+            raise ExternalClusterError(f"--toxiproxy-url {self.toxiproxy_url}: {exc}") from None
+        return {int(p["listen"].rsplit(":", 1)[1]): name for name, p in listed.items()}
+
+    def stop(self) -> None:
+        """Nothing to remove: the cluster is not ours. Our toxics are gone (reset_faults)."""
+        self.reset_faults()
+        self._admin = None
+
+    def reset_faults(self) -> None:
+        """Remove the toxics and re-enable the proxies this harness touched (named kafka-chaos-*),
+        leaving anything else on the user's Toxiproxy alone."""
+        if self.toxiproxy is None:
+            return
+        for name, proxy in self.toxiproxy.proxies().items():
+            if name not in {b.client_proxy for b in self.brokers}:
+                continue
+            for toxic in proxy.get("toxics", []):
+                if toxic["name"].startswith("kafka-chaos-"):
+                    self.toxiproxy.remove_toxic(name, toxic["name"])
+            if not proxy.get("enabled", True):
+                self.toxiproxy.set_enabled(name, True)
+
+    # -- what the run needs -------------------------------------------------------------------------
+    def lane_bootstrap_servers(self, client: str) -> str:
+        """No lanes of its own: every client shares the cluster's listener."""
+        return self.bootstrap_servers
+
+    @property
+    def control_bootstrap_servers(self) -> str:
+        return self.bootstrap_servers
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "client.id": "kafka-chaos-harness",
+                                       **security_config()}, logger=logging.getLogger("kafka-chaos.admin"))
+        return self._admin
+
+    def view(self, timeout_s: float = 30) -> BrokerView:
+        """The metadata as the cluster's client listener gives it (no chosen broker here)."""
+        md = self.admin().list_topics(timeout=timeout_s)
+        parts = tuple(sorted((PartitionView(t, p.id, p.leader, tuple(p.isrs), tuple(p.replicas))
+                              for t, tm in md.topics.items() for p in tm.partitions.values()),
+                             key=lambda v: (v.topic, v.partition)))
+        return BrokerView(frozenset(md.brokers), parts)
+
+    def broker(self, name: str) -> ExternalBroker:
+        for broker in self.brokers:
+            if broker.name == name:
+                return broker
+        raise KeyError(f"no broker named {name!r}; brokers are {[b.name for b in self.brokers]}")
+
+    def broker_by_id(self, node_id: int) -> ExternalBroker:
+        return next(b for b in self.brokers if b.node_id == node_id)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
+        rf = min(replication_factor, len(self.brokers))
+        futures = self.admin().create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)
+        futures[name].result(timeout=60)
+
+    def describe(self) -> dict:
+        """What cluster.json records: addresses only, never a credential."""
+        return {"external": True, "bootstrap_servers": self.bootstrap_servers, "toxiproxy_api": self.toxiproxy_url,
+                "brokers": [{"node_id": b.node_id, "name": b.name, "client_address": b.client_address,
+                             "client_proxy": b.client_proxy} for b in self.brokers],
+                "client_lanes": list(self.client_lanes), "allow_destructive": self.allow_destructive}
+
+    def save_logs(self, logs_dir: Path) -> None:
+        """The brokers' logs are the cluster owner's."""
