@@ -26,8 +26,16 @@ demo: setup ## run the default scenario
 test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests), the slow families left out
 	.venv/bin/python -m pytest -q --durations=15 -m "not slow"
 
-nightly: setup setup-browser ## the slow real-cluster families (rolling restarts, splits, killed harnesses, ...)
-	.venv/bin/python -m pytest -q --durations=25 -m slow
+NIGHTLY_DIR ?= nightly
+NIGHT := $(NIGHTLY_DIR)/$(shell date -u +%Y%m%d-%H%M)
+
+nightly: setup setup-browser ## the slow families and the assignor x membership x protocol matrix; compare table and trend page under nightly/
+	@mkdir -p $(NIGHT); status=0; \
+	.venv/bin/python -m pytest -q --durations=25 -m slow --keep-runs $(NIGHT)/runs --junitxml=$(NIGHT)/junit.xml || status=$$?; \
+	matrix=$$(ls -d $(NIGHT)/runs/test_matrix_*/*/ 2>/dev/null); \
+	if [[ -n $$matrix ]]; then .venv/bin/kafka-chaos compare $$matrix --out $(NIGHT) || true; fi; \
+	.venv/bin/kafka-chaos trend $(NIGHTLY_DIR) --out $(NIGHTLY_DIR)/trend.html || true; \
+	echo "nightly: $(NIGHT) (junit.xml, compare.md), trend: $(NIGHTLY_DIR)/trend.html"; exit $$status
 
 clean: ## remove containers and networks labelled org.kafka-chaos.project=kafka-chaos (images stay)
 	@if ! docker info >/dev/null 2>&1; then echo "[clean] no Docker engine answers: nothing to do"; exit 0; fi; \

@@ -36,7 +36,7 @@ exit codes: 0 all runs valid, 1 at least one invalid, 2 bad input, 3 at least on
 
 
 def add_parser(subparsers) -> None:
-    """Register `analyze` and `compare` on an argparse subparsers object (handler in `handler` and `func`)."""
+    """Register `analyze`, `compare`, `trend` and `compact` on an argparse subparsers object (handler in `handler` and `func`)."""
     p = subparsers.add_parser(
         "analyze", help="check a run directory with PySpark; write report/summary.json and report/index.html",
         description="Check a run directory (run-directory contract v1) for lost records, duplicates and whether "
@@ -64,6 +64,15 @@ def add_parser(subparsers) -> None:
     _spark_args(c)
     c.add_argument("--grace-ms", type=int, default=30_000, metavar="MS")
     c.set_defaults(handler=cmd_compare, func=cmd_compare)
+
+    t = subparsers.add_parser("trend", help="one HTML page of each scenario's figures across nightly runs",
+                              description="Read every report/summary.json under the given run directories or "
+                                          "folders of runs (e.g. one per night) and write one page: per scenario, "
+                                          "the verdict of each run and lines of re-deliveries, lost records and "
+                                          "time to stable, oldest run first, so a regression shows as a break.")
+    t.add_argument("runs", type=Path, nargs="+", metavar="RUNS", help="run directories, or folders holding them")
+    t.add_argument("--out", type=Path, default=Path("trend.html"), help="the page to write (default: ./trend.html)")
+    t.set_defaults(handler=cmd_trend, func=cmd_trend)
 
     k = subparsers.add_parser("compact", help="rewrite a run's produced/ and consumed/ JSONL logs as Parquet",
                               description="Rewrite produced/*.jsonl and consumed/*.jsonl as Parquet: every row, "
@@ -168,6 +177,17 @@ def cmd_compare(args) -> int:
     return EXIT_VALID
 
 
+def cmd_trend(args) -> int:
+    from .trend import write
+    try:
+        out = write(args.runs, args.out)
+    except InputError as exc:
+        print(f"kafka-chaos trend: bad input: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"written: {out}")
+    return EXIT_VALID
+
+
 def cmd_compact(args) -> int:
     from .compact import compact
     if not (args.run_dir / "produced").is_dir() and not (args.run_dir / "consumed").is_dir():
@@ -183,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                                      epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_parser(sub)
-    if argv and argv[0] not in ("analyze", "compare", "compact", "-h", "--help"):
+    if argv and argv[0] not in ("analyze", "compare", "trend", "compact", "-h", "--help"):
         argv = ["analyze"] + argv  # python -m analysis RUN_DIR
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):

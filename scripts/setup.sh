@@ -57,6 +57,7 @@ install_chromium() {
 install_compose() {
   step "docker-compose (compose.yaml, and the external-cluster test that brings it up)"
   if command -v docker-compose >/dev/null; then step_done "present"; return; fi
+  if [[ $(id -u) != 0 ]]; then step_done "missing, and not root: the compose test will be skipped"; return; fi
   apt_install docker-compose
   step_done "installed"
 }
