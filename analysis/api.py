@@ -242,6 +242,7 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
                     "recovery": figures.fault_recovery(hist, rnds, windows, grace_ms, out["observe_end"]),
                     "consumed_outside_ownership": sum(s["n"] for s in out["period_summaries"]
                                                       if s["period"] == records.OUTSIDE_PERIOD),
+                    "outside_ownership_by_member": figures.outside_ownership(out["period_summaries"], records.OUTSIDE_PERIOD),
                     "protocols": hist.protocols}
         fig = run.guarded(("rebalances",), rebalance_figures)
         if fig is not None:
@@ -322,6 +323,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_ex
             "no_owner_by_partition": [{k: w[k] for k in ("topic", "partition", "total_ms", "windows")} for w in no_owner.get("partitions", [])],
             "revocations_while_alive": fig.get("revocations_while_alive"),
             "consumed_outside_ownership": fig.get("consumed_outside_ownership"),
+            "outside_ownership_by_member": fig.get("outside_ownership_by_member"),
             "protocols": fig.get("protocols"),
         },
         "partitions": [{k: r[k] for k in ("topic", "partition", "produced", "consumed_rows", "consumed_distinct",

@@ -71,6 +71,19 @@ def no_owner_windows(h: History, partitions: list[tuple[str, int]], observe_end:
     return {"partitions": out, "total_ms": total, "longest_ms": longest}
 
 
+def outside_ownership(period_summaries: list[dict], outside: int) -> dict[str, dict]:
+    """The zombie window of each member: the records it handed to the application for partitions it did not
+    own (by the group's view), and the first and last time it did."""
+    out: dict[str, dict] = {}
+    for s in period_summaries:
+        if s["period"] != outside:
+            continue
+        m = out.setdefault(s["member"], {"records": 0, "first_ms": s["tmin"], "last_ms": s["tmax"]})
+        m["records"] += s["n"]
+        m["first_ms"], m["last_ms"] = min(m["first_ms"], s["tmin"]), max(m["last_ms"], s["tmax"])
+    return {member: {**v, "window_ms": v["last_ms"] - v["first_ms"]} for member, v in sorted(out.items())}
+
+
 def revocations_while_alive(h: History) -> dict:
     by_member: dict[str, int] = {}
     last_assigned = {}

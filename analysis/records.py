@@ -312,9 +312,10 @@ def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
                                "member": names[bg["m"][i]], "period": int(bg["period"][i]), "n": int(bg["n"][i]),
                                "mask": int(bg["mask"][i]), "tmin": int(bg["tmin"][i]), "tmax": int(bg["tmax"][i]),
                                "gmin": none(bg["gmin"][i], BIG), "gmax": none(bg["gmax"][i], -1)}))
-    ps = _reduce(bg, ["m", "period"], {"n": "sum"})
-    out += [("periods", {"member": names[m], "topic": topic, "partition": partition, "period": int(p), "n": int(n)})
-            for m, p, n in zip(ps["m"], ps["period"], ps["n"])]
+    ps = _reduce(bg, ["m", "period"], {"n": "sum", "tmin": "min", "tmax": "max"})
+    out += [("periods", {"member": names[m], "topic": topic, "partition": partition, "period": int(p), "n": int(n),
+                         "tmin": int(t0), "tmax": int(t1)})
+            for m, p, n, t0, t1 in zip(ps["m"], ps["period"], ps["n"], ps["tmin"], ps["tmax"])]
     rate = _reduce({"bin": (bg["tmin"] - cfg["t0"]) // cfg["bin_ms"], "n": bg["n"]}, ["bin"], {"n": "sum"})
     out += [("rate", {"bin": int(x), "n": int(n)}) for x, n in zip(rate["bin"], rate["n"])]
     out += [("skip", r) for r in _skips(bg, allb, known, topic, partition, names)]

@@ -272,6 +272,8 @@ def test_consumed_outside_ownership(tmp_path, spark):
     r.consume("a", "t", 0, range(15, 20), at=800)  # a, no longer owner
     s = analyze(r.write(), spark=spark)
     assert s["rebalance_figures"]["consumed_outside_ownership"] == 5
+    [(who, zombie)] = s["rebalance_figures"]["outside_ownership_by_member"].items()
+    assert who == "a" and zombie["records"] == 5 and zombie["window_ms"] == 4  # 800..804 ms after T0
     over = of(s, "duplicate_over_budget")
     assert [(a["offsets"], a["count"]) for a in over] == [([15, 19], 5)]
     assert "did not own" in over[0]["reason"]

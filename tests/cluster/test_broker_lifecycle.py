@@ -29,8 +29,7 @@ def wait_until(condition, timeout_s: float = 120, poll_s: float = 0.5) -> bool:
 
 
 def test_a_crashed_coordinator_fails_over_comes_back_and_nothing_is_lost(chaos_run, kafka_cluster):
-    outcome = chaos_run({"producer": {"records": 30_000, "rate": 2000},
-                         "faults": [{"kind": "broker_crash", "target": "coordinator", "at_s": 4, "duration_s": 10}]})
+    outcome = chaos_run(catalog("coordinator-crash"))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     [fault] = rows(outcome.run_dir, "faults")
     assert fault["kind"] == "broker_crash" and fault["healed_at_ms"] is not None

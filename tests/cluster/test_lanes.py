@@ -11,6 +11,7 @@ from harness.scenario import ScenarioError
 from faults.timeline import FaultTimeline
 from harness.probe import api_versions_roundtrip
 from run_logs import rows
+from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
 
@@ -35,8 +36,7 @@ def test_a_member_cut_from_the_cluster_loses_its_partitions_to_the_others_and_re
     partitions and consume them while it is still cut off; after the heal it rejoins and consumes again."""
     # 35 s of records: after the heal (at 17 s) member-1 waits out librdkafka's reconnect back-off (up to
     # 10 s by default) and a rebalance before it is assigned again; the run must not end first
-    outcome = chaos_run({"producer": {"records": 70_000, "rate": 2000},
-                         "faults": [{"kind": "member_cut", "target": "member-1", "at_s": 2, "duration_s": 15}]})
+    outcome = chaos_run(catalog("member-cut"))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     [fault] = rows(outcome.run_dir, "faults")
     assert fault["params"]["proxies"] == [f"kafka-{n}-member-1" for n in (1, 2, 3)], fault

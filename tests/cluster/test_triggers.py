@@ -155,8 +155,9 @@ def member_3_away(chaos_run, name, kind="member_bounce"):
     return outcome, down_at, back_at, owned_before(outcome, "member-3", down_at)
 
 
-def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run):
-    outcome, down_at, back_at, had = member_3_away(chaos_run, "static-bounce")
+@pytest.mark.parametrize("name", ["static-bounce", "static-bounce-kip848"])
+def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run, name):
+    outcome, down_at, back_at, had = member_3_away(chaos_run, name)
     moved = [e for e in events(outcome) if e["member"] != "member-3" and e["kind"] in ("assigned", "revoked")
              and down_at < e["ts_ms"] < back_at + 5_000]
     assert had and not moved, f"the others rebalanced during a static bounce: {moved[:3]}"
@@ -175,8 +176,9 @@ def test_a_dynamic_member_bounced_causes_a_rebalance_at_its_leave_and_at_its_ret
     assert outcome.summary["lost_records"] == 0
 
 
-def test_a_member_frozen_for_less_than_its_session_keeps_its_partitions(chaos_run):
-    outcome, down_at, back_at, had = member_3_away(chaos_run, "member-freeze-short", "member_freeze")
+@pytest.mark.parametrize("name", ["member-freeze-short", pytest.param("member-freeze-short-kip848", marks=pytest.mark.slow)])
+def test_a_member_frozen_for_less_than_its_session_keeps_its_partitions(chaos_run, name):
+    outcome, down_at, back_at, had = member_3_away(chaos_run, name, "member_freeze")
     moved = [e for e in events(outcome) if e["kind"] in ("assigned", "revoked", "lost") and down_at < e["ts_ms"] < back_at + 5_000]
     assert had and not moved, f"a pause shorter than the session rebalanced: {moved[:3]}"
     assert any(r["member"] == "member-3" and r["consumed_at_ms"] > back_at for r in rows(outcome.run_dir / "consumed")), \
@@ -184,8 +186,9 @@ def test_a_member_frozen_for_less_than_its_session_keeps_its_partitions(chaos_ru
     assert outcome.summary["lost_records"] == 0
 
 
-def test_a_member_frozen_past_its_session_is_expired_and_rejoins(chaos_run):
-    outcome, down_at, back_at, had = member_3_away(chaos_run, "member-freeze-long", "member_freeze")
+@pytest.mark.parametrize("name", ["member-freeze-long", pytest.param("member-freeze-long-kip848", marks=pytest.mark.slow)])
+def test_a_member_frozen_past_its_session_is_expired_and_rejoins(chaos_run, name):
+    outcome, down_at, back_at, had = member_3_away(chaos_run, name, "member_freeze")
     taken = [e for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at
              and had & set(e["partitions"])]
     assert taken, f"the others never took {had} during the pause"
