@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from faults.wire import exchange, frame
+from faults.wire import exchange, frame, read_uvarint
 
 DESCRIBE_QUORUM, VERSION = 55, 0
 METADATA_TOPIC = b"__cluster_metadata"
@@ -29,17 +29,6 @@ def _uvarint(value: int) -> bytes:
             return out
 
 
-def _read_uvarint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
-
-
 def describe_quorum_request(correlation_id: int, client_id: bytes = b"kafka-chaos") -> bytes:
     partition = struct.pack(">i", 0) + b"\x00"
     topic = _uvarint(len(METADATA_TOPIC) + 1) + METADATA_TOPIC + _uvarint(2) + partition + b"\x00"
@@ -48,13 +37,13 @@ def describe_quorum_request(correlation_id: int, client_id: bytes = b"kafka-chao
 
 def parse_leader(response: bytes) -> int:
     """The leader id from a DescribeQuorum v0 response body (after the size and correlation id)."""
-    _, at = _read_uvarint(response, 0)                      # response header tagged fields
+    _, at = read_uvarint(response, 0)                      # response header tagged fields
     (error,) = struct.unpack_from(">h", response, at)
     if error:
         raise QuorumError(f"DescribeQuorum failed with error code {error}")
-    _, at = _read_uvarint(response, at + 2)                 # topics
-    name_length, at = _read_uvarint(response, at)
-    _, at = _read_uvarint(response, at + name_length - 1)   # partitions
+    _, at = read_uvarint(response, at + 2)                 # topics
+    name_length, at = read_uvarint(response, at)
+    _, at = read_uvarint(response, at + name_length - 1)   # partitions
     _, partition_error, leader = struct.unpack_from(">ihi", response, at)
     if partition_error or leader < 0:
         raise QuorumError(f"the metadata quorum has no leader (error code {partition_error})")

@@ -16,6 +16,18 @@ def frame(api_key: int, version: int, correlation_id: int, client_id: bytes, bod
     return struct.pack(">i", len(message)) + message
 
 
+def read_uvarint(data: bytes, at: int) -> tuple[int, int]:
+    """An unsigned varint (flexible versions' lengths and counts) at `at`: (value, the offset after it)."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, at
+        shift += 7
+
+
 def exchange(address: str, request: bytes, correlation_id: int, timeout_s: float) -> bytes:
     """Send one framed request to host:port and return its response after the correlation id. Raises OSError
     (refused, reset, timed out, or an answer to another request)."""

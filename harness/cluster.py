@@ -380,6 +380,24 @@ class KafkaCluster:
         container.reload()
         return container.attrs["NetworkSettings"]["Networks"][self._network.name]["IPAddress"]
 
+    @property
+    def gateway_ip(self) -> str:
+        """The host as the containers reach it: the cluster network's gateway (a proxy on the host listens there)."""
+        self._network._network.reload()
+        return self._network._network.attrs["IPAM"]["Config"][0]["Gateway"]
+
+    def lane_upstreams(self, lane: str) -> dict[str, tuple[str, int]]:
+        """Where each broker's proxy on a client's lane forwards to: that broker's listener for the lane, by its
+        address on the cluster network (reachable from the host too)."""
+        index = self.client_lanes.index(lane)
+        out = {}
+        for broker in self.brokers:
+            container = broker.container.get_wrapped_container()
+            container.reload()
+            out[broker.name] = (container.attrs["NetworkSettings"]["Networks"][self._network.name]["IPAddress"],
+                                broker_config.LANE_PORT + index)
+        return out
+
     def admin(self) -> AdminClient:
         if self._admin is None:
             # librdkafka's own log lines (connection refused while brokers start, time-outs while a

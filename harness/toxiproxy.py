@@ -55,6 +55,10 @@ class Toxiproxy:
     def proxies(self) -> dict:
         return self._call("GET", "/proxies")
 
+    def set_upstream(self, name: str, upstream: str) -> None:
+        """Point a proxy elsewhere (host:port); its open connections are closed."""
+        self._call("POST", f"/proxies/{name}", {"upstream": upstream})
+
     def set_enabled(self, name: str, enabled: bool) -> None:
         self._call("POST", f"/proxies/{name}", {"enabled": enabled})
 

@@ -1,0 +1,196 @@
+"""The request-aware proxy (faults/rpc_proxy.py) in front of a stand-in upstream that answers every request
+frame with its correlation id: headers read, bytes passed unchanged, answers kept in order, and error
+responses that kio reads back as the request's own API and version."""
+import asyncio
+import socket
+import struct
+import threading
+import time
+
+import pytest
+
+from faults.rpc_proxy import Rule, RpcProxy, error_response, read_header
+from faults.wire import frame
+
+
+def request(api_key: int, version: int, correlation_id: int, client_id: str, body: bytes = b"", flexible=False) -> bytes:
+    return frame(api_key, version, correlation_id, client_id.encode(), body, flexible)
+
+
+class Upstream:
+    """Answers each request with [correlation id][the request's bytes], after `lag_s`."""
+
+    def __init__(self, lag_s=0.0):
+        self.lag_s, self.seen = lag_s, []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            conn, _ = self.sock.accept()
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn):
+        with conn:
+            while True:
+                head = _recv(conn, 4)
+                if not head:
+                    return
+                payload = _recv(conn, struct.unpack(">i", head)[0])
+                self.seen.append(payload)
+                time.sleep(self.lag_s)
+                answer = struct.pack(">i", struct.unpack_from(">hhi", payload)[2]) + payload
+                conn.sendall(struct.pack(">i", len(answer)) + answer)
+
+
+def _recv(conn, n):
+    data = b""
+    while len(data) < n:
+        chunk = conn.recv(n - len(data))
+        if not chunk:
+            return b""
+        data += chunk
+    return data
+
+
+def answers(sock, count):
+    out = []
+    for _ in range(count):
+        size = struct.unpack(">i", _recv(sock, 4))[0]
+        out.append(_recv(sock, size))
+    return out
+
+
+@pytest.fixture
+def proxied():
+    upstream = Upstream(lag_s=0.05)
+    hits = []
+    proxy = RpcProxy({"stand-in": ("127.0.0.1", upstream.port)}, on_hit=lambda rule, h: hits.append((rule.action, h.client_id))).start()
+    sock = socket.create_connection(("127.0.0.1", proxy.ports["stand-in"]), timeout=10)
+    yield proxy, upstream, sock, hits
+    sock.close()
+    proxy.stop()
+
+
+def test_without_rules_every_byte_passes_and_answers_come_back_in_order(proxied):
+    proxy, upstream, sock, _ = proxied
+    frames = [request(1, 12, i, "member-1", bytes(range(i % 200))) for i in range(50)]
+    sock.sendall(b"".join(frames))
+    got = answers(sock, 50)
+    assert [struct.unpack_from(">i", a)[0] for a in got] == list(range(50))
+    assert upstream.seen == [f[4:] for f in frames]
+
+
+def test_an_error_answer_waits_for_the_answers_to_requests_forwarded_before_it(proxied):
+    proxy, upstream, sock, hits = proxied
+    proxy.add_rule(Rule(api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS", client_id="member-1"))
+    fetch = request(1, 12, 7, "member-1")
+    heartbeat = request(12, 4, 8, "member-1", b"\x06group\x00\x00\x00\x05\x03m1\x00\x00", flexible=True)
+    sock.sendall(fetch + heartbeat + request(1, 12, 9, "member-1"))
+    first, second, third = answers(sock, 3)
+    assert [struct.unpack_from(">i", a)[0] for a in (first, second, third)] == [7, 8, 9]
+    from kio.schema.errors import ErrorCode
+    from kio.schema.heartbeat.v4.response import HeartbeatResponse
+    from kio.serial import entity_reader
+    response, _ = entity_reader(HeartbeatResponse)(memoryview(second), 5)  # after the correlation id and empty tags
+    assert response.error_code == ErrorCode.rebalance_in_progress
+    assert hits == [("error", "member-1")] and len(upstream.seen) == 2  # the heartbeat never reached the broker
+
+
+def test_a_rule_for_another_client_or_past_its_count_lets_requests_through(proxied):
+    proxy, upstream, sock, hits = proxied
+    proxy.add_rule(Rule(api="Heartbeat", action="error", error="ILLEGAL_GENERATION", client_id="member-2"))
+    proxy.add_rule(Rule(api="Heartbeat", action="delay", delay_ms=1, count=1))
+    body = b"\x06group\x00\x00\x00\x05\x03m1\x00\x00"
+    sock.sendall(request(12, 4, 1, "member-1", body, True) + request(12, 4, 2, "member-1", body, True))
+    assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 2)] == [1, 2]
+    assert hits == [("delay", "member-1")] and len(upstream.seen) == 2
+
+
+def test_a_held_request_holds_its_connection_until_the_heal(proxied):
+    proxy, upstream, sock, _ = proxied
+    rule = proxy.add_rule(Rule(api="OffsetCommit", action="hold"))
+    sock.sendall(request(8, 9, 1, "member-1", flexible=True) + request(1, 12, 2, "member-1"))
+    time.sleep(0.5)
+    assert upstream.seen == []  # the commit and the fetch behind it wait
+    proxy.remove_rule(rule)
+    assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 2)] == [1, 2]
+
+
+def test_drop_connection_closes_the_clients_connection(proxied):
+    proxy, _, sock, _ = proxied
+    proxy.add_rule(Rule(api="JoinGroup", action="drop_connection"))
+    sock.sendall(request(11, 9, 1, "member-1", flexible=True))
+    assert sock.recv(4) == b""
+
+
+def test_an_offset_commit_error_is_set_on_every_partition_the_request_named():
+    from kio.schema.errors import ErrorCode
+    from kio.schema.offset_commit.v9 import request as req, response as resp
+    from kio.serial import entity_reader, entity_writer
+    import io
+    from kio.static.primitive import i32, i64
+    commit = req.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=i32(3), member_id="m", group_instance_id=None,
+                                     topics=(req.OffsetCommitRequestTopic(name="t", partitions=tuple(
+                                         req.OffsetCommitRequestPartition(partition_index=i32(p), committed_offset=i64(10),
+                                                                          committed_leader_epoch=i32(-1), committed_metadata=None)
+                                         for p in (0, 4))),))
+    body = io.BytesIO()
+    entity_writer(req.OffsetCommitRequest)(body, commit)
+    payload = request(8, 9, 42, "member-1", body.getvalue(), flexible=True)[4:]
+    answered = error_response(payload, read_header(payload), "ILLEGAL_GENERATION")
+    assert struct.unpack_from(">ii", answered) == (len(answered) - 4, 42)
+    answer, _ = entity_reader(resp.OffsetCommitResponse)(memoryview(answered), 9)
+    [topic] = answer.topics
+    assert topic.name == "t" and [(p.partition_index, p.error_code) for p in topic.partitions] == \
+        [(0, ErrorCode.illegal_generation), (4, ErrorCode.illegal_generation)]
+
+
+def every_group_api_version():
+    from kio.index import schema_name_map  # noqa: F401  (kio's own index of what exists)
+    from kio.index import load_request_schema
+    from faults.rpc_proxy import GROUP_APIS
+    out = []
+    for api, key in GROUP_APIS.items():
+        for version in range(0, 16):
+            try:
+                load_request_schema(key, version)
+            except Exception:
+                continue
+            out.append((api, key, version))
+    return out
+
+
+@pytest.mark.parametrize("api, key, version", every_group_api_version(), ids=lambda v: str(v))
+def test_an_error_response_is_built_for_every_version_of_every_group_api(api, key, version):
+    import io
+
+    from kio.index import load_request_schema, load_response_schema
+    from kio.schema.errors import ErrorCode
+    from kio.serial import entity_reader, entity_writer
+
+    from faults.rpc_proxy import _zero
+    request_cls = load_request_schema(key, version)
+    body = io.BytesIO()
+    entity_writer(request_cls)(body, _zero(request_cls, ErrorCode.none))
+    payload = request(key, version, 5, "member-1", body.getvalue(), flexible=request_cls.__flexible__)[4:]
+    answered = error_response(payload, read_header(payload), "NOT_COORDINATOR")
+    response_cls = load_response_schema(key, version)
+    answer, size = entity_reader(response_cls)(memoryview(answered), 8 + (1 if response_cls.__flexible__ else 0))
+    assert struct.unpack_from(">i", answered, 4)[0] == 5 and 8 + response_cls.__flexible__ + size == len(answered)
+    codes = [v for v in _walk(answer) if isinstance(v, ErrorCode)]
+    assert not codes or set(codes) == {ErrorCode.not_coordinator}, (api, version, codes)
+
+
+def _walk(entity):
+    import dataclasses
+    for f in dataclasses.fields(entity):
+        value = getattr(entity, f.name)
+        if dataclasses.is_dataclass(value):
+            yield from _walk(value)
+        elif isinstance(value, tuple):
+            for item in value:
+                yield from (_walk(item) if dataclasses.is_dataclass(item) else [item])
+        else:
+            yield value
