@@ -1,0 +1,127 @@
+"""What the request-aware proxy costs: `python -m benchmarks.rpc_proxy [--records N] [--repeat N]`.
+
+On one real cluster, a client's lane as every run has it (Toxiproxy to the broker) against the same lane
+with faults/rpc_proxy.py behind Toxiproxy (no rule: every byte passed on), alternately:
+- produce: N records of 100 bytes flat out (acks=all, idempotent), acked records per second;
+- fetch: the same N records read back by a consumer assigned every partition, records per second;
+- latency: 300 single sends, each waited for (acks=all, linger 0): median and p99 round trip.
+Prints the medians, min-max and the ratios (proxy / direct), and writes benchmarks/results/rpc-proxy.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from faults.rpc_proxy import RpcProxy
+from harness.cluster import KafkaCluster
+from harness.progress import say
+from harness.scenario import ClusterSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+LANES = ("member-1", "producer-1")
+PARTITIONS = 6
+
+
+def produce_rate(bootstrap: str, topic: str, records: int) -> float:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5})
+    value, acked, t0 = b"x" * 100, [0], time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, key=str(i).encode(), on_delivery=lambda err, msg: acked.__setitem__(0, acked[0] + (err is None)))
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(120)
+    assert acked[0] == records, f"{acked[0]} of {records} acked"
+    return records / (time.monotonic() - t0)
+
+
+def fetch_rate(bootstrap: str, topic: str, records: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{topic}", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    got, t0 = 0, time.monotonic()
+    while got < records and time.monotonic() - t0 < 300:
+        got += len([m for m in consumer.consume(1000, 1.0) if not m.error()])
+    elapsed = time.monotonic() - t0
+    consumer.close()
+    assert got >= records, f"fetched {got} of {records}"
+    return records / elapsed
+
+
+def latencies_ms(bootstrap: str, topic: str, sends: int = 300) -> list[float]:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    out = []
+    for i in range(sends):
+        t0 = time.monotonic()
+        producer.produce(topic, b"y" * 100, partition=i % PARTITIONS)
+        producer.flush(30)
+        out.append((time.monotonic() - t0) * 1000)
+    return out[20:]  # the first sends open connections and fetch metadata
+
+
+def through_proxy(cluster: KafkaCluster) -> RpcProxy:
+    """Every lane's Toxiproxy proxies pointed at one proxy (a listening port per broker and lane)."""
+    upstreams = {f"{broker}/{lane}": address for lane in LANES for broker, address in cluster.lane_upstreams(lane).items()}
+    proxy = RpcProxy(upstreams, host=cluster.gateway_ip).start()
+    for lane in LANES:
+        for b in cluster.brokers:
+            cluster.toxiproxy.set_upstream(b.proxy(lane), f"{cluster.gateway_ip}:{proxy.ports[f'{b.name}/{lane}']}")
+    return proxy
+
+
+def direct(cluster: KafkaCluster) -> None:
+    for lane in LANES:
+        for b in cluster.brokers:
+            _, port = cluster.lane_upstreams(lane)[b.name]
+            cluster.toxiproxy.set_upstream(b.proxy(lane), f"{b.name}:{port}")
+
+
+def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dict:
+    topic = f"bench-{path}-{index}-{time.time_ns()}"
+    cluster.create_topic(topic, PARTITIONS, 3)
+    produced = produce_rate(cluster.lane_bootstrap_servers("producer-1"), topic, records)
+    fetched = fetch_rate(cluster.lane_bootstrap_servers("member-1"), topic, records)
+    lat = sorted(latencies_ms(cluster.lane_bootstrap_servers("producer-1"), topic))
+    return {"produce_per_s": produced, "fetch_per_s": fetched, "latency_median_ms": statistics.median(lat),
+            "latency_p99_ms": lat[int(len(lat) * 0.99) - 1]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "rpc-proxy.json")
+    args = ap.parse_args(argv)
+    results: dict[str, list[dict]] = {"direct": [], "proxy": []}
+    with KafkaCluster(ClusterSpec(), run_id=f"bench-rpc-{time.time_ns() % 10**6}", client_lanes=LANES) as cluster:
+        for i in range(args.repeat):
+            for path in ("direct", "proxy"):
+                proxy = through_proxy(cluster) if path == "proxy" else None
+                try:
+                    results[path].append(one_round(cluster, path, args.records, i))
+                finally:
+                    if proxy:
+                        direct(cluster)
+                        proxy.stop()
+                say(f"round {i + 1} {path}: {results[path][-1]}")
+    summary = {}
+    for key in ("produce_per_s", "fetch_per_s", "latency_median_ms", "latency_p99_ms"):
+        d, p = [r[key] for r in results["direct"]], [r[key] for r in results["proxy"]]
+        summary[key] = {"direct_median": statistics.median(d), "direct_min_max": [min(d), max(d)],
+                        "proxy_median": statistics.median(p), "proxy_min_max": [min(p), max(p)],
+                        "ratio_proxy_to_direct": statistics.median(p) / statistics.median(d)}
+        print(f"{key:18} direct {statistics.median(d):10.1f} ({min(d):.1f}-{max(d):.1f})   proxy {statistics.median(p):10.1f} "
+              f"({min(p):.1f}-{max(p):.1f})   proxy/direct {statistics.median(p) / statistics.median(d):.2f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"records": args.records, "repeat": args.repeat, "rounds": results, "summary": summary}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
