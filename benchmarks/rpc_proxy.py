@@ -68,18 +68,16 @@ def latencies_ms(bootstrap: str, topic: str, sends: int = 300) -> list[float]:
 def through_proxy(cluster: KafkaCluster) -> RpcProxy:
     """Every lane's Toxiproxy proxies pointed at one proxy (a listening port per broker and lane)."""
     upstreams = {f"{broker}/{lane}": address for lane in LANES for broker, address in cluster.lane_upstreams(lane).items()}
-    proxy = RpcProxy(upstreams, host=cluster.gateway_ip).start()
+    gateway = cluster.gateway_ip
+    proxy = RpcProxy(upstreams, host=gateway).start()
     for lane in LANES:
-        for b in cluster.brokers:
-            cluster.toxiproxy.set_upstream(b.proxy(lane), f"{cluster.gateway_ip}:{proxy.ports[f'{b.name}/{lane}']}")
+        cluster.point_lane(lane, {b.name: f"{gateway}:{proxy.ports[f'{b.name}/{lane}']}" for b in cluster.brokers})
     return proxy
 
 
 def direct(cluster: KafkaCluster) -> None:
     for lane in LANES:
-        for b in cluster.brokers:
-            _, port = cluster.lane_upstreams(lane)[b.name]
-            cluster.toxiproxy.set_upstream(b.proxy(lane), f"{b.name}:{port}")
+        cluster.point_lane(lane, None)
 
 
 def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dict:

@@ -21,6 +21,8 @@ import io
 import random
 import struct
 import threading
+import types
+import typing
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -30,7 +32,6 @@ from faults.wire import read_uvarint
 
 GROUP_APIS = {"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
               "LeaveGroup": 13, "SyncGroup": 14, "ConsumerGroupHeartbeat": 68}
-ACTIONS = ("delay", "hold", "error", "drop_connection")
 MAX_FRAME = 100 << 20
 
 
@@ -68,7 +69,7 @@ def is_flexible(api_key: int, api_version: int) -> bool:
 
 
 # ---------------------------------------------------------------------------------------- error responses
-def error_response(frame: bytes, header: RequestHeader, error_name: str) -> bytes:
+def error_response(frame: bytes, error_name: str) -> bytes:
     """The whole response frame (size included) answering this request with the named error: every field
     of the response left at its zero value but the error code(s), which go wherever the API carries them
     (per partition for OffsetCommit, per group for OffsetFetch v8+, per key for FindCoordinator v4+)."""
@@ -76,7 +77,8 @@ def error_response(frame: bytes, header: RequestHeader, error_name: str) -> byte
     from kio.schema.errors import ErrorCode
     from kio.serial import entity_reader, entity_writer
     code = ErrorCode[error_name.lower()]
-    header = read_header(frame, is_flexible(header.api_key, header.api_version))  # its size, tagged fields included
+    api_key, api_version = struct.unpack_from(">hh", frame, 0)
+    header = read_header(frame, is_flexible(api_key, api_version))  # its size, tagged fields included
     request_cls = load_request_schema(header.api_key, header.api_version)
     request, _ = entity_reader(request_cls)(memoryview(frame), header.size)
     response_cls = load_response_schema(header.api_key, header.api_version)
@@ -93,7 +95,6 @@ def _zero(cls, code, request=None):
     collections that answer a request's items are filled from the request (topics, partitions, groups,
     keys), so the client finds the error where it looks for it."""
     import dataclasses
-    import typing
 
     from kio.static.primitive import i32Timedelta, i64Timedelta
     hints = typing.get_type_hints(cls)
@@ -135,9 +136,9 @@ class _Key:
 
 
 def _optional(hint):
-    import typing
+    """X for a hint `X | None`, else None."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if typing.get_origin(hint) in (typing.Union, __import__("types").UnionType) and len(args) == 1 else None
+    return args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1 else None
 
 
 def _zero_scalar(kind, hint):
@@ -272,7 +273,7 @@ class RpcProxy:
             elif rule.action == "hold":
                 await rule.released.wait()
             if rule.action == "error":
-                conn.answer(error_response(payload, header, rule.error))
+                conn.answer(error_response(payload, rule.error))
                 await conn.flush()
                 continue
             conn.forwarded(header.correlation_id)

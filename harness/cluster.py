@@ -342,7 +342,7 @@ class KafkaCluster:
             try:
                 brokers = admin.list_topics(timeout=5).brokers
                 if len(brokers) == self.spec.brokers:
-                    _create_topic(admin, NewTopic(READY_TOPIC, 1, min(3, self.spec.brokers)), exist_ok=True)
+                    create_topic_with(admin, NewTopic(READY_TOPIC, 1, min(3, self.spec.brokers)), exist_ok=True)
                     return
                 last_error = f"{len(brokers)} of {self.spec.brokers} brokers registered"
             except Exception as exc:  # the admin client raises KafkaException for every kind of not-yet
@@ -376,9 +376,12 @@ class KafkaCluster:
     @property
     def toxiproxy_ip(self) -> str:
         """Toxiproxy's address on the cluster network: where every broker-to-broker connection goes."""
-        container = self._toxiproxy_container.get_wrapped_container()
-        container.reload()
-        return container.attrs["NetworkSettings"]["Networks"][self._network.name]["IPAddress"]
+        return self._network_ip(self._toxiproxy_container)
+
+    def _network_ip(self, container: DockerContainer) -> str:
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        return wrapped.attrs["NetworkSettings"]["Networks"][self._network.name]["IPAddress"]
 
     @property
     def gateway_ip(self) -> str:
@@ -389,14 +392,16 @@ class KafkaCluster:
     def lane_upstreams(self, lane: str) -> dict[str, tuple[str, int]]:
         """Where each broker's proxy on a client's lane forwards to: that broker's listener for the lane, by its
         address on the cluster network (reachable from the host too)."""
-        index = self.client_lanes.index(lane)
-        out = {}
+        port = broker_config.LANE_PORT + self.client_lanes.index(lane)
+        return {broker.name: (self._network_ip(broker.container), port) for broker in self.brokers}
+
+    def point_lane(self, lane: str, addresses: dict[str, str] | None) -> None:
+        """Send a client's lane through something else: each broker's proxy on it forwards to `addresses[broker
+        name]` (host:port), or, with None, to the broker's own listener again (as the cluster started it)."""
+        port = broker_config.LANE_PORT + self.client_lanes.index(lane)
         for broker in self.brokers:
-            container = broker.container.get_wrapped_container()
-            container.reload()
-            out[broker.name] = (container.attrs["NetworkSettings"]["Networks"][self._network.name]["IPAddress"],
-                                broker_config.LANE_PORT + index)
-        return out
+            upstream = addresses[broker.name] if addresses is not None else f"{broker.name}:{port}"
+            self.toxiproxy.set_upstream(broker.proxy(lane), upstream)
 
     def admin(self) -> AdminClient:
         if self._admin is None:
@@ -416,7 +421,7 @@ class KafkaCluster:
         return next(b for b in self.brokers if b.node_id == node_id)
 
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
-        _create_topic(self.admin(), NewTopic(name, partitions, replication_factor), exist_ok=False)
+        create_topic_with(self.admin(), NewTopic(name, partitions, replication_factor), exist_ok=False)
 
     def describe(self) -> dict:
         """What cluster.json records."""
@@ -464,7 +469,8 @@ def check_engine_and_images(kafka: str) -> None:
             raise ClusterError(f"image {image} is not on this machine; `make setup` builds it") from None
 
 
-def _create_topic(admin: AdminClient, topic: NewTopic, exist_ok: bool) -> None:
+def create_topic_with(admin: AdminClient, topic: NewTopic, exist_ok: bool) -> None:
+    """Create one topic and wait for it (the harness's cluster and an external one alike)."""
     future = admin.create_topics([topic], operation_timeout=30, request_timeout=30)[topic.topic]
     try:
         future.result(timeout=60)

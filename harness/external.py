@@ -20,6 +20,7 @@ from pathlib import Path
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from harness.broker_view import BrokerView, PartitionView
+from harness.cluster import KafkaCluster, create_topic_with
 from harness.scenario import ClusterSpec
 from harness.toxiproxy import Toxiproxy, ToxiproxyError
 from workloads.security import security_config
@@ -37,8 +38,6 @@ class ExternalBroker:
     name: str
     client_address: str
     client_proxy: str | None = None  # the user's Toxiproxy proxy in front of it, if any
-    container: None = None
-    lane_addresses: dict = field(default_factory=dict)
 
     def proxy(self, lane: str) -> str:
         if lane != "client" or self.client_proxy is None:
@@ -141,19 +140,12 @@ class ExternalCluster:
                              key=lambda v: (v.topic, v.partition)))
         return BrokerView(frozenset(md.brokers), parts)
 
-    def broker(self, name: str) -> ExternalBroker:
-        for broker in self.brokers:
-            if broker.name == name:
-                return broker
-        raise KeyError(f"no broker named {name!r}; brokers are {[b.name for b in self.brokers]}")
-
-    def broker_by_id(self, node_id: int) -> ExternalBroker:
-        return next(b for b in self.brokers if b.node_id == node_id)
+    broker = KafkaCluster.broker              # the same lookups: they only read `brokers`
+    broker_by_id = KafkaCluster.broker_by_id
 
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
-        rf = min(replication_factor, len(self.brokers))
-        futures = self.admin().create_topics([NewTopic(name, partitions, rf)], operation_timeout=30)
-        futures[name].result(timeout=60)
+        """At most one replica per broker the cluster has."""
+        create_topic_with(self.admin(), NewTopic(name, partitions, min(replication_factor, len(self.brokers))), exist_ok=False)
 
     def describe(self) -> dict:
         """What cluster.json records: addresses only, never a credential."""

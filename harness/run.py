@@ -68,6 +68,9 @@ def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], ClientRe
     checked against what the scenario asks of it, before the cluster starts."""
     group, out = scenario.consumer_group, {}
     for where, spec in _version_fields(group):
+        if spec.client == "java" and security_config():
+            raise ScenarioError("consumer_group.client: the Java member does not take the KAFKA_CHAOS_CLIENT_* "
+                                "security settings; use client: librdkafka")
         key = (spec.client, spec.version)
         if key in out:
             continue
@@ -283,9 +286,6 @@ def planned_faults(scenario: Scenario, cluster, outcome: RunOutcome) -> list:
     """The scenario's faults this cluster can take. On a cluster the harness did not start, a fault that
     needs what it lacks (faults.base.REQUIREMENTS) is skipped with its reason (printed, and in run.json);
     one that would touch the cluster itself is refused unless the user allowed destructive faults."""
-    if security_config() and "java" in {spec.client for _, spec in _version_fields(scenario.consumer_group)}:
-        raise ScenarioError("consumer_group.client: the Java member does not take the KAFKA_CHAOS_CLIENT_* "
-                            "security settings; use client: librdkafka")
     kept = []
     for i, entry in enumerate(scenario.schedule()):
         need = entry.fault_class.requirement(entry.target, entry.params)

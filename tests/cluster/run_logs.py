@@ -12,3 +12,17 @@ def rows(folder: Path, name: str = "*") -> list[dict]:
     for path in sorted(folder.glob(f"{name}.parquet")):
         out += pq.read_table(path).to_pylist()
     return out
+
+
+def owned_before(outcome, member: str, at_ms: int) -> set[str]:
+    """The partitions `member` owned just before at_ms, replayed from its events: `assigned` adds (eager
+    revokes everything first, cooperative assigns increments), `revoked` and `lost` remove."""
+    owned: set[str] = set()
+    for e in sorted(rows(outcome.run_dir / "events"), key=lambda e: e["ts_ms"]):
+        if e["member"] != member or e["ts_ms"] >= at_ms:
+            continue
+        if e["kind"] == "assigned":
+            owned |= set(e["partitions"])
+        elif e["kind"] in ("revoked", "lost"):
+            owned -= set(e["partitions"])
+    return owned

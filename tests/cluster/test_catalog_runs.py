@@ -4,25 +4,14 @@ isolated from the others, and the zombie window by client and protocol (with its
 in scenarios/ that users run; the tables are printed (pytest -s) and written beside the runs."""
 import pytest
 
-from run_logs import rows
-from scenario_files import catalog
+from run_logs import owned_before, rows
+from scenario_files import KIP_848, catalog
 
 pytestmark = pytest.mark.cluster
 
 
 def fault_row(run, kind):
     return [f for f in rows(run.run_dir, "faults") if f["kind"] == kind][-1]
-
-
-def owned_at(run, member, at_ms):
-    owned: set[str] = set()
-    for e in sorted(rows(run.run_dir / "events"), key=lambda e: e["ts_ms"]):
-        if e["member"] == member and e["ts_ms"] < at_ms:
-            if e["kind"] == "assigned":
-                owned |= set(e["partitions"])
-            elif e["kind"] in ("revoked", "lost"):
-                owned -= set(e["partitions"])
-    return owned
 
 
 def revoked_between(run, member, t0, t1):
@@ -58,7 +47,7 @@ def test_a_member_joining_under_each_assignor_and_the_stop_the_world_table(chaos
         settled = min(first) + 5_000  # the join's rebalances are over (cooperative: two of them)
         revoked_total = 0
         for member in ("member-1", "member-2", "member-3"):
-            before, after = owned_at(run, member, joined), owned_at(run, member, settled)
+            before, after = owned_before(run, member, joined), owned_before(run, member, settled)
             revoked = revoked_between(run, member, joined, settled)
             revoked_total += len(revoked)
             if label == "cooperative-sticky":
@@ -122,14 +111,12 @@ def test_the_zombie_window_by_client_and_protocol(chaos_run, tmp_path):
     partitions it no longer owns once it thaws, and for how long."""
     lines = []
     for client, protocol in ZOMBIES:
-        group = {"client": client}
-        if protocol == "consumer":
-            group.update(protocol="consumer", assignor=None, session_timeout_ms=None, heartbeat_interval_ms=None)
+        group = {"client": client, **(KIP_848 if protocol == "consumer" else {})}
         run = chaos_run(catalog("member-freeze-long", **group))
         assert not run.errors and run.drained, run.errors
         run.assert_no_loss()
         freeze = fault_row(run, "member_freeze")
-        had = owned_at(run, "member-3", freeze["injected_at_ms"])
+        had = owned_before(run, "member-3", freeze["injected_at_ms"])
         taken = {p for e in rows(run.run_dir / "events") if e["member"] != "member-3" and e["kind"] == "assigned"
                  and freeze["injected_at_ms"] < e["ts_ms"] < freeze["healed_at_ms"] for p in e["partitions"]}
         assert had and had <= taken, f"{client}/{protocol}: member-3's partitions {had} did not move during the pause"

@@ -4,7 +4,7 @@ asserted through the plugin's own helpers. `make nightly` keeps the runs and wri
 trend page from them."""
 import pytest
 
-from scenario_files import catalog
+from scenario_files import KIP_848, catalog
 
 CLASSIC = [(client, assignor, static) for client, assignor in (("librdkafka", "range"), ("librdkafka", "roundrobin"),
                                                                   ("librdkafka", "cooperative-sticky"), ("java", "sticky"))
@@ -17,10 +17,7 @@ CONSUMER = [("librdkafka", None, static) for static in (False, True)]
                          ids=lambda v: {None: "consumer-protocol", True: "static", False: "dynamic"}.get(v, v))
 def test_matrix_coordinator_freeze(chaos_run, client, assignor, static):
     group = {"client": client, "static_membership": static}
-    if assignor is None:
-        group.update(protocol="consumer", assignor=None, session_timeout_ms=None, heartbeat_interval_ms=None)
-    else:
-        group.update(assignor=assignor)
+    group.update(KIP_848 if assignor is None else {"assignor": assignor})
     run = chaos_run(catalog("default", **group))
     assert not run.errors and run.drained
     run.assert_no_loss()

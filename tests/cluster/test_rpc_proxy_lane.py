@@ -17,16 +17,14 @@ LANE = "member-8"  # the session cluster's last member lane: no chaos_run uses i
 @pytest.fixture
 def proxied_lane(kafka_cluster):
     hits = []
-    upstreams = kafka_cluster.lane_upstreams(LANE)
-    proxy = RpcProxy(upstreams, host=kafka_cluster.gateway_ip, on_hit=lambda rule, h: hits.append((h.api_key, h.client_id))).start()
-    for broker in kafka_cluster.brokers:
-        kafka_cluster.toxiproxy.set_upstream(broker.proxy(LANE), f"{kafka_cluster.gateway_ip}:{proxy.ports[broker.name]}")
+    gateway = kafka_cluster.gateway_ip
+    proxy = RpcProxy(kafka_cluster.lane_upstreams(LANE), host=gateway,
+                     on_hit=lambda rule, h: hits.append((h.api_key, h.client_id))).start()
+    kafka_cluster.point_lane(LANE, {name: f"{gateway}:{port}" for name, port in proxy.ports.items()})
     try:
         yield proxy, hits
     finally:
-        for broker in kafka_cluster.brokers:
-            host, port = upstreams[broker.name]
-            kafka_cluster.toxiproxy.set_upstream(broker.proxy(LANE), f"{broker.name}:{port}")
+        kafka_cluster.point_lane(LANE, None)
         proxy.stop()
 
 

@@ -1,7 +1,7 @@
 """Group triggers on a real group: joins, leaves, slow processing, added partitions, a duplicated instance id."""
 import pytest
 
-from run_logs import rows
+from run_logs import owned_before, rows
 from scenario_files import catalog
 
 pytestmark = pytest.mark.cluster
@@ -14,18 +14,6 @@ def trigger_row(outcome, kind):
 
 def events(outcome, kind=None):
     return [e for e in rows(outcome.run_dir / "events") if kind is None or e["kind"] == kind]
-
-
-def owned_before(outcome, member, at_ms):
-    owned: set[str] = set()
-    for e in sorted(events(outcome), key=lambda e: e["ts_ms"]):
-        if e["member"] != member or e["ts_ms"] >= at_ms:
-            continue
-        if e["kind"] == "assigned":  # eager revokes everything first, cooperative assigns increments
-            owned |= set(e["partitions"])
-        elif e["kind"] in ("revoked", "lost"):
-            owned -= set(e["partitions"])
-    return owned
 
 
 def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_member(chaos_run):

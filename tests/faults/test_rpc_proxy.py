@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from faults.rpc_proxy import Rule, RpcProxy, error_response, read_header
+from faults.rpc_proxy import Rule, RpcProxy, error_response
 from faults.wire import frame
 
 
@@ -139,7 +139,7 @@ def test_an_offset_commit_error_is_set_on_every_partition_the_request_named():
     body = io.BytesIO()
     entity_writer(req.OffsetCommitRequest)(body, commit)
     payload = request(8, 9, 42, "member-1", body.getvalue(), flexible=True)[4:]
-    answered = error_response(payload, read_header(payload), "ILLEGAL_GENERATION")
+    answered = error_response(payload, "ILLEGAL_GENERATION")
     assert struct.unpack_from(">ii", answered) == (len(answered) - 4, 42)
     answer, _ = entity_reader(resp.OffsetCommitResponse)(memoryview(answered), 9)
     [topic] = answer.topics
@@ -175,7 +175,7 @@ def test_an_error_response_is_built_for_every_version_of_every_group_api(api, ke
     body = io.BytesIO()
     entity_writer(request_cls)(body, _zero(request_cls, ErrorCode.none))
     payload = request(key, version, 5, "member-1", body.getvalue(), flexible=request_cls.__flexible__)[4:]
-    answered = error_response(payload, read_header(payload), "NOT_COORDINATOR")
+    answered = error_response(payload, "NOT_COORDINATOR")
     response_cls = load_response_schema(key, version)
     answer, size = entity_reader(response_cls)(memoryview(answered), 8 + (1 if response_cls.__flexible__ else 0))
     assert struct.unpack_from(">i", answered, 4)[0] == 5 and 8 + response_cls.__flexible__ + size == len(answered)

@@ -5,7 +5,7 @@ import pytest
 
 from harness.cluster import KafkaCluster
 from harness.external import ExternalCluster
-from harness.run import RunOutcome, planned_faults
+from harness.run import RunOutcome, planned_faults, resolve_clients
 from harness.scenario import ScenarioError, parse_scenario
 
 FAULTS = [{"kind": "member_freeze", "target": "member-1", "at_s": 1, "duration_s": 2},
@@ -47,5 +47,6 @@ def test_security_settings_come_from_the_environment_only(monkeypatch):
     assert security_config({"KAFKA_CHAOS_CLIENT_SASL_PASSWORD": "x", "KAFKA_CHAOS_CLIENT_SECURITY_PROTOCOL": "SASL_SSL",
                             "OTHER": "y"}) == {"sasl.password": "x", "security.protocol": "SASL_SSL"}
     monkeypatch.setenv("KAFKA_CHAOS_CLIENT_SASL_PASSWORD", "x")
+    java = parse_scenario({"consumer_group": {"members": 2, "client": "java"}}, "test")
     with pytest.raises(ScenarioError, match="consumer_group.client: the Java member"):
-        plan(ExternalCluster("b:9092"), faults=[], client="java")
+        resolve_clients(java)  # before any client is resolved or any cluster started
