@@ -291,7 +291,9 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_ex
                        "healed_at_ms": f.healed_at_ms, "params": f.params,
                        "duration_ms": None if f.healed_at_ms is None else f.healed_at_ms - f.injected_at_ms,
                        "anomalies": attributed, "rebalances": rec.get("rebalances"),
-                       "time_to_stable_ms": rec.get("time_to_stable_ms")})
+                       "time_to_stable_ms": rec.get("time_to_stable_ms"),
+                       **({"hits": len(f.hits), "first_hit_ms": min((h["at_ms"] for h in f.hits), default=None)}
+                          if f.kind == "rpc" else {})})
     rounds = fig.get("rounds") or []
     no_owner = fig.get("no_owner") or {}
     valid = _verdict(checks, counts) if res else "unknown"

@@ -505,9 +505,8 @@ def unhealed_faults(x: Facts):
 
 
 def attribute(anomalies: list[dict], h: History, grace_ms: int) -> None:
-    """fault_ids: the faults whose window [injected_at, healed_at + grace] overlaps the anomaly's time."""
-    windows = [(f.id, f.injected_at_ms, (f.healed_at_ms if f.healed_at_ms is not None else OPEN) + grace_ms)
-               for f in h.faults]
+    """fault_ids: the faults whose window (Fault.cause_window, plus grace) overlaps the anomaly's time."""
+    windows = [(f.id, w[0], w[1] + grace_ms) for f in h.faults if (w := f.cause_window(OPEN)) is not None]
     for a in anomalies:
         if a["type"] == "unhealed_fault":
             continue

@@ -50,6 +50,7 @@ EVENTS = (
 FAULTS = (
     Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),
     Column("injected_at_ms", INT64, True), Column("healed_at_ms", INT64), Column("params", OBJECT),
+    Column("hits", LIST),  # an rpc fault's requests acted on (faults/rpc.py): at_ms, member, api, ...
 )
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;

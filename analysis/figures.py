@@ -113,12 +113,13 @@ def fault_recovery(h: History, rnds: list[dict], windows: dict, grace_ms: int, o
 
     out = {}
     for f in h.faults:
-        hi = (f.healed_at_ms if f.healed_at_ms is not None else observe_end) + grace_ms
-        rs = [r for r in rnds if f.injected_at_ms <= r["start_ms"] <= hi]
+        window = f.cause_window(observe_end)
+        lo, hi = (window[0], window[1] + grace_ms) if window else (0, -1)
+        rs = [r for r in rnds if lo <= r["start_ms"] <= hi]
         if not rs:
             out[f.id] = {"rebalances": 0, "time_to_stable_ms": 0 if h.events else None}
             continue
         t = stable_from(max(r["end_ms"] for r in rs))
-        out[f.id] = {"rebalances": len(rs), "time_to_stable_ms": t - f.injected_at_ms if t < observe_end or t == max(r["end_ms"] for r in rs) else None,
+        out[f.id] = {"rebalances": len(rs), "time_to_stable_ms": t - lo if t < observe_end or t == max(r["end_ms"] for r in rs) else None,
                      "rebalance_indexes": [r["index"] for r in rs]}
     return out

@@ -61,6 +61,17 @@ class Fault:
     injected_at_ms: int
     healed_at_ms: int | None
     params: dict = field(default_factory=dict)
+    hits: list[dict] = field(default_factory=list)  # an rpc fault's: the requests its rule acted on
+
+    def cause_window(self, open_end: int) -> tuple[int, int] | None:
+        """From when to when this fault can have caused what follows (before any grace): inject to heal; for an
+        rpc rule, from its first hit (one that never hit, or only observed, changed nothing)."""
+        end = self.healed_at_ms if self.healed_at_ms is not None else open_end
+        if self.kind != "rpc":
+            return self.injected_at_ms, end
+        if self.params.get("action") == "observe" or not self.hits:
+            return None
+        return min(h["at_ms"] for h in self.hits), end
 
 
 @dataclass
@@ -190,8 +201,9 @@ def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
             if healed is not None:
                 f.healed_at_ms = healed if f.healed_at_ms is None else max(f.healed_at_ms, healed)
             f.params.update(params)
+            f.hits = obj.get("hits") or f.hits
         else:
-            merged[fid] = Fault(fid, kind, target, injected, healed, dict(params))
+            merged[fid] = Fault(fid, kind, target, injected, healed, dict(params), list(obj.get("hits") or []))
     return sorted(merged.values(), key=lambda f: (f.injected_at_ms, f.id))
 
 

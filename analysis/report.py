@@ -270,6 +270,16 @@ def _commits(s, x, t0) -> str:
     return "".join(out)
 
 
+def _fault_kind(f) -> str:
+    """An rpc fault says what its rule did and how often: `rpc Heartbeat error REBALANCE_IN_PROGRESS, 1 hit`."""
+    if f["kind"] != "rpc":
+        return f["kind"]
+    p = f["params"]
+    what = " ".join(str(x) for x in ("rpc", p.get("api"), p.get("action"), p.get("error"),
+                                      f"{p['delay_ms']} ms" if p.get("delay_ms") else None) if x)
+    return f"{what}, {f.get('hits', 0)} hit{'' if f.get('hits') == 1 else 's'}"
+
+
 def _faults(s, rel) -> str:
     if not s["faults"]:
         return "<h2>Faults</h2><p class=muted>" + ("none injected" if s["input"]["faults"] else "skipped: no faults.jsonl") + "</p>"
@@ -278,7 +288,7 @@ def _faults(s, rel) -> str:
         att = ", ".join(f"{n:,} {t}" for t, n in f["anomalies"].items()) or "none"
         healed = rel(f["healed_at_ms"]) if f["healed_at_ms"] is not None else "<b style='color:#c62828'>never</b>"
         tts = "–" if f.get("time_to_stable_ms") is None else f"{f['time_to_stable_ms'] / 1000:.1f}s"
-        rows.append(f"<tr><td>{e(f['id'])}</td><td>{e(f['kind'])}</td><td>{e(f['target'])}</td><td>{e(rel(f['injected_at_ms']))}</td>"
+        rows.append(f"<tr><td>{e(f['id'])}</td><td>{e(_fault_kind(f))}</td><td>{e(f['target'])}</td><td>{e(rel(f['injected_at_ms']))}</td>"
                     f"<td>{healed if f['healed_at_ms'] is None else e(healed)}</td><td class=num>{fmt_int(f.get('rebalances'))}</td>"
                     f"<td class=num>{e(tts)}</td><td>{e(att)}</td></tr>")
     return ("<h2>Faults</h2><table id=faults><thead><tr><th>id</th><th>kind</th><th>target</th><th>injected</th><th>healed</th>"

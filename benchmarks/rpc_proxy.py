@@ -1,7 +1,7 @@
 """What the request-aware proxy costs: `python -m benchmarks.rpc_proxy [--records N] [--repeat N]`.
 
 On one real cluster, a client's lane as every run has it (Toxiproxy to the broker) against the same lane
-with faults/rpc_proxy.py behind Toxiproxy (no rule: every byte passed on), alternately:
+with faults/rpc_proxy.py behind Toxiproxy (no rule: every byte passed on), alternately (the order flips each round):
 - produce: N records of 100 bytes flat out (acks=all, idempotent), acked records per second;
 - fetch: the same N records read back by a consumer assigned every partition, records per second;
 - latency: 300 single sends, each waited for (acks=all, linger 0): median and p99 round trip.
@@ -13,11 +13,11 @@ import argparse
 import json
 import statistics
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from faults.rpc_proxy import RpcProxy
 from harness.cluster import KafkaCluster
 from harness.progress import say
 from harness.scenario import ClusterSpec
@@ -65,21 +65,6 @@ def latencies_ms(bootstrap: str, topic: str, sends: int = 300) -> list[float]:
     return out[20:]  # the first sends open connections and fetch metadata
 
 
-def through_proxy(cluster: KafkaCluster) -> RpcProxy:
-    """Every lane's Toxiproxy proxies pointed at one proxy (a listening port per broker and lane)."""
-    upstreams = {f"{broker}/{lane}": address for lane in LANES for broker, address in cluster.lane_upstreams(lane).items()}
-    gateway = cluster.gateway_ip
-    proxy = RpcProxy(upstreams, host=gateway).start()
-    for lane in LANES:
-        cluster.point_lane(lane, {b.name: f"{gateway}:{proxy.ports[f'{b.name}/{lane}']}" for b in cluster.brokers})
-    return proxy
-
-
-def direct(cluster: KafkaCluster) -> None:
-    for lane in LANES:
-        cluster.point_lane(lane, None)
-
-
 def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dict:
     topic = f"bench-{path}-{index}-{time.time_ns()}"
     cluster.create_topic(topic, PARTITIONS, 3)
@@ -99,14 +84,10 @@ def main(argv=None) -> int:
     results: dict[str, list[dict]] = {"direct": [], "proxy": []}
     with KafkaCluster(ClusterSpec(), run_id=f"bench-rpc-{time.time_ns() % 10**6}", client_lanes=LANES) as cluster:
         for i in range(args.repeat):
-            for path in ("direct", "proxy"):
-                proxy = through_proxy(cluster) if path == "proxy" else None
-                try:
+            # alternated order: a path that always ran first (cold page cache, log segments) would be favoured
+            for path in ("direct", "proxy") if i % 2 == 0 else ("proxy", "direct"):
+                with cluster.proxied_lanes(list(LANES)) if path == "proxy" else nullcontext():
                     results[path].append(one_round(cluster, path, args.records, i))
-                finally:
-                    if proxy:
-                        direct(cluster)
-                        proxy.stop()
                 say(f"round {i + 1} {path}: {results[path][-1]}")
     summary = {}
     for key in ("produce_per_s", "fetch_per_s", "latency_median_ms", "latency_p99_ms"):

@@ -34,3 +34,4 @@ class FaultContext:
     topic: str
     pool: Any = None                 # harness.run.MemberPool: starts members (joins, bounces, duplicates)
     topics: Any = None               # harness.run.RunTopics: the run's topics; topic_create adds to them
+    rpc_proxy: Any = None            # faults.rpc_proxy.RpcProxy every member lane crosses, in a run that has one

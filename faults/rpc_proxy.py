@@ -5,7 +5,8 @@ read as it passes, and a rule can act on the request it matches:
 - `delay` it by D ms;
 - `hold` it until the rule is removed;
 - answer it with an `error`, in a response that kio builds for the request's exact API version;
-- `drop_connection`.
+- `drop_connection`;
+- `observe` it: pass it on untouched, but report it (what a member sent after a fault, e.g. its epoch).
 
 Kafka answers the requests of one connection in order, and the clients rely on that (Java's NetworkClient
 refuses a response whose correlation id is not the oldest in flight). So a request that is held or delayed
@@ -57,6 +58,27 @@ def read_header(frame: bytes, flexible: bool = False) -> RequestHeader:
             length, size = read_uvarint(frame, size)
             size += length
     return RequestHeader(api_key, api_version, correlation_id, client_id, size)
+
+
+def request_facts(frame: bytes) -> dict:
+    """What a group request says about its member, for the record of a rule hit: member_id, group_instance_id,
+    and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat). Empty when kio cannot read it."""
+    from kio.index import load_request_schema
+    from kio.serial import entity_reader
+    try:
+        api_key, api_version = struct.unpack_from(">hh", frame, 0)
+        header = read_header(frame, is_flexible(api_key, api_version))
+        request, _ = entity_reader(load_request_schema(api_key, api_version))(memoryview(frame), header.size)
+    except Exception:
+        return {}
+    facts = {}
+    for name, key in (("member_id", "member_id"), ("group_instance_id", "group_instance_id"),
+                      ("generation_id", "generation"), ("member_epoch", "generation"),
+                      ("generation_id_or_member_epoch", "generation")):  # OffsetCommit v9+
+        value = getattr(request, name, None)
+        if value is not None:
+            facts[key] = value if isinstance(value, str) else int(value)
+    return facts
 
 
 @cache
@@ -157,7 +179,7 @@ def _zero_scalar(kind, hint):
 @dataclass
 class Rule:
     """What to do with the requests it matches: the API, optionally one client (its client.id), the first
-    `count` of them and a `probability`."""
+    `count` of them and a `probability`. `on_hit(rule, header, frame)` is called for each request it acts on."""
     api: str
     action: str
     client_id: str | None = None
@@ -166,6 +188,7 @@ class Rule:
     delay_ms: int = 0
     error: str | None = None
     seed: int | None = None
+    on_hit: typing.Callable | None = field(default=None, repr=False)
     hits: int = 0
     released: asyncio.Event | None = field(default=None, repr=False)
 
@@ -258,14 +281,15 @@ class RpcProxy:
                 return
             payload = frame[4:]
             header = read_header(payload)
-            rule = next((r for r in self.rules if r.matches(header)), None)
+            for watcher in [r for r in self.rules if r.action == "observe" and r.matches(header)]:
+                self._hit(watcher, header, payload)
+            rule = next((r for r in self.rules if r.action != "observe" and r.matches(header)), None)
             if rule is None:
                 conn.forwarded(header.correlation_id)
                 up_w.write(frame)
                 await up_w.drain()
                 continue
-            rule.hits += 1
-            self.on_hit(rule, header)
+            self._hit(rule, header, payload)
             if rule.action == "drop_connection":
                 return
             if rule.action == "delay":
@@ -279,6 +303,12 @@ class RpcProxy:
             conn.forwarded(header.correlation_id)
             up_w.write(frame)
             await up_w.drain()
+
+    def _hit(self, rule: Rule, header: RequestHeader, payload: bytes) -> None:
+        rule.hits += 1
+        self.on_hit(rule, header)
+        if rule.on_hit is not None:
+            rule.on_hit(rule, header, payload)
 
     async def _responses(self, up_r, conn: "_Connection") -> None:
         while True:

@@ -9,6 +9,7 @@ Target kinds:
   client   a workload client with a lane of its own: member-N (spare lanes included), producer-1, random-member
   topic    `topic` (the scenario's first topic) or a topic's name
   new_topic  the name of a topic that does not exist yet (topic_create)
+  rpc      `group` (every member's requests) or one member: member-N (spares included), random-member
   lane     a broker target (one of its lanes) or a client target (that client's lane to every broker)
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 OFFSETS_TOPIC = "__consumer_offsets"
 BROKER_ROLES = ("coordinator", "controller", "leader", "random")
 MEMBER_ROLES = ("random-member",)
+GROUP_TARGET = "group"
 LEADER_OF = re.compile(r"^leader:(?P<topic>[A-Za-z0-9._-]+):(?P<partition>\d+)$")
 CLIENT_LANE = re.compile(r"^(member|producer)-\d+$")
 
@@ -109,13 +111,20 @@ def check_lane_target(target: str, facts) -> None:
         raise ValueError(f"{exc}, or a client with a lane: {list(facts.lanes) + list(MEMBER_ROLES)}") from None
 
 
+def check_rpc_target(target: str, facts) -> None:
+    """Every member (`group`), or one that has a lane (spares included) or a role."""
+    members = [lane for lane in facts.lanes if lane.startswith("member-")]
+    if target != GROUP_TARGET and target not in members and target not in MEMBER_ROLES:
+        raise ValueError(f"target: {target!r} is not a member of this scenario; one of {[GROUP_TARGET, *members, *MEMBER_ROLES]}")
+
+
 def check_cluster_target(target: str, facts) -> None:
     if target != "cluster":
         raise ValueError(f"target: {target!r}: this fault aims at the whole cluster; write target: cluster")
 
 
 def check_group_target(target: str, facts) -> None:
-    if target != "group":
+    if target != GROUP_TARGET:
         raise ValueError(f"target: {target!r}: this trigger acts on the whole group; write target: group")
 
 
@@ -132,7 +141,7 @@ def check_topic_target(target: str, facts) -> None:
 
 
 TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "new_topic": check_new_topic_target, "broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,
-                 "client": check_client_target, "lane": check_lane_target}
+                 "client": check_client_target, "lane": check_lane_target, "rpc": check_rpc_target}
 
 
 # -- resolved when the fault fires -------------------------------------------------------------

@@ -8,6 +8,7 @@ user's test needs no import from the project:
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,16 @@ class ChaosRun:
     @property
     def report(self) -> Path:
         return self.run_dir / "report" / "index.html"
+
+    def rpc_hits(self, api: str | None = None, action: str | None = None, target: str | None = None) -> list[dict]:
+        """The requests the run's rpc faults acted on (faults.jsonl), oldest first, each with its fault's `fault_id`
+        and `action`: at_ms, member, api, version, member_id, generation (see faults/rpc.py)."""
+        path = self.run_dir / "faults.jsonl"
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line] if path.is_file() else []
+        hits = [{**h, "fault_id": f["id"], "action": f["params"].get("action")} for f in rows if f["kind"] == "rpc"
+                and target in (None, f["target"]) and action in (None, f["params"].get("action")) for h in f.get("hits", [])
+                if api in (None, h["api"])]
+        return sorted(hits, key=lambda h: h["at_ms"])
 
     # ------------------------------------------------------------------------------ assertions
     def assert_valid(self) -> None:

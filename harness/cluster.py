@@ -8,6 +8,7 @@ import socket
 import time
 import uuid
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
@@ -20,6 +21,7 @@ from testcontainers.core.network import Network
 
 from faults import netns
 from faults.quorum import QuorumError, quorum_leader
+from faults.rpc_proxy import RpcProxy
 from harness import broker_config
 from harness.broker_view import BrokerView, view_of
 from harness.kafka_release import ensure_kafka_image
@@ -157,6 +159,7 @@ class KafkaCluster:
         mid-fault): every proxy enabled and every toxic gone, no broker paused or stopped."""
         if self.toxiproxy is not None:
             self.toxiproxy.reset()
+            self.restore_lanes()
         for broker in self.brokers:
             container = broker.container.get_wrapped_container()
             container.reload()
@@ -398,10 +401,39 @@ class KafkaCluster:
     def point_lane(self, lane: str, addresses: dict[str, str] | None) -> None:
         """Send a client's lane through something else: each broker's proxy on it forwards to `addresses[broker
         name]` (host:port), or, with None, to the broker's own listener again (as the cluster started it)."""
-        port = broker_config.LANE_PORT + self.client_lanes.index(lane)
         for broker in self.brokers:
-            upstream = addresses[broker.name] if addresses is not None else f"{broker.name}:{port}"
+            upstream = addresses[broker.name] if addresses is not None else self._lane_listener(broker, lane)
             self.toxiproxy.set_upstream(broker.proxy(lane), upstream)
+
+    def _lane_listener(self, broker: "Broker", lane: str) -> str:
+        return f"{broker.name}:{broker_config.LANE_PORT + self.client_lanes.index(lane)}"
+
+    def restore_lanes(self) -> None:
+        """Every client lane pointed at its brokers again (one lookup; only a lane left re-pointed is touched)."""
+        upstreams = {name: p["upstream"] for name, p in self.toxiproxy.proxies().items()}
+        for lane in self.client_lanes:
+            if any(upstreams.get(b.proxy(lane)) != self._lane_listener(b, lane) for b in self.brokers):
+                self.point_lane(lane, None)
+
+    @contextmanager
+    def proxied_lanes(self, lanes: list[str], on_hit=None):
+        """Every given client lane through one request-aware proxy (faults/rpc_proxy.py), which runs in this
+        process on the cluster network's gateway: Toxiproxy -> the proxy -> the broker's listener for the lane.
+        Yields the proxy; on exit the lanes point at their brokers again and the proxy stops."""
+        gateway = self.gateway_ip
+        upstreams = {(lane, name): address for lane in lanes for name, address in self.lane_upstreams(lane).items()}
+        proxy = RpcProxy({f"{lane}@{name}": address for (lane, name), address in upstreams.items()}, host=gateway,
+                         on_hit=on_hit).start()
+        try:
+            for lane in lanes:
+                self.point_lane(lane, {b.name: f"{gateway}:{proxy.ports[f'{lane}@{b.name}']}" for b in self.brokers})
+            yield proxy
+        finally:
+            try:
+                for lane in lanes:
+                    self.point_lane(lane, None)
+            finally:
+                proxy.stop()
 
     def admin(self) -> AdminClient:
         if self._admin is None:

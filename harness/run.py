@@ -175,9 +175,9 @@ class MemberPool:
 
 
 def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
-                topics: RunTopics, schedule: list) -> Nemesis:
+                topics: RunTopics, schedule: list, rpc_proxy=None) -> Nemesis:
     ctx = FaultContext(cluster, pool.processes, timeline, random.Random(scenario.run.seed),
-                       scenario.consumer_group.group_id, scenario.topic.name, pool=pool, topics=topics)
+                       scenario.consumer_group.group_id, scenario.topic.name, pool=pool, topics=topics, rpc_proxy=rpc_proxy)
 
     def build(entry) -> Fault:
         """Called when the step fires, so a role (coordinator, leader, ...) resolves to the broker holding it then."""
@@ -244,7 +244,8 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
         if missing and "lanes" in cluster.capabilities:
             raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
                                 f"(its lanes: {', '.join(cluster.client_lanes)})")
-        _run_on(cluster, scenario, run_dir, outcome, phase, clients, schedule)
+        with member_lanes_proxied(cluster, scenario) as rpc_proxy:
+            _run_on(cluster, scenario, run_dir, outcome, phase, clients, schedule, rpc_proxy)
         if scenario.run.log_format == "parquet":
             with phase("compact logs"):
                 compact_logs(run_dir)
@@ -301,9 +302,27 @@ def planned_faults(scenario: Scenario, cluster, outcome: RunOutcome) -> list:
     return kept
 
 
+@contextmanager
+def member_lanes_proxied(cluster, scenario: Scenario):
+    """Every member lane (spares included) through the request-aware proxy that rpc faults act in, when the
+    scenario has one (or run.rpc_proxy says so); yields the proxy, or None."""
+    if not scenario.proxies_member_lanes:
+        yield None
+        return
+    if "lanes" not in cluster.capabilities:
+        if scenario.run.rpc_proxy:
+            raise ScenarioError("run.rpc_proxy: this cluster has no per-client lanes to route through the proxy")
+        yield None  # its rpc faults were skipped (planned_faults says why)
+        return
+    lanes = [lane for lane in scenario.client_lanes() if lane.startswith("member-")]
+    say(f"member lanes ({len(lanes)}) through the request-aware proxy")
+    with cluster.proxied_lanes(lanes) as proxy:
+        yield proxy
+
+
 def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict,
-            schedule: list) -> None:
-    write_json(run_dir / "cluster.json", {**cluster.describe(), "clients": [
+            schedule: list, rpc_proxy=None) -> None:
+    write_json(run_dir / "cluster.json", {**cluster.describe(), "member_lanes_through_rpc_proxy": rpc_proxy is not None, "clients": [
         {"client": client, "version": version or release.client_version,
          **({"librdkafka_version": release.librdkafka_version} if release.librdkafka_version else {})}
         for (client, version), release in clients.items()]})
@@ -338,7 +357,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
-            nemesis = nemesis_for(scenario, cluster, pool, timeline, topics, schedule)
+            nemesis = nemesis_for(scenario, cluster, pool, timeline, topics, schedule, rpc_proxy)
             producer = producer_process(producer_config(scenario, run_dir, cluster.lane_bootstrap_servers(PRODUCER))).start()
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),

@@ -278,6 +278,9 @@ class RunSpec(Strict):
     log_format: Literal["parquet", "jsonl"] = Field(
         "parquet", description="what produced/ and consumed/ are left in: members append JSONL while they run; "
                                "with parquet the logs are rewritten once the workload has stopped (kafka-chaos compact)")
+    rpc_proxy: bool | None = Field(
+        None, description="route every member's lane through the request-aware proxy (faults/rpc_proxy.py) that rpc "
+                          "faults act in; default: when the scenario has an rpc fault")
 
 
 class AnalysisSpec(Strict):
@@ -337,7 +340,19 @@ class Scenario(Strict):
             _check_fault(fault, facts, f"faults[{i}]")
         for i, fault in enumerate(self.random_faults.menu() if self.random_faults else []):
             _check_fault(fault, facts, f"random_faults.faults[{i}]")
+        if self.run.rpc_proxy is False and self.has_rpc_faults:
+            raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
         return self
+
+    @property
+    def has_rpc_faults(self) -> bool:
+        menu = self.random_faults.menu() if self.random_faults else []
+        return any(f.kind == "rpc" for f in [*self.faults, *menu])
+
+    @property
+    def proxies_member_lanes(self) -> bool:
+        """Whether the run sends its members' lanes through the request-aware proxy."""
+        return self.has_rpc_faults if self.run.rpc_proxy is None else self.run.rpc_proxy
 
     def schedule(self) -> list[FaultEntry]:
         """Every fault of the run in time order: the listed ones and the seeded random ones."""

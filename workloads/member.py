@@ -175,7 +175,7 @@ class Member:
         except KafkaException as exc:
             error = exc.args[0]
             code = fencing(error)
-            self.event("fenced" if code else "error", detail=f"{code or error.name()}: {error.str()}")
+            self.event("fenced" if code else "error", detail=f"{code}: {error.str()}" if code else error_detail(error))
             return 3
         finally:
             self.consumed.close()
@@ -211,7 +211,7 @@ class Member:
         if error.code() != KafkaError._PARTITION_EOF:
             if is_fatal(error):  # logged once, by run(), as what it is (e.g. fenced); the member exits
                 raise KafkaException(error)
-            self.event("error", detail=error.str())
+            self.event("error", detail=error_detail(error))
         return True
 
     def _log_batch(self, records, at: int) -> None:
@@ -261,7 +261,7 @@ class Member:
             self.event("committed", offsets=committed, requested_at_ms=requested_at)
         except KafkaException as exc:
             self.uncommitted = True
-            self.event("commit_failed", offsets=committed, requested_at_ms=requested_at, detail=exc.args[0].str())
+            self.event("commit_failed", offsets=committed, requested_at_ms=requested_at, detail=error_detail(exc.args[0]))
 
     def on_commit(self, err, partitions) -> None:
         """Result of an asynchronous commit."""
@@ -270,7 +270,12 @@ class Member:
         if err is None:
             self.event("committed", offsets=offsets)
         else:
-            self.event("commit_failed", offsets=offsets, detail=err.str())
+            self.event("commit_failed", offsets=offsets, detail=error_detail(err))
+
+
+def error_detail(error) -> str:
+    """A KafkaError as events carry it: the Kafka error name first (ILLEGAL_GENERATION: ...)."""
+    return f"{error.name()}: {error.str()}"
 
 
 if __name__ == "__main__":

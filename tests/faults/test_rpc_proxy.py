@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from faults.rpc_proxy import Rule, RpcProxy, error_response
+from faults.rpc_proxy import GROUP_APIS, Rule, RpcProxy, error_response, request_facts
 from faults.wire import frame
 
 
@@ -162,8 +162,8 @@ def every_group_api_version():
     return out
 
 
-@pytest.mark.parametrize("api, key, version", every_group_api_version(), ids=lambda v: str(v))
-def test_an_error_response_is_built_for_every_version_of_every_group_api(api, key, version):
+def answered_codes(key: int, version: int, error: str) -> set:
+    """The error codes in the proxy's answer to a request of this API version (built by kio, read back whole)."""
     import io
 
     from kio.index import load_request_schema, load_response_schema
@@ -175,12 +175,29 @@ def test_an_error_response_is_built_for_every_version_of_every_group_api(api, ke
     body = io.BytesIO()
     entity_writer(request_cls)(body, _zero(request_cls, ErrorCode.none))
     payload = request(key, version, 5, "member-1", body.getvalue(), flexible=request_cls.__flexible__)[4:]
-    answered = error_response(payload, "NOT_COORDINATOR")
+    answered = error_response(payload, error)
     response_cls = load_response_schema(key, version)
     answer, size = entity_reader(response_cls)(memoryview(answered), 8 + (1 if response_cls.__flexible__ else 0))
     assert struct.unpack_from(">i", answered, 4)[0] == 5 and 8 + response_cls.__flexible__ + size == len(answered)
-    codes = [v for v in _walk(answer) if isinstance(v, ErrorCode)]
-    assert not codes or set(codes) == {ErrorCode.not_coordinator}, (api, version, codes)
+    return {v for v in _walk(answer) if isinstance(v, ErrorCode)}
+
+
+@pytest.mark.parametrize("api, key, version", every_group_api_version(), ids=lambda v: str(v))
+def test_an_error_response_is_built_for_every_version_of_every_group_api(api, key, version):
+    from kio.schema.errors import ErrorCode
+    codes = answered_codes(key, version, "NOT_COORDINATOR")
+    assert not codes or codes == {ErrorCode.not_coordinator}, (api, version, codes)
+
+
+@pytest.mark.parametrize("api", sorted(GROUP_APIS))
+def test_every_error_an_rpc_fault_may_name_is_answered_in_the_apis_newest_version(api):
+    from faults.rpc import ERRORS_BY_API
+    key = GROUP_APIS[api]
+    newest = max(v for a, _, v in every_group_api_version() if a == api)
+    per_item = api in ("FindCoordinator", "OffsetCommit", "OffsetFetch")  # errors per key/partition/group: none here
+    for error in ERRORS_BY_API[api]:
+        names = {c.name for c in answered_codes(key, newest, error)}
+        assert names == (set() if per_item else {error.lower()}), (api, newest, error, names)
 
 
 def _walk(entity):
@@ -194,3 +211,44 @@ def _walk(entity):
                 yield from (_walk(item) if dataclasses.is_dataclass(item) else [item])
         else:
             yield value
+
+
+def test_an_observe_rule_records_the_request_and_lets_the_acting_rule_act_too(proxied):
+    proxy, upstream, sock, hits = proxied
+    seen = []
+    proxy.add_rule(Rule(api="Heartbeat", action="observe", on_hit=lambda rule, h, payload: seen.append(request_facts(payload))))
+    proxy.add_rule(Rule(api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS", count=1))
+    body = b"\x06group\x00\x00\x00\x05\x03m1\x00\x00"  # group, generation 5, member id m1, no instance id, no tags
+    sock.sendall(request(12, 4, 1, "member-1", body, True) + request(12, 4, 2, "member-1", body, True))
+    assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 2)] == [1, 2]
+    assert hits == [("observe", "member-1"), ("error", "member-1"), ("observe", "member-1")]
+    assert len(upstream.seen) == 1  # the first was answered by the proxy, the second passed
+    assert seen == [{"member_id": "m1", "generation": 5}] * 2
+
+
+def test_request_facts_read_a_kip_848_heartbeats_member_epoch():
+    from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+    from kio.serial import entity_writer
+    from datetime import timedelta
+    from kio.static.primitive import i32, i32Timedelta
+    import io
+    body = io.BytesIO()
+    entity_writer(ConsumerGroupHeartbeatRequest)(body, ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="m-1", member_epoch=i32(0), instance_id=None, rack_id=None, rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
+        subscribed_topic_names=None, server_assignor=None, topic_partitions=None))
+    payload = request(68, 0, 3, "member-2", body.getvalue(), flexible=True)[4:]
+    assert request_facts(payload) == {"member_id": "m-1", "generation": 0}
+    assert request_facts(b"\x00\x0c\x00\x04\x00\x00\x00\x01\xff\xff\x00garbage") == {}
+
+
+def test_request_facts_read_an_offset_commits_generation():
+    import io
+
+    from kio.schema.errors import ErrorCode
+    from kio.schema.offset_commit.v9.request import OffsetCommitRequest
+    from kio.serial import entity_writer
+
+    from faults.rpc_proxy import _zero
+    body = io.BytesIO()
+    entity_writer(OffsetCommitRequest)(body, _zero(OffsetCommitRequest, ErrorCode.none))
+    assert request_facts(request(8, 9, 1, "member-1", body.getvalue(), flexible=True)[4:])["generation"] == 0

@@ -1,0 +1,108 @@
+"""Faults on single group requests (`kind: rpc`): a rule of the request-aware proxy (faults/rpc_proxy.py)
+that every member's lane crosses in a run that has one.
+
+Target: `group` (every member) or one member (member-N, spares included, or random-member), matched by the
+client.id the harness gives each member: its name. Parameters: the `api`, an `action` (delay, hold, error,
+drop_connection, observe), `error` (a Kafka error name the API can return) or `delay_ms`, and optionally
+`count` (the first N matching requests) and `probability`. The rule is removed at the heal, and what it held
+goes on. Every request the rule acts on is a hit in the fault's row of faults.jsonl: when, which member, the
+API and version, and what the request said of its member (member_id, generation or KIP-848 epoch).
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from faults.base import Fault, FaultParams
+from faults.rpc_proxy import GROUP_APIS, Rule, request_facts
+from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member
+
+_COORDINATOR = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "GROUP_AUTHORIZATION_FAILED")
+# The errors each API can answer: the "Possible error codes" of Kafka's *Response.java, and (for JoinGroup and
+# SyncGroup, which list none) the errors the Java client's response handlers in AbstractCoordinator and
+# ConsumerCoordinator take.
+ERRORS_BY_API = {
+    "Heartbeat": (*_COORDINATOR, "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID"),
+    "JoinGroup": (*_COORDINATOR, "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED",
+                  "INCONSISTENT_GROUP_PROTOCOL", "INVALID_GROUP_ID", "INVALID_SESSION_TIMEOUT", "MEMBER_ID_REQUIRED",
+                  "UNSUPPORTED_VERSION"),
+    "SyncGroup": (*_COORDINATOR, "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID",
+                  "INCONSISTENT_GROUP_PROTOCOL"),
+    "OffsetCommit": (*_COORDINATOR, "ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID",
+                     "UNKNOWN_TOPIC_OR_PARTITION", "REQUEST_TIMED_OUT", "OFFSET_METADATA_TOO_LARGE", "INVALID_COMMIT_OFFSET_SIZE",
+                     "TOPIC_AUTHORIZATION_FAILED", "GROUP_ID_NOT_FOUND", "STALE_MEMBER_EPOCH"),
+    "OffsetFetch": (*_COORDINATOR, "UNKNOWN_MEMBER_ID", "STALE_MEMBER_EPOCH", "UNKNOWN_TOPIC_OR_PARTITION",
+                    "TOPIC_AUTHORIZATION_FAILED", "UNSTABLE_OFFSET_COMMIT"),
+    "LeaveGroup": (*_COORDINATOR, "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID"),
+    "FindCoordinator": ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "GROUP_AUTHORIZATION_FAILED", "INVALID_REQUEST"),
+    "ConsumerGroupHeartbeat": (*_COORDINATOR, "INVALID_REQUEST", "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "UNSUPPORTED_ASSIGNOR",
+                               "UNRELEASED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED", "INVALID_REGULAR_EXPRESSION"),
+}
+CLASSIC_ONLY = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
+CONSUMER_ONLY = ("ConsumerGroupHeartbeat",)
+
+
+class RpcParams(FaultParams):
+    api: Literal[tuple(GROUP_APIS)] = Field(description="the group request it acts on")
+    action: Literal["delay", "hold", "error", "drop_connection", "observe"] = Field(
+        description="delay by delay_ms; hold until the heal; answer with `error`; close the connection; observe: pass "
+                    "it on and record the hit")
+    error: str | None = Field(None, description="with action: error, a Kafka error name the API can return, e.g. REBALANCE_IN_PROGRESS")
+    delay_ms: int | None = Field(None, ge=1, le=600_000, description="with action: delay")
+    count: int | None = Field(None, ge=1, description="only the first N matching requests (default: every one until the heal)")
+    probability: float = Field(1.0, gt=0, le=1, description="the chance that a matching request is acted on (seeded by run.seed)")
+
+    def check(self, facts, target: str) -> None:
+        if (self.action == "error") != (self.error is not None):
+            raise ValueError("error: required with action: error, and only with it")
+        if (self.action == "delay") != (self.delay_ms is not None):
+            raise ValueError("delay_ms: required with action: delay, and only with it")
+        if self.error is not None and self.error not in ERRORS_BY_API[self.api]:
+            known = _kafka_error_names()
+            why = "is not a Kafka error name" if self.error not in known else f"is not an error {self.api} can return"
+            raise ValueError(f"error: {self.error!r} {why}; {self.api} can return {', '.join(ERRORS_BY_API[self.api])}")
+        protocol = facts.group.get("protocol", "classic")
+        if protocol == "consumer" and self.api in CLASSIC_ONLY or protocol == "classic" and self.api in CONSUMER_ONLY:
+            raise ValueError(f"api: a group with protocol: {protocol} never sends {self.api}")
+
+
+def _kafka_error_names() -> set[str]:
+    from kio.schema.errors import ErrorCode
+    return {code.name.upper() for code in ErrorCode}
+
+
+class RpcFault(Fault):
+    """A rule on the members' group requests, in the request-aware proxy every member's lane crosses."""
+    kind = "rpc"
+    target_kind = "rpc"
+    Params = RpcParams
+    needs = "lanes"
+
+    def __init__(self, target: str, proxy, params: RpcParams, client_id: str | None, seed: int, **kw) -> None:
+        super().__init__(target, **{**params.model_dump(exclude_none=True), **kw})
+        self.proxy, self.hits = proxy, []
+        self.rule = Rule(api=params.api, action=params.action, client_id=client_id, count=params.count,
+                         probability=params.probability, delay_ms=params.delay_ms or 0, error=params.error, seed=seed,
+                         on_hit=self._hit)
+
+    @classmethod
+    def build(cls, ctx, target, params, **record):
+        if ctx.rpc_proxy is None:
+            raise TargetError("this run's member lanes do not cross the request-aware proxy (run.rpc_proxy: false)")
+        client_id = None
+        if target != GROUP_TARGET:
+            client_id = resolve_member(ctx.members, target, ctx.rng).name if target in MEMBER_ROLES else target
+        return cls(client_id or target, ctx.rpc_proxy, params, client_id, ctx.rng.randrange(1 << 30),
+                   timeline=ctx.timeline, **record)
+
+    def _hit(self, rule, header, frame) -> None:
+        self.hits.append({"at_ms": self.timeline.now_ms(), "member": header.client_id, "api": self.rule.api,
+                          "version": header.api_version, **request_facts(frame)})
+        self.note(hits=list(self.hits))
+
+    def _inject(self) -> None:
+        self.proxy.add_rule(self.rule)
+
+    def _heal(self) -> None:
+        self.proxy.remove_rule(self.rule)
