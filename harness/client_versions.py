@@ -6,8 +6,9 @@
   and the project on PYTHONPATH (workloads/ needs nothing beyond the standard library and the client).
 - Java members: Apache Kafka's VerifiableConsumer and the kafka-clients of that release, resolved
   from Maven Central (images/java-client/pom.xml) into ~/.cache/kafka-chaos/clients/java-X.
-  The tool's options changed across releases (`--consumer.config` became `--command-config`, and
-  `--group-protocol` came with KIP-848), so its `--help` is read once and kept beside the jars.
+  The tool's options changed across releases (`--broker-list` became `--bootstrap-server` in 2.6,
+  `--group-instance-id` came in 2.3, required until 2.5 (`None` for a dynamic member), `--consumer.config` became `--command-config`, and `--group-protocol`
+  came with KIP-848), so its `--help` is read once and kept beside the jars.
 
 Kafka 4 brokers removed the protocol versions that clients older than 2.1 (Java) need (KIP-896);
 such versions are refused before anything starts.
@@ -65,6 +66,21 @@ class JavaClient:
     @property
     def has_group_protocol(self) -> bool:
         return "--group-protocol" in self.options
+
+    @property
+    def bootstrap_option(self) -> str:
+        """KIP-499 (2.6) renamed --broker-list to --bootstrap-server."""
+        return "--bootstrap-server" if "--bootstrap-server" in self.options else "--broker-list"
+
+    @property
+    def has_group_instance_id(self) -> bool:
+        """Static membership (KIP-345) came to VerifiableConsumer in 2.3."""
+        return "--group-instance-id" in self.options
+
+    @property
+    def dynamic_instance_id(self) -> str | None:
+        """In 2.3 and 2.4 --group-instance-id is required, and "None" makes a dynamic member (fixed in 2.5)."""
+        return "None" if (2, 3) <= version_tuple(self.version)[:2] < (2, 5) else None
 
 
 def check_librdkafka_version(version: str) -> None:
@@ -180,4 +196,6 @@ def member_client(client: str, version: str | None, default_java, log=print) -> 
         return ClientRelease(classpath=classpath, log4j_config=str(log4j_config) if log4j_config else None)
     pinned = java_client(version, log)
     return ClientRelease(classpath=pinned.classpath, config_option=pinned.config_option,
-                         group_protocol_option=pinned.has_group_protocol, client_version=version)
+                         group_protocol_option=pinned.has_group_protocol, bootstrap_option=pinned.bootstrap_option,
+                         group_instance_id_option=pinned.has_group_instance_id,
+                         dynamic_instance_id=pinned.dynamic_instance_id, client_version=version)

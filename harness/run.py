@@ -83,6 +83,9 @@ def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], ClientRe
         if spec.client == "java" and spec.protocol == "consumer" and not out[key].group_protocol_option:
             raise ScenarioError(f"{where}: VerifiableConsumer {spec.version} has no --group-protocol (KIP-848's "
                                 "consumer protocol came to it in 3.7)")
+        if spec.client == "java" and spec.static_membership and not out[key].group_instance_id_option:
+            raise ScenarioError(f"{where.rsplit('.', 1)[0]}.static_membership: VerifiableConsumer {spec.version} has no "
+                                "--group-instance-id (static membership, KIP-345, came to it in 2.3)")
     return out
 
 

@@ -37,6 +37,9 @@ class ClientRelease:
     log4j_config: str | None = None
     config_option: str = "--command-config"  # VerifiableConsumer's option for a properties file
     group_protocol_option: bool = True  # VerifiableConsumer has --group-protocol (3.7 and later)
+    bootstrap_option: str = "--bootstrap-server"  # --broker-list before 2.6 (KIP-499)
+    group_instance_id_option: bool = True  # VerifiableConsumer has --group-instance-id (2.3 and later)
+    dynamic_instance_id: str | None = None  # what a dynamic member passes to it where it is required (2.3, 2.4)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ def command_line(cfg: MemberConfig, properties_file: Path) -> list[str]:
     if release.log4j_config:
         java_options.append(f"-Dlog4j2.configurationFile={release.log4j_config}")
     # VerifiableConsumer subscribes to one topic (the scenario refuses more for a Java member)
-    args = ["--bootstrap-server", cfg.bootstrap_servers, "--topic", cfg.topics[0], "--group-id", cfg.group_id,
+    args = [release.bootstrap_option, cfg.bootstrap_servers, "--topic", cfg.topics[0], "--group-id", cfg.group_id,
             "--verbose", "--reset-policy", "earliest", release.config_option, str(properties_file)]
     if release.group_protocol_option:  # VerifiableConsumer before 3.7 has no KIP-848 and no such option
         args += ["--group-protocol", cfg.protocol]
@@ -51,8 +51,8 @@ def command_line(cfg: MemberConfig, properties_file: Path) -> list[str]:
         args += ["--assignment-strategy", ASSIGNORS[cfg.assignor], "--session-timeout", str(cfg.session_timeout_ms)]
     elif cfg.remote_assignor:
         args += ["--group-remote-assignor", cfg.remote_assignor]
-    if cfg.instance_id:
-        args += ["--group-instance-id", cfg.instance_id]
+    if cfg.instance_id or release.dynamic_instance_id:
+        args += ["--group-instance-id", cfg.instance_id or release.dynamic_instance_id]
     if cfg.commit == "auto":
         args.append("--enable-autocommit")
     return ["java", *java_options, "-cp", release.classpath, MAIN_CLASS, *args]

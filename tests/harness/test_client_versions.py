@@ -33,3 +33,23 @@ def test_a_java_release_without_kip848_is_refused_for_the_consumer_protocol():
     scenario = parse_scenario({"consumer_group": {"client": "java", "protocol": "consumer", "version": "3.2.0"}})
     with pytest.raises(ScenarioError, match=r"^consumer_group\.version: VerifiableConsumer 3\.2\.0 has no --group-protocol"):
         resolve_clients(scenario)
+
+
+def test_a_java_release_without_static_membership_is_refused_for_it():
+    """VerifiableConsumer 2.2.1 has no --group-instance-id (KIP-345 came in 2.3): one error naming the field."""
+    scenario = parse_scenario({"consumer_group": {"client": "java", "static_membership": True, "version": "2.2.1"}})
+    with pytest.raises(ScenarioError, match=r"^consumer_group\.static_membership: VerifiableConsumer 2\.2\.1 has no "
+                                            r"--group-instance-id"):
+        resolve_clients(scenario)
+
+
+@pytest.mark.parametrize("version, options, bootstrap, dynamic", [
+    ("2.2.1", {"--broker-list"}, "--broker-list", None),
+    ("2.3.0", {"--broker-list", "--group-instance-id"}, "--broker-list", "None"),  # required there: "None" is dynamic
+    ("2.5.0", {"--broker-list", "--bootstrap-server", "--group-instance-id"}, "--bootstrap-server", None),
+    ("3.9.1", {"--bootstrap-server", "--group-instance-id", "--group-protocol"}, "--bootstrap-server", None),
+])
+def test_old_verifiable_consumers_get_the_options_they_know(version, options, bootstrap, dynamic):
+    from harness.client_versions import JavaClient
+    client = JavaClient(version, "/jars/*", frozenset(options))
+    assert (client.bootstrap_option, client.dynamic_instance_id) == (bootstrap, dynamic)

@@ -1,5 +1,7 @@
 """The typed workload configs cross the process boundary whole: what the harness builds is what the
 member process gets, nested types included."""
+from dataclasses import replace
+
 import pytest
 import yaml
 
@@ -63,6 +65,16 @@ def test_the_java_member_turns_its_config_into_a_command_line(tmp_path):
     assert line[line.index("-cp") + 1] == "/jars/*" and "--consumer.config" in line
     assert "--group-protocol" not in line and "--enable-autocommit" in line
     assert "auto.commit.interval.ms=1000" in client_properties(config)
+    assert line[line.index("--bootstrap-server") + 1] == "127.0.0.1:1"
+    old = member_config(scenario, scenario.consumer_group.member_specs()[0],
+                        ClientRelease(classpath="/jars/*", bootstrap_option="--broker-list"), member="member-1",
+                        run_dir=tmp_path, bootstrap="127.0.0.1:1", instance_id=None)
+    line = command_line(old, tmp_path / "p.properties")  # VerifiableConsumer before 2.6 (KIP-499)
+    assert line[line.index("--broker-list") + 1] == "127.0.0.1:1" and "--bootstrap-server" not in line
+    assert "--group-instance-id" not in line
+    dynamic = ClientRelease(classpath="/jars/*", bootstrap_option="--broker-list", dynamic_instance_id="None")
+    line = command_line(replace(old, release=dynamic), tmp_path / "p.properties")  # 2.3 and 2.4 require the option
+    assert line[line.index("--group-instance-id") + 1] == "None"
 
 
 def test_a_producer_config_round_trips(tmp_path, monkeypatch):
