@@ -292,7 +292,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_ex
                        "duration_ms": None if f.healed_at_ms is None else f.healed_at_ms - f.injected_at_ms,
                        "anomalies": attributed, "rebalances": rec.get("rebalances"),
                        "time_to_stable_ms": rec.get("time_to_stable_ms"),
-                       **({"hits": len(f.hits), "first_hit_ms": min((h["at_ms"] for h in f.hits), default=None)}
+                       **({"hits": len(f.hits), "first_hit_ms": f.first_hit_ms}
                           if f.kind == "rpc" else {})})
     rounds = fig.get("rounds") or []
     no_owner = fig.get("no_owner") or {}

@@ -69,9 +69,13 @@ class Fault:
         end = self.healed_at_ms if self.healed_at_ms is not None else open_end
         if self.kind != "rpc":
             return self.injected_at_ms, end
-        if self.params.get("action") == "observe" or not self.hits:
+        if self.params.get("action") == "observe" or self.first_hit_ms is None:
             return None
-        return min(h["at_ms"] for h in self.hits), end
+        return self.first_hit_ms, end
+
+    @property
+    def first_hit_ms(self) -> int | None:
+        return min((h["at_ms"] for h in self.hits), default=None)
 
 
 @dataclass

@@ -60,15 +60,22 @@ def read_header(frame: bytes, flexible: bool = False) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, size)
 
 
+def read_request(frame: bytes) -> tuple[RequestHeader, object]:
+    """The header (its whole size, tagged fields included) and the body of a request frame, read by kio for
+    the request's own API version."""
+    from kio.index import load_request_schema
+    from kio.serial import entity_reader
+    api_key, api_version = struct.unpack_from(">hh", frame, 0)
+    header = read_header(frame, is_flexible(api_key, api_version))
+    request, _ = entity_reader(load_request_schema(api_key, api_version))(memoryview(frame), header.size)
+    return header, request
+
+
 def request_facts(frame: bytes) -> dict:
     """What a group request says about its member, for the record of a rule hit: member_id, group_instance_id,
     and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat). Empty when kio cannot read it."""
-    from kio.index import load_request_schema
-    from kio.serial import entity_reader
     try:
-        api_key, api_version = struct.unpack_from(">hh", frame, 0)
-        header = read_header(frame, is_flexible(api_key, api_version))
-        request, _ = entity_reader(load_request_schema(api_key, api_version))(memoryview(frame), header.size)
+        _, request = read_request(frame)
     except Exception:
         return {}
     facts = {}
@@ -95,14 +102,11 @@ def error_response(frame: bytes, error_name: str) -> bytes:
     """The whole response frame (size included) answering this request with the named error: every field
     of the response left at its zero value but the error code(s), which go wherever the API carries them
     (per partition for OffsetCommit, per group for OffsetFetch v8+, per key for FindCoordinator v4+)."""
-    from kio.index import load_request_schema, load_response_schema
+    from kio.index import load_response_schema
     from kio.schema.errors import ErrorCode
-    from kio.serial import entity_reader, entity_writer
+    from kio.serial import entity_writer
     code = ErrorCode[error_name.lower()]
-    api_key, api_version = struct.unpack_from(">hh", frame, 0)
-    header = read_header(frame, is_flexible(api_key, api_version))  # its size, tagged fields included
-    request_cls = load_request_schema(header.api_key, header.api_version)
-    request, _ = entity_reader(request_cls)(memoryview(frame), header.size)
+    header, request = read_request(frame)
     response_cls = load_response_schema(header.api_key, header.api_version)
     response = _zero(response_cls, code, request)
     body = io.BytesIO()
@@ -206,11 +210,10 @@ class Rule:
 # ---------------------------------------------------------------------------------------- the proxy
 class RpcProxy:
     """One listening port (any free one, on `host`) per upstream (a broker's listener, by name); rules shared
-    by all. Runs its own event loop in a thread, so the harness calls it like any other fault backend.
-    `on_hit(rule, header)` is called for every request a rule acts on."""
+    by all. Runs its own event loop in a thread, so the harness calls it like any other fault backend."""
 
-    def __init__(self, upstreams: dict[str, tuple[str, int]], host: str = "127.0.0.1", on_hit=None) -> None:
-        self.upstreams, self.host, self.on_hit = upstreams, host, on_hit or (lambda rule, header: None)
+    def __init__(self, upstreams: dict[str, tuple[str, int]], host: str = "127.0.0.1") -> None:
+        self.upstreams, self.host = upstreams, host
         self.rules: list[Rule] = []
         self.ports: dict[str, int] = {}  # upstream name -> the port it is reached on
         self._loop = asyncio.new_event_loop()
@@ -306,7 +309,6 @@ class RpcProxy:
 
     def _hit(self, rule: Rule, header: RequestHeader, payload: bytes) -> None:
         rule.hits += 1
-        self.on_hit(rule, header)
         if rule.on_hit is not None:
             rule.on_hit(rule, header, payload)
 

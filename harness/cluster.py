@@ -416,14 +416,13 @@ class KafkaCluster:
                 self.point_lane(lane, None)
 
     @contextmanager
-    def proxied_lanes(self, lanes: list[str], on_hit=None):
+    def proxied_lanes(self, lanes: list[str]):
         """Every given client lane through one request-aware proxy (faults/rpc_proxy.py), which runs in this
         process on the cluster network's gateway: Toxiproxy -> the proxy -> the broker's listener for the lane.
         Yields the proxy; on exit the lanes point at their brokers again and the proxy stops."""
         gateway = self.gateway_ip
         upstreams = {(lane, name): address for lane in lanes for name, address in self.lane_upstreams(lane).items()}
-        proxy = RpcProxy({f"{lane}@{name}": address for (lane, name), address in upstreams.items()}, host=gateway,
-                         on_hit=on_hit).start()
+        proxy = RpcProxy({f"{lane}@{name}": address for (lane, name), address in upstreams.items()}, host=gateway).start()
         try:
             for lane in lanes:
                 self.point_lane(lane, {b.name: f"{gateway}:{proxy.ports[f'{lane}@{b.name}']}" for b in self.brokers})

@@ -62,11 +62,20 @@ def answers(sock, count):
     return out
 
 
+def recorded(hits: list, then=None, **rule) -> Rule:
+    """A rule whose hits are appended to `hits` as (action, client id); `then(payload)` too, if given."""
+    def on_hit(r, header, payload):
+        hits.append((r.action, header.client_id))
+        if then:
+            then(payload)
+    return Rule(**rule, on_hit=on_hit)
+
+
 @pytest.fixture
 def proxied():
     upstream = Upstream(lag_s=0.05)
     hits = []
-    proxy = RpcProxy({"stand-in": ("127.0.0.1", upstream.port)}, on_hit=lambda rule, h: hits.append((rule.action, h.client_id))).start()
+    proxy = RpcProxy({"stand-in": ("127.0.0.1", upstream.port)}).start()
     sock = socket.create_connection(("127.0.0.1", proxy.ports["stand-in"]), timeout=10)
     yield proxy, upstream, sock, hits
     sock.close()
@@ -84,7 +93,7 @@ def test_without_rules_every_byte_passes_and_answers_come_back_in_order(proxied)
 
 def test_an_error_answer_waits_for_the_answers_to_requests_forwarded_before_it(proxied):
     proxy, upstream, sock, hits = proxied
-    proxy.add_rule(Rule(api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS", client_id="member-1"))
+    proxy.add_rule(recorded(hits, api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS", client_id="member-1"))
     fetch = request(1, 12, 7, "member-1")
     heartbeat = request(12, 4, 8, "member-1", b"\x06group\x00\x00\x00\x05\x03m1\x00\x00", flexible=True)
     sock.sendall(fetch + heartbeat + request(1, 12, 9, "member-1"))
@@ -100,8 +109,8 @@ def test_an_error_answer_waits_for_the_answers_to_requests_forwarded_before_it(p
 
 def test_a_rule_for_another_client_or_past_its_count_lets_requests_through(proxied):
     proxy, upstream, sock, hits = proxied
-    proxy.add_rule(Rule(api="Heartbeat", action="error", error="ILLEGAL_GENERATION", client_id="member-2"))
-    proxy.add_rule(Rule(api="Heartbeat", action="delay", delay_ms=1, count=1))
+    proxy.add_rule(recorded(hits, api="Heartbeat", action="error", error="ILLEGAL_GENERATION", client_id="member-2"))
+    proxy.add_rule(recorded(hits, api="Heartbeat", action="delay", delay_ms=1, count=1))
     body = b"\x06group\x00\x00\x00\x05\x03m1\x00\x00"
     sock.sendall(request(12, 4, 1, "member-1", body, True) + request(12, 4, 2, "member-1", body, True))
     assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 2)] == [1, 2]
@@ -216,8 +225,8 @@ def _walk(entity):
 def test_an_observe_rule_records_the_request_and_lets_the_acting_rule_act_too(proxied):
     proxy, upstream, sock, hits = proxied
     seen = []
-    proxy.add_rule(Rule(api="Heartbeat", action="observe", on_hit=lambda rule, h, payload: seen.append(request_facts(payload))))
-    proxy.add_rule(Rule(api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS", count=1))
+    proxy.add_rule(recorded(hits, lambda payload: seen.append(request_facts(payload)), api="Heartbeat", action="observe"))
+    proxy.add_rule(recorded(hits, api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS", count=1))
     body = b"\x06group\x00\x00\x00\x05\x03m1\x00\x00"  # group, generation 5, member id m1, no instance id, no tags
     sock.sendall(request(12, 4, 1, "member-1", body, True) + request(12, 4, 2, "member-1", body, True))
     assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 2)] == [1, 2]
