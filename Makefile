@@ -29,13 +29,16 @@ test: setup setup-browser ## run the test suite (unit, analysis, real-cluster an
 NIGHTLY_DIR ?= nightly
 NIGHT := $(NIGHTLY_DIR)/$(shell date -u +%Y%m%d-%H%M)
 
-nightly: setup setup-browser ## the slow families and the assignor x membership x protocol matrix; compare table and trend page under nightly/
+ZOO_REPEAT ?= 3
+
+nightly: setup setup-browser ## the slow families, the assignor x membership x protocol matrix and the bug zoo; compare, zoo tables and trend page under nightly/
 	@mkdir -p $(NIGHT); status=0; \
 	.venv/bin/python -m pytest -q --durations=25 -m slow --keep-runs $(NIGHT)/runs --junitxml=$(NIGHT)/junit.xml || status=$$?; \
+	.venv/bin/kafka-chaos zoo --repeat $(ZOO_REPEAT) --runs-dir $(NIGHT)/zoo --out $(NIGHT) || status=$$?; \
 	matrix=$$(ls -d $(NIGHT)/runs/test_matrix_*/*/ 2>/dev/null); \
 	if [[ -n $$matrix ]]; then .venv/bin/kafka-chaos compare $$matrix --out $(NIGHT) || true; fi; \
 	.venv/bin/kafka-chaos trend $(NIGHTLY_DIR) --out $(NIGHTLY_DIR)/trend.html || true; \
-	echo "nightly: $(NIGHT) (junit.xml, compare.md), trend: $(NIGHTLY_DIR)/trend.html"; exit $$status
+	echo "nightly: $(NIGHT) (junit.xml, compare.md, zoo.md), trend: $(NIGHTLY_DIR)/trend.html"; exit $$status
 
 clean: ## remove containers and networks labelled org.kafka-chaos.project=kafka-chaos (images stay)
 	@if ! docker info >/dev/null 2>&1; then echo "[clean] no Docker engine answers: nothing to do"; exit 0; fi; \

@@ -46,12 +46,13 @@ class _Run:
 
 def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | None = None,
             grace_ms: int = DEFAULT_GRACE_MS, protocol: str = "auto", max_examples: int = DEFAULT_MAX_EXAMPLES,
-            progress=None) -> dict:
+            stall_ms: int | None = None, progress=None) -> dict:
     """Check one run directory (contract v1, DESIGN.md) and write ``report/summary.json`` and ``report/index.html``.
 
     Returns the summary dict. ``valid`` is True (no anomaly of a check that invalidates a run: see
     checks.REGISTRY), False, or "unknown" (a check crashed, or a duplicate's budget could not be decided).
     ``grace_ms``: an anomaly is attributed to a fault when it happens between injection and heal + grace.
+    ``stall_ms``: the ``stall`` check's threshold; default :func:`default_stall_ms`.
     ``protocol``: "auto" (from each member's ``started`` event), "eager" or "cooperative": how ``assigned``
     events are read when rebuilding ownership. ``progress(phase, detail)`` is called per phase.
     Raises :class:`InputError` for bad input (message names the file and the column).
@@ -87,7 +88,8 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
         if totals.get(records.BAD_CONSUMED):
             warnings += inputs.diagnose(consumed)
         say("checks", "")
-        result = _checks(spark, run, agg, totals, hist, own, produced, consumed, grace_ms)
+        result = _checks(spark, run, agg, totals, hist, own, produced, consumed, grace_ms,
+                         stall_ms if stall_ms is not None else default_stall_ms(hist))
     except InputError:
         raise
     except Exception as exc:  # the scan itself failed: nothing is known
@@ -162,7 +164,14 @@ def _json_default(o):
     raise TypeError(type(o).__name__)
 
 
-def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_ms) -> dict:
+def default_stall_ms(h: history.History) -> int:
+    """Five heartbeat intervals of the slowest member (its `started` event says; the clients' default 3 s
+    where none does, as under KIP-848), and at least 5 s: what a live member of a stable group never misses."""
+    beats = [int(e.facts["heartbeat_interval_ms"]) for e in h.events if e.kind == "started" and e.facts.get("heartbeat_interval_ms")]
+    return max(5_000, 5 * max(beats, default=3_000))
+
+
+def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_ms, stall_ms) -> dict:
     out: dict = {"anomalies": [], "counts": {}}
     side = lambda k, i: (totals.get(k) or (0, 0, None, None))[i]  # noqa: E731
     out["produced_ok"], out["produced_fail"] = side(records.PRODUCED, 0), side(records.FAILED, 0)
@@ -177,7 +186,7 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
     out["rate_bin_ms"] = bin_ms
 
     got = records.check_partitions(agg, {"periods": own.periods, "with_events": own.with_events,
-                                         "t0": out["t0"], "bin_ms": bin_ms})
+                                         "t0": out["t0"], "bin_ms": bin_ms, "stall_ms": stall_ms})
     stats = sorted(got.get("stats", []), key=lambda r: (r["topic"], r["partition"]))
     out["partitions"] = stats
     for key, col in (("consumed_distinct", "consumed_distinct"), ("extra_deliveries", "extra"), ("lost_total", "lost"),
@@ -193,17 +202,19 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
     ctx = C.Context.build(hist)
     need = C.duplicate_blocks_needing_rows(ctx, got.get("groups", []))
     units = got.get("order", [])
-    rows = run.guarded(("duplicate", "backwards"), records.read_rows, spark, consumed, units, sorted(need), own.bounds) or []
+    blocks = need | {(r["topic"], r["partition"], r["b"]) for r in got.get("stall_blocks", [])}
+    rows = run.guarded(("duplicate", "backwards", "stall"), records.read_rows, spark, consumed, units, sorted(blocks),
+                       own.bounds) or []
     for r in rows:
         r["period"] = own.period_of(r["member"], r["topic"], r["partition"], r["epoch"])
-    out["drilled_blocks"], out["drilled_rows"] = len(need) + len(units), len(rows)
+    out["drilled_blocks"], out["drilled_rows"] = len(blocks) + len(units), len(rows)
 
-    def query(kind, arg):
-        if kind == "unacked":
-            return records.unacked_rows(consumed, arg)
-        return records.write_copies(spark, produced.df, consumed.df, arg)
-
-    facts = C.Facts(hist, ctx, got, rows, need, records.steps_back(units, rows, own.period_of), query)
+    queries = {"unacked": lambda arg: records.unacked_rows(consumed, arg),
+               "copies": lambda arg: records.write_copies(spark, produced.df, consumed.df, arg),
+               "first_acks": lambda arg: records.first_acks(spark, produced.df, arg),
+               "window_deliveries": lambda arg: records.window_deliveries(consumed, arg)}
+    facts = C.Facts(hist, ctx, got, rows, need, records.steps_back(units, rows, own.period_of),
+                    lambda kind, arg: queries[kind](arg), stall_ms=stall_ms, observe_end=out["observe_end"])
     for name, chk in C.REGISTRY.items():
         if name in run.checks:
             continue

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from typing import Callable
 
+from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode
 from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64
 from .records import bits_of as bits
@@ -250,7 +251,9 @@ class Facts:
     rows: list[dict]
     need_rows: set
     steps: list[tuple]
-    query: Callable | None = None          # query(kind, arg) -> rows (duplicate_write only)
+    query: Callable | None = None          # query(kind, arg) -> rows: a follow-up Spark query, only when needed
+    stall_ms: int = 5_000
+    observe_end: int = OPEN
     has_columns: tuple = ()
     memo: dict = field(default_factory=dict)
 
@@ -494,6 +497,179 @@ def over_budget(x: Facts):
     if st["unknown_budget_offsets"]:
         info.update(status="unknown", undecided_offsets=st["unknown_budget_offsets"], reason="some members logged no events")
     return over, st["over_budget_offsets"], info
+
+
+# --------------------------------------------------------------------------------------------- liveness
+def delivery_spans(x: Facts) -> dict[tuple[str, int], list[tuple[int, int, int]]]:
+    """(topic, partition) -> [(from ms, to ms, highest offset delivered)]: when the partition was delivered,
+    with no gap above stall_ms inside a span. The executor's spans, with the records of the blocks it could
+    not settle (records.stall_blocks, read back) added as points."""
+    spans = defaultdict(list)
+    for r in x.got.get("spans", []):
+        spans[(r["topic"], r["partition"])].append((r["start"], r["end"], r["omax"]))
+    blocks = {(r["topic"], r["partition"], r["b"]) for r in x.got.get("stall_blocks", [])}
+    for r in x.rows:
+        if (r["topic"], r["partition"], r["offset"] >> 6) in blocks:
+            spans[(r["topic"], r["partition"])].append((r["ts"], r["ts"], r["offset"]))
+    out = {}
+    for tp, ss in spans.items():
+        merged = []
+        for a, z, o in sorted(ss):
+            if merged and a - merged[-1][1] <= x.stall_ms:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], z), max(merged[-1][2], o))
+            else:
+                merged.append((a, z, o))
+        out[tp] = merged
+    return out
+
+
+def _subtract(span: tuple[int, int], cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """What is left of [a, z] once every interval of ``cuts`` is taken out."""
+    left, (a, z) = [], span
+    for lo, hi in sorted(cuts):
+        if hi < a or lo > z:
+            continue
+        if lo > a:
+            left.append((a, lo))
+        a = max(a, hi)
+    if a < z:
+        left.append((a, z))
+    return left
+
+
+def _dead(h: History) -> dict[str, list[tuple[int, int]]]:
+    """member -> [(killed at, started again at)]: when its process was not running."""
+    starts = defaultdict(list)
+    for e in h.events:
+        if e.kind == "started":
+            starts[e.member].append(e.ts)
+    return {m: [(t, min((s for s in starts[m] if s > t), default=OPEN)) for t in ts] for m, ts in crashes(h).items()}
+
+
+def _not_watched(x: Facts, topic: str, partition: int, rounds: list[dict], dead: dict) -> list[tuple[int, int]]:
+    """When a stall of this partition is not the group's fault to avoid: no owner (in the group's view), its
+    owner's process not running, or a rebalance under way."""
+    owned = []
+    for p in x.ctx.owners.get((topic, partition), []):
+        owned += _subtract((p.start, min(p.end, x.observe_end)), dead.get(p.member, []))
+    return _subtract((-OPEN, OPEN), owned) + [(r["start_ms"], r["end_ms"]) for r in rounds]
+
+
+def assignment_waits(x: Facts) -> list[dict]:
+    """Members that joined (``started``) or lost their assignment and had to rejoin, and were given no assignment
+    (an ``assigned`` event, empty or not: the rebalance answered) for longer than stall_ms while their process
+    ran. Before the group first formed nobody waits for the group: the first join also creates the coordinator's
+    state, which takes what it takes."""
+    h = x.history
+    formed = min((e.ts for e in h.events if e.kind == "assigned"), default=None)
+    dead = _dead(h)
+    out = []
+
+    def close(member, since, until, open_):
+        a = max(since, formed) if formed is not None else since
+        z = min([until] + [k for k, _ in dead.get(member, []) if a < k < until])
+        if z - a > x.stall_ms:
+            out.append({"type": "stall", "topic": None, "partition": None, "offsets": None, "count": 1,
+                        "members": [member], "generations": [], "time_ms": [a, z], "stalled_ms": z - a,
+                        "waiting_for": "assignment", "open": open_ and z == until,
+                        "reason": f"{member} waited {(z - a) / 1000:.1f} s for an assignment"
+                                  f"{' (to the end)' if open_ and z == until else ''}"})
+
+    for member in h.members_with_events:
+        since = None
+        for e in (e for e in h.events if e.member == member):
+            if e.kind in ("started", "lost") and since is None:
+                since = e.ts
+            elif e.kind == "assigned" and since is not None:
+                close(member, since, e.ts, False)
+                since = None
+            elif e.kind in ("stopped", "crashed", "fenced"):
+                since = None
+        if since is not None:
+            close(member, since, x.observe_end, True)
+    return out
+
+
+@check("stall", needs=("events",), invalidates=False, unit="windows longer than stall_ms in which a partition with acked "
+       "records waiting, a live owner and no rebalance under way had no delivery, or a member that joined had no "
+       "assignment", color="#7f7f7f")
+def stall(x: Facts):
+    """The group stopped although it could go on. A partition: between two deliveries (or after the last), acked
+    records above everything delivered so far were waiting, for longer than stall_ms outside every window with
+    no live owner or with a rebalance under way. Exact: the spans come from the block groups and the records of
+    the blocks that could hide a gap; when the first waiting record was acked is asked of Spark. A member: see
+    :func:`assignment_waits` (KAFKA-14024: a join stuck until max.poll.interval.ms)."""
+    waits = assignment_waits(x)
+    spans = delivery_spans(x)
+    gaps = []  # (topic, partition, last delivery before or None, next delivery or observe_end, highest delivered)
+    for r in x.got.get("stats", []):
+        tp, top = (r["topic"], r["partition"]), -1
+        ss = spans.get((r["topic"], r["partition"]), [])
+        prev = None
+        for a, z, o in ss + [(x.observe_end, x.observe_end, -1)]:
+            if a - (prev if prev is not None else -OPEN) > x.stall_ms:
+                gaps.append((*tp, prev, a, top))
+            prev, top = z, max(top, o)
+    if not gaps:
+        return waits, len(waits), {"stall_ms": x.stall_ms}
+    acked = {(r["topic"], r["partition"], r["above"]): r["ts"] for r in x.query("first_acks", {g[:2] + (g[4],) for g in gaps})}
+    rounds, dead = figures.rounds(x.history), _dead(x.history)
+    out = []
+    for topic, partition, last, nxt, top in gaps:
+        waiting = acked.get((topic, partition, top))
+        if waiting is None or waiting >= nxt:
+            continue
+        start = waiting if last is None else max(last, waiting)
+        for a, z in _subtract((start, nxt), _not_watched(x, topic, partition, rounds, dead)):
+            if z - a > x.stall_ms:
+                owners = x.ctx.owners_during(topic, partition, a, z)
+                out.append({"type": "stall", "topic": topic, "partition": partition, "offsets": [top + 1, top + 1],
+                            "count": 1, "members": sorted({p.member for p in owners}),
+                            "generations": sorted({p.generation for p in owners if p.generation is not None}),
+                            "time_ms": [a, z], "stalled_ms": z - a, "waiting_for": "delivery",
+                            "last_delivery_ms": last, "open": nxt >= x.observe_end,
+                            "reason": f"nothing delivered for {(z - a) / 1000:.1f} s while acked records waited, "
+                                      f"owner {', '.join(sorted({p.member for p in owners})) or '?'} alive"})
+    out += waits
+    return out, len(out), {"stall_ms": x.stall_ms}
+
+
+@check("split_ownership", needs=("events",), unit="partitions one rebalance gave to two members that both delivered "
+       "it while each still owned it", color="#8c564b")
+def split_ownership(x: Facts):
+    """One rebalance round ends with the same partition owned by two of the members it assigned, each by its own
+    log, and both deliver records of it while their ownerships overlap (KAFKA-7026). A member that was frozen
+    and still believes in an older assignment (a zombie) took no part in the round: that is not a split."""
+    windows = {}
+    for r in figures.rounds(x.history):
+        owners = defaultdict(list)
+        for p in x.history.periods:
+            if p.member in r["members"] and p.start <= r["end_ms"] < p.logged_end:
+                owners[(p.topic, p.partition)].append(p)
+        for (topic, partition), ps in owners.items():
+            for i, a in enumerate(ps):
+                for b in ps[i + 1:]:
+                    lo, hi = max(a.start, b.start), min(a.logged_end, b.logged_end, x.observe_end)
+                    windows.setdefault((a.id, b.id), (len(windows), topic, partition, a, b, lo, hi, r))
+    if not windows:
+        return [], 0, {}
+    per_member, twice = x.query("window_deliveries", [(w, t, p, a.member, b.member, lo, hi)
+                                                      for w, t, p, a, b, lo, hi, _ in windows.values()])
+    delivered = {(r["w"], r["member"]): r["count"] for r in per_member}
+    both = {r["w"]: r for r in twice}
+    out = []
+    for w, topic, partition, a, b, lo, hi, rnd in sorted(windows.values(), key=lambda v: v[0]):
+        if not (delivered.get((w, a.member)) and delivered.get((w, b.member))):
+            continue
+        d = both.get(w, {"n": 0})
+        out.append({"type": "split_ownership", "topic": topic, "partition": partition,
+                    "offsets": [d["lo"], d["hi"]] if d["n"] else None,
+                    "count": 1, "members": sorted((a.member, b.member)),
+                    "generations": [rnd["generation"]] if rnd["generation"] is not None else [],
+                    "time_ms": [lo, hi], "round": rnd["index"], "delivered_twice": d["n"],
+                    "delivered": {a.member: delivered[(w, a.member)], b.member: delivered[(w, b.member)]},
+                    "reason": f"rebalance #{rnd['index']} gave it to both; {d['n']} record(s) delivered by both"})
+    return out, len(out), {}
 
 
 @check("unhealed_fault", needs=("faults",), unit="faults never healed", color="#000000")

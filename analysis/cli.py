@@ -47,6 +47,10 @@ def add_parser(subparsers) -> None:
     _spark_args(p)
     p.add_argument("--grace-ms", type=int, default=30_000, metavar="MS",
                    help="an anomaly belongs to a fault if it happens before heal + MS (default: 30000)")
+    p.add_argument("--stall-ms", type=int, default=None, metavar="MS",
+                   help="a partition with records waiting and a live owner, outside any rebalance, that delivers "
+                        "nothing for longer than MS stalls (default: five heartbeat intervals of the slowest member, "
+                        "at least 5000; the scenario's analysis.stall_ms when the harness analyses its own run)")
     p.add_argument("--protocol", choices=("auto", "eager", "cooperative"), default="auto",
                    help="how `assigned` events are read when rebuilding ownership (default: auto, from each "
                         "member's `started` event)")
@@ -144,7 +148,7 @@ def cmd_analyze(args) -> int:
     from .api import analyze
     progress = Progress()
     summary, failed = _guarded("analyze", lambda: analyze(
-        args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
+        args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms, stall_ms=args.stall_ms,
         protocol=args.protocol, max_examples=args.max_examples, progress=progress))
     if failed is not None:
         return failed

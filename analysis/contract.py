@@ -45,7 +45,8 @@ EVENTS = (
     Column("generation", INT32), Column("partitions", LIST), Column("offsets", OBJECT), Column("detail", STRING),
     # typed facts of a `started` event (issue 8)
     Column("client", STRING), Column("protocol", STRING), Column("assignor", STRING), Column("instance_id", STRING),
-    Column("commit", STRING), Column("client_version", STRING), Column("librdkafka_version", STRING),
+    Column("commit", STRING), Column("heartbeat_interval_ms", INT64), Column("client_version", STRING),
+    Column("librdkafka_version", STRING),
 )
 FAULTS = (
     Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),

@@ -19,7 +19,8 @@ from .errors import InputError
 from .inputs import jsonl_objects, rel
 
 OPEN = 2**62  # "still owned at the end of the history"
-STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "client_version", "librdkafka_version")
+STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
+                 "librdkafka_version")
 
 
 @dataclass

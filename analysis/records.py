@@ -32,6 +32,11 @@ BIG, SMALL = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 
 # ------------------------------------------------------------------------------------------------- Spark
+def lit(text) -> str:
+    """A SQL string literal."""
+    return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def epoch_expr(bounds: list[int]) -> str:
     """SQL: how many of the sorted ``bounds`` are <= ts, as a balanced CASE tree (log2 comparisons a row)."""
     def tree(lo, hi):
@@ -102,7 +107,6 @@ def read_rows(spark, consumed, units: list[dict], blocks: list[tuple], bounds: l
     """Record-level rows, read back only where the groups could not settle a check: the log units of
     ``units`` (order; Parquet: 512 rows of one file, JSONL: one split of one member's partition) and the
     64-offset ``blocks`` (duplicates). One job; Arrow."""
-    lit = lambda t: "'" + str(t).replace("\\", "\\\\").replace("'", "\\'") + "'"  # noqa: E731
     conds = []
     for u in units:
         key = f"topic = {lit(u['topic'])} AND `partition` = {u['partition']} AND member = {lit(u['member'])}"
@@ -138,9 +142,36 @@ def write_copies(spark, produced_df, consumed_df, pairs):
             .agg(F.min("ts").alias("tmin"), F.max("ts").alias("tmax")).toArrow().to_pylist())
 
 
+def first_acks(spark, produced_df, keys):
+    """For each (topic, partition, offset): the earliest time a record above that offset was acked ok."""
+    from pyspark.sql import functions as F
+    k = spark.createDataFrame(sorted(keys), "topic string, `partition` int, above bigint")
+    p = produced_df.where("_bad IS NULL AND (status IS NULL OR status = 'ok')").select("topic", "partition", "offset", "ts")
+    return (p.join(F.broadcast(k), ["topic", "partition"]).where("`offset` > above")
+            .groupBy("topic", "partition", "above").agg(F.min("ts").alias("ts")).toArrow().to_pylist())
+
+
+def window_deliveries(consumed, windows):
+    """For each window (id, topic, partition, member a, member b, from ms, to ms): how many records each of
+    the two members delivered inside it, and the offsets both delivered there (count, lowest, highest)."""
+    from pyspark.sql import functions as F
+    cond = "topic = {} AND `partition` = {} AND member IN ({}, {}) AND {} BETWEEN {} AND {}"
+    if not windows:
+        return [], []
+    read = " OR ".join("(" + cond.format(lit(t), p, lit(a), lit(b), "consumed_at_ms", lo, hi) + ")"
+                       for _, t, p, a, b, lo, hi in windows)  # pushed to the reader: the file's own column names
+    case = "CASE " + " ".join(f"WHEN {cond.format(lit(t), p, lit(a), lit(b), 'ts', lo, hi)} THEN {w}"
+                              for w, t, p, a, b, lo, hi in windows) + " END"
+    x = consumed.rows(read).where("_bad IS NULL").selectExpr(f"{case} AS w", "member", "`offset`")
+    per_member = x.groupBy("w", "member").count().toArrow().to_pylist()
+    twice = (x.groupBy("w", "offset").agg(F.countDistinct("member").alias("m")).where("m = 2").groupBy("w")
+             .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi")).toArrow().to_pylist())
+    return per_member, twice
+
+
 def unacked_rows(consumed, keys):
     """producer_id/seq of the consumed rows in the given (topic, partition, offset) cells."""
-    conds = " OR ".join(f"(topic = '{t}' AND `partition` = {p} AND `offset` = {o})" for t, p, o in sorted(keys))
+    conds = " OR ".join(f"(topic = {lit(t)} AND `partition` = {p} AND `offset` = {o})" for t, p, o in sorted(keys))
     return (consumed.rows(conds).where("_bad IS NULL AND producer_id IS NOT NULL AND seq IS NOT NULL")
             .select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
 
@@ -319,6 +350,25 @@ def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
     rate = _reduce({"bin": (bg["tmin"] - cfg["t0"]) // cfg["bin_ms"], "n": bg["n"]}, ["bin"], {"n": "sum"})
     out += [("rate", {"bin": int(x), "n": int(n)}) for x, n in zip(rate["bin"], rate["n"])]
     out += [("skip", r) for r in _skips(bg, allb, known, topic, partition, names)]
+    out += _delivery_spans(bg, topic, partition, cfg["stall_ms"])
+    return out
+
+
+def _delivery_spans(bg, topic, partition, stall_ms) -> list[tuple[str, dict]]:
+    """When the partition was delivered, folded into spans with no gap above ``stall_ms`` inside, each with the
+    highest offset delivered in it (the ``stall`` check's input). A group whose own time span is above
+    ``stall_ms`` may hide such a gap: its block is returned (``stall_blocks``) to be read back record by record."""
+    long = (bg["tmax"] - bg["tmin"]) > stall_ms
+    out = [("stall_blocks", {"topic": topic, "partition": partition, "b": int(b)}) for b in np.unique(bg["b"][long])]
+    t0, t1, omax = bg["tmin"][~long], bg["tmax"][~long], bg["omax"][~long]
+    order = np.argsort(t0, kind="stable")
+    t0, t1, omax = t0[order], t1[order], omax[order]
+    if len(t0):
+        new = np.ones(len(t0), bool)
+        new[1:] = t0[1:] - np.maximum.accumulate(t1)[:-1] > stall_ms
+        st = np.nonzero(new)[0]
+        out += [("spans", {"topic": topic, "partition": partition, "start": int(a), "end": int(z), "omax": int(o)})
+                for a, z, o in zip(t0[st], np.maximum.reduceat(t1, st), np.maximum.reduceat(omax, st))]
     return out
 
 

@@ -71,6 +71,15 @@ class ChaosRun:
             self._fail(f"{over} re-delivered record(s) over the commit budget "
                        f"({s['duplicate_extra_deliveries']} re-deliveries in all)", self._of("duplicate_over_budget"))
 
+    def assert_no_stall(self) -> None:
+        """The group never stopped while it could go on: no partition with records waiting and a live owner went
+        undelivered, and no member that joined went unassigned, for longer than the scenario's stall_ms."""
+        s = self._analysed()
+        self._ran("stall")
+        n = s["anomaly_counts"].get("stall", 0)
+        if n:
+            self._fail(f"{n} stall(s) longer than {s['checks']['stall'].get('stall_ms')} ms", self._of("stall"))
+
     def assert_rebalances(self, at_most: int, fault: str | None = None) -> None:
         """At most ``at_most`` rebalances in the run, or caused by the fault with id ``fault``."""
         s = self._analysed()

@@ -67,6 +67,22 @@ def build_parser() -> argparse.ArgumentParser:
     scenarios.add_argument("--dir", type=Path, default=CATALOG, help=f"the folder (default: {CATALOG})")
     scenarios.set_defaults(handler=cmd_scenarios)
 
+    zoo = commands.add_parser("zoo", help="reproduce known consumer-group bugs on the releases that had them",
+                              description="Run each bug of the zoo (scenarios/zoo/) on the client release that had "
+                              "it and on the release that fixed it, --repeat times each, on one cluster per bug. "
+                              "Prints and writes (zoo.md, zoo.json) a table: bug, release, runs, runs in which the "
+                              "expected anomaly appeared, other anomalies. A bug is reproduced when its anomaly "
+                              "appears in most runs on the affected release and in none on the fixed one.",
+                              epilog="exit codes: 0 every bug reproduced; 1 some bug not (see the table); 2 bad "
+                                     "input; 3 a run failed in the harness", formatter_class=argparse.RawDescriptionHelpFormatter)
+    zoo.add_argument("bugs", nargs="*", metavar="BUG", help="KAFKA-14024, librdkafka#4059, or a file name of "
+                     "scenarios/zoo/ without .yaml (default: every bug)")
+    zoo.add_argument("--repeat", type=int, default=3, metavar="N", help="runs per release (default: 3)")
+    zoo.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
+    zoo.add_argument("--out", type=Path, default=None, help="folder for zoo.md and zoo.json (default: the runs dir)")
+    zoo.add_argument("--list", action="store_true", help="list the zoo's bugs and releases, run nothing")
+    zoo.set_defaults(handler=cmd_zoo)
+
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs")
     clean.add_argument("--all", action="store_true", help="also those of runs that are still going")
     clean.set_defaults(handler=cmd_clean)
@@ -94,6 +110,27 @@ def cmd_scenarios(args) -> int:
     for path, scenario in entries:
         print(f"{path.name:<{width}}  {scenario.description or '(no description)'}")
     return EXIT_OK
+
+
+def cmd_zoo(args) -> int:
+    import time
+
+    from harness import zoo
+    from harness.scenario import ScenarioError
+    if args.repeat < 1:
+        raise ScenarioError(f"--repeat: at least 1 run per release, got {args.repeat}")
+    chosen = zoo.select(args.bugs)  # an unknown bug fails here, before anything starts
+    if args.list:
+        for path, s in chosen:
+            print(f"{s.zoo.bug:<18} {s.zoo.affected:>7} -> {s.zoo.fixed:<7} expect {', '.join(s.zoo.expect):<22} {path.name}")
+        return EXIT_OK
+    rows = [zoo.run_bug(s, args.repeat, args.runs_dir) for _, s in chosen]
+    table = zoo.write(args.out or args.runs_dir, rows, time.strftime("%Y-%m-%d"))
+    print(table.read_text(), end="")
+    print(f"table: {table}")
+    if any(t.failed for pair in rows for t in pair):
+        return EXIT_HARNESS_FAILURE
+    return EXIT_OK if all(zoo.verdict(a, f) == "reproduced" for a, f in rows) else EXIT_ANOMALIES
 
 
 def cmd_clean(args) -> int:
@@ -124,7 +161,7 @@ def cmd_run(args) -> int:
     status = EXIT_OK
     if scenario.analysis.enabled and not args.no_analysis:
         from analysis import analyze
-        summary = analyze(outcome.run_dir, grace_ms=scenario.analysis.grace_ms)
+        summary = analyze(outcome.run_dir, **scenario.analysis.options())
         print(json.dumps({k: summary.get(k) for k in ("valid", "produced_records", "consumed_rows", "lost_records",
                                                       "duplicated_offsets", "duplicate_extra_deliveries", "rebalances")}, indent=2))
         print(f"report: {outcome.run_dir / 'report' / 'index.html'}")

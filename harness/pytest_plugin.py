@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from harness.assertions import ChaosRun
-from harness.scenario import ClusterSpec, parse_scenario
+from harness.scenario import ClusterSpec, parse_scenario, unique_names
 
 # The session cluster starts before any scenario is known: lanes for up to 8 members and the producer.
 SESSION_LANES = tuple(f"member-{n}" for n in range(1, 9)) + ("producer-1",)
@@ -95,7 +95,7 @@ def chaos_run(kafka_cluster, request, tmp_path):
         outcome = run_scenario(parsed, runs_root, cluster=kafka_cluster)
         if analyze and parsed.analysis.enabled:
             from analysis import analyze as analyze_run
-            outcome.summary = analyze_run(outcome.run_dir, grace_ms=parsed.analysis.grace_ms)
+            outcome.summary = analyze_run(outcome.run_dir, **parsed.analysis.options())
         result = ChaosRun(outcome.run_dir, outcome.summary, outcome.phases, outcome.skipped_faults, outcome.errors,
                           outcome.drained)
         runs.append(result)
@@ -121,20 +121,3 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("kafka-chaos runs", "\n".join(
             f"run directory: {r.run_dir}" + (f"\nreport: {r.report}" if r.report.is_file() else "") for r in runs)))
     return report
-
-
-def unique_names(scenario: dict, suffix: str) -> dict:
-    """The scenario with `-suffix` after its group id, its topic names and the topics topic_create makes, so
-    runs on one cluster never share them; a consumer_group.pattern then matches the names before the suffix."""
-    named = lambda spec, default: {**(spec or {}), "name": f"{(spec or {}).get('name', default)}-{suffix}"}  # noqa: E731
-    group = scenario.get("consumer_group", {})
-    out = {**scenario, "consumer_group": {**group, "group_id": f"{group.get('group_id', 'chaos-group')}-{suffix}"}}
-    if group.get("pattern"):  # matches this run's topics only, not those of earlier runs on the cluster
-        out["consumer_group"]["pattern"] = f"({group['pattern']})-{suffix}"
-    if "topics" in scenario:
-        out["topics"] = [named(t, "chaos") for t in scenario["topics"]]
-    else:
-        out["topic"] = named(scenario.get("topic"), "chaos")
-    out["faults"] = [{**f, "target": f"{f['target']}-{suffix}"} if f.get("kind") == "topic_create" else f
-                     for f in scenario.get("faults", [])]
-    return out

@@ -112,7 +112,7 @@ def member_config(scenario: Scenario, spec: ConsumerGroupSpec, release: ClientRe
         heartbeat_interval_ms=group.heartbeat_interval_ms, max_poll_interval_ms=group.max_poll_interval_ms,
         commit=group.commit, auto_commit_interval_ms=group.auto_commit_interval_ms,
         processing=ProcessingConfig(**group.processing.model_dump()), batch_size=group.batch_size,
-        extra=group.config, instance_id=instance_id)
+        extra=group.config, instance_id=instance_id, subscribed_topics=group.topics)
 
 
 def producer_config(scenario: Scenario, run_dir: Path, bootstrap: str) -> ProducerConfig:

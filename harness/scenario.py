@@ -91,13 +91,15 @@ class MemberSpec(Strict):
     assignor: ASSIGNORS | None = None
     static_membership: bool | None = None
     commit: COMMIT_MODES | None = None
+    topics: list[str] | None = Field(None, min_length=1, description="subscribe to only these of the run's topics "
+                                     "(librdkafka)")
 
 
 class ConsumerGroupSpec(Strict):
     group_id: str = "chaos-group"
     members: int | list[MemberSpec] = Field(
         3, description="how many members, or a list of member specs (count, client, version, assignor, "
-                       "static_membership, commit) for a mixed group")
+                       "static_membership, commit, topics) for a mixed group")
     client: Literal["librdkafka", "java"] = Field("librdkafka", description="java: Apache Kafka's VerifiableConsumer")
     version: str | None = Field(None, pattern=VERSION, description="the client release: confluent-kafka for librdkafka "
                                 "(installed from the package registry into a cached venv on first use), Apache Kafka "
@@ -118,6 +120,8 @@ class ConsumerGroupSpec(Strict):
     batch_size: int = Field(500, ge=1, le=100_000)
     pattern: str | None = Field(None, description="subscribe by regular expression instead of by the run's topic names; "
                                                   "every topic of the run must match it")
+    topics: list[str] | None = Field(None, min_length=1, description="subscribe to only these of the run's topics "
+                                     "(librdkafka; a member spec's own `topics` for part of a mixed group); default: all")
     metadata_refresh_ms: int | None = Field(None, ge=100, description="how often members refresh metadata "
                                             "(librdkafka topic.metadata.refresh.interval.ms, Java metadata.max.age.ms): "
                                             "what bounds when a classic member sees added partitions or a new matching "
@@ -176,6 +180,10 @@ class ConsumerGroupSpec(Strict):
             raise ValueError("processing: the Java member (VerifiableConsumer) has no processing delay; use client: librdkafka")
         if self.client == "java" and self.pattern is not None:
             raise ValueError("pattern: the Java member (VerifiableConsumer) subscribes to one topic by name; use client: librdkafka")
+        if self.client == "java" and self.topics is not None:
+            raise ValueError("topics: the Java member (VerifiableConsumer) subscribes to the run's one topic; use client: librdkafka")
+        if self.pattern is not None and self.topics is not None:
+            raise ValueError("topics: a member subscribes by pattern or by topic names, not both")
         if self.pattern is not None:
             try:
                 re.compile(self.pattern)
@@ -286,6 +294,28 @@ class RunSpec(Strict):
 class AnalysisSpec(Strict):
     enabled: bool = True
     grace_ms: int = Field(30_000, ge=0)
+    stall_ms: int | None = Field(None, ge=100, le=3_600_000, description=(
+        "the `stall` check's threshold: a partition with acked records waiting, an owner that is alive and no "
+        "rebalance under way, and no delivery for longer than this; default: five heartbeat intervals (at least 5 s)"))
+
+    def options(self) -> dict:
+        """The keyword arguments of analysis.analyze this section sets."""
+        return {"grace_ms": self.grace_ms, "stall_ms": self.stall_ms}
+
+
+ZOO_BUG = r"^(KAFKA-\d+|librdkafka#\d+)$"
+
+
+class ZooSpec(Strict):
+    """A known consumer-group bug this scenario reproduces (scenarios/zoo/): `kafka-chaos zoo` runs it on the
+    affected and on the fixed client release and counts the runs in which the expected anomaly appears."""
+    bug: str = Field(pattern=ZOO_BUG, description="KAFKA-NNNN or librdkafka#NNNN")
+    upstream: str = Field(description="the issue's address")
+    fix: str = Field(description="the fix: its pull request or commit address")
+    affected: str = Field(pattern=VERSION, description="a client release with the bug (the file runs it)")
+    fixed: str = Field(pattern=VERSION, description="the first client release with the fix")
+    expect: list[str] = Field(min_length=1, description="anomaly types (analysis checks) the bug shows on the affected "
+                                                         "release; a run reproduces it when any of them is found")
 
 
 class Scenario(Strict):
@@ -301,6 +331,7 @@ class Scenario(Strict):
     random_faults: RandomFaultsSpec | None = Field(None, description="a seeded random schedule, added to faults")
     run: RunSpec = Field(default_factory=RunSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
+    zoo: ZooSpec | None = Field(None, description="the known bug this scenario reproduces (scenarios/zoo/)")
 
     @model_validator(mode="before")
     @classmethod
@@ -335,11 +366,14 @@ class Scenario(Strict):
                              f"Kafka 4.0; cluster.kafka_version {release} has it only as an early-access preview")
         if self.consumer_group.client == "java" and len(self.topics) > 1:
             raise ValueError("topics: the Java member (VerifiableConsumer) subscribes to one topic; use client: librdkafka")
+        _check_subscriptions(self.consumer_group, names)
         facts = self.facts()
         for i, fault in enumerate(self.faults):
             _check_fault(fault, facts, f"faults[{i}]")
         for i, fault in enumerate(self.random_faults.menu() if self.random_faults else []):
             _check_fault(fault, facts, f"random_faults.faults[{i}]")
+        if self.zoo is not None:
+            _check_zoo(self.zoo, self.consumer_group)
         if self.run.rpc_proxy is False and self.has_rpc_faults:
             raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
         return self
@@ -387,6 +421,42 @@ class Scenario(Strict):
     def to_yaml(self) -> str:
         data = self.model_copy(update={"consumer_group": self.consumer_group.effective()}).model_dump(mode="json")
         return yaml.safe_dump(data, sort_keys=False)
+
+
+def _check_zoo(zoo: ZooSpec, group: ConsumerGroupSpec) -> None:
+    from analysis.checks import REGISTRY
+    unknown = [t for t in zoo.expect if t not in REGISTRY]
+    if unknown:
+        raise ValueError(f"zoo.expect: {unknown[0]!r} is not an anomaly type; types: {', '.join(REGISTRY)}")
+    if not isinstance(group.members, int) and any(m.version for m in group.members):
+        raise ValueError("zoo: the zoo swaps the group's one client release; give consumer_group.version, not per-member versions")
+    if group.version != zoo.affected:
+        raise ValueError(f"zoo.affected: the file must pin the affected release: consumer_group.version is "
+                         f"{group.version!r}, zoo.affected {zoo.affected!r}")
+    if version_tuple(zoo.fixed) <= version_tuple(zoo.affected):
+        raise ValueError(f"zoo.fixed: {zoo.fixed} is not later than zoo.affected {zoo.affected}")
+
+
+def _subscribed_topics(group: ConsumerGroupSpec) -> list[tuple[str, list[str] | None]]:
+    """(the field, the topic names it subscribes to, None: all of the run's) for the group and each member spec."""
+    fields = [("consumer_group.topics", group.topics)]
+    if not isinstance(group.members, int):
+        fields += [(f"consumer_group.members[{i}].topics", m.topics) for i, m in enumerate(group.members)]
+    return fields
+
+
+def _check_subscriptions(group: ConsumerGroupSpec, run_topics: list[str]) -> None:
+    """Each subscribed name is one of the run's topics, and every topic has a member at the start to consume it."""
+    for where, topics in _subscribed_topics(group):
+        for name in topics or []:
+            if name not in run_topics:
+                raise ValueError(f"{where}: {name!r} is not a topic of the run ({', '.join(run_topics)})")
+    subscribed = [spec.topics for spec in group.member_specs()]
+    if group.pattern is None and None not in subscribed:
+        unread = [name for name in run_topics if not any(name in topics for topics in subscribed)]
+        if unread:
+            where = "consumer_group.topics" if isinstance(group.members, int) else "consumer_group.members"
+            raise ValueError(f"{where}: no member subscribes to topic {unread[0]!r}, so its records would never be consumed")
 
 
 def _check_fault(fault: FaultEntry, facts: ScenarioFacts, where: str) -> None:
@@ -472,6 +542,29 @@ def load_scenario(path: str | Path) -> Scenario:
     except yaml.YAMLError as exc:
         raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
     return parse_scenario(data, str(path))
+
+
+def unique_names(scenario: dict, suffix: str) -> dict:
+    """The scenario with `-suffix` after its group id, its topic names and the topics topic_create makes, so
+    runs on one cluster never share them; a consumer_group.pattern then matches the names before the suffix."""
+    named = lambda spec, default: {**(spec or {}), "name": f"{(spec or {}).get('name', default)}-{suffix}"}  # noqa: E731
+    group = scenario.get("consumer_group", {})
+    out = {**scenario, "consumer_group": {**group, "group_id": f"{group.get('group_id', 'chaos-group')}-{suffix}"}}
+    if group.get("pattern"):  # matches this run's topics only, not those of earlier runs on the cluster
+        out["consumer_group"]["pattern"] = f"({group['pattern']})-{suffix}"
+    suffixed = lambda names: None if names is None else [f"{n}-{suffix}" for n in names]  # noqa: E731
+    if group.get("topics") is not None:
+        out["consumer_group"]["topics"] = suffixed(group["topics"])
+    if isinstance(group.get("members"), list):
+        out["consumer_group"]["members"] = [{**m, "topics": suffixed(m["topics"])} if m.get("topics") else m
+                                            for m in group["members"]]
+    if "topics" in scenario:
+        out["topics"] = [named(t, "chaos") for t in scenario["topics"]]
+    else:
+        out["topic"] = named(scenario.get("topic"), "chaos")
+    out["faults"] = [{**f, "target": f"{f['target']}-{suffix}"} if f.get("kind") == "topic_create" else f
+                     for f in scenario.get("faults", [])]
+    return out
 
 
 def catalog(folder: Path) -> list[tuple[Path, Scenario]]:

@@ -66,6 +66,7 @@ class MemberConfig:
     batch_size: int
     extra: dict = field(default_factory=dict)
     instance_id: str | None = None
+    subscribed_topics: list[str] | None = None  # only these of `topics` (a member spec's own); None: all of them
 
 
 @dataclass(frozen=True)

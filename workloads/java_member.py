@@ -80,7 +80,7 @@ def main() -> int:
         # the facts VerifiableConsumer does not print, for the converter's typed `started` event
         events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
                                   "protocol": cfg.protocol, "assignor": cfg.assignor or cfg.remote_assignor,
-                                  "instance_id": cfg.instance_id, "commit": cfg.commit,
+                                  "instance_id": cfg.instance_id, "commit": cfg.commit, "heartbeat_interval_ms": cfg.heartbeat_interval_ms,
                                   "client_version": cfg.release.client_version}) + "\n").encode())
         events.flush()
         jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)

@@ -57,11 +57,12 @@ def consumer_settings(cfg: MemberConfig) -> dict:
 
 
 def subscription(cfg: MemberConfig) -> list[str]:
-    """The run's topics by name, or the pattern (librdkafka: a name that starts with ^ is a regular
-    expression; anchored at both ends, so it means what Java's Pattern.matches means)."""
+    """The run's topics by name (or only the member's own, consumer_group.members[i].topics), or the pattern
+    (librdkafka: a name that starts with ^ is a regular expression; anchored at both ends, so it means what
+    Java's Pattern.matches means)."""
     if cfg.pattern:
         return [f"^({cfg.pattern})$"]
-    return list(cfg.topics)
+    return list(cfg.subscribed_topics or cfg.topics)
 
 
 def current_generation(consumer: Consumer) -> int:
@@ -162,7 +163,7 @@ class Member:
         # typed facts of the client contract; the analysis reads these fields, detail is for people
         self.event("started", client=CLIENT, protocol=cfg.protocol,
                    assignor=cfg.assignor or cfg.remote_assignor, instance_id=cfg.instance_id,
-                   commit=cfg.commit, client_version=confluent_kafka.version()[0],
+                   commit=cfg.commit, heartbeat_interval_ms=cfg.heartbeat_interval_ms, client_version=confluent_kafka.version()[0],
                    librdkafka_version=confluent_kafka.libversion()[0], detail=f"commit={cfg.commit}")
         try:
             while not self.stopping:

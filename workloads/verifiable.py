@@ -30,7 +30,7 @@ class Converter:
             path.unlink(missing_ok=True)
         self.consumed, self.events = (JsonlLog(path) for path in paths)
         self.position, self.rows, self.written_events, self.previous_ts = 0, 0, 0, -1
-        self.facts = {"protocol": None, "assignor": None, "commit": None, "client_version": None}
+        self.facts = {"protocol": None, "assignor": None, "commit": None, "heartbeat_interval_ms": None, "client_version": None}
 
     def poll(self) -> None:
         """Convert the whole lines added since the last call, and flush them."""

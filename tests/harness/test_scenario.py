@@ -80,6 +80,17 @@ def test_default_scenario_file_is_valid():
       "faults": [{"kind": "topic_create", "target": "chaos-2", "at_s": 1, "duration_s": 1}]}, "faults[0].kind"),
     ({"faults": [{"kind": "partitions_add", "target": "topic", "partitions": 9, "at_s": 1, "duration_s": 1}]},
      "faults[0].kind"),
+    # per-member subscriptions (issue 12: librdkafka#4783 needs members subscribed to different topics)
+    ({"topics": [{"name": "a"}], "consumer_group": {"topics": ["x"]}}, "consumer_group.topics"),
+    ({"consumer_group": {"topics": []}}, "consumer_group.topics"),
+    ({"topics": [{"name": "a"}, {"name": "b"}], "consumer_group": {"members": [{"topics": ["a"]}, {"topics": ["x"]}]}},
+     "consumer_group.members[1].topics"),
+    ({"topics": [{"name": "a"}, {"name": "b"}], "consumer_group": {"members": [{"count": 2, "topics": ["a"]}]}},
+     "consumer_group.members"),
+    ({"topics": [{"name": "a"}, {"name": "b"}], "consumer_group": {"topics": ["b"]}}, "consumer_group.topics"),
+    ({"consumer_group": {"client": "java", "topics": ["chaos"]}}, "consumer_group.topics"),
+    ({"consumer_group": {"members": [{"client": "java", "topics": ["chaos"]}]}}, "consumer_group.members[0].topics"),
+    ({"consumer_group": {"pattern": "chaos", "topics": ["chaos"]}}, "consumer_group.topics"),
 ])
 def test_bad_field_is_named(data, field):
     message = error_of(data)
@@ -131,3 +142,14 @@ def test_a_pattern_run_with_a_topic_create_and_a_partitions_add_is_valid():
                                           {"kind": "partitions_add", "target": "chaos-b", "partitions": 9, "at_s": 2,
                                            "duration_s": 1}]})
     assert [f.kind for f in scenario.schedule()] == ["topic_create", "partitions_add"]
+
+
+def test_members_can_subscribe_to_different_topics_of_the_run():
+    split = {"topics": [{"name": "a"}, {"name": "b"}],
+             "consumer_group": {"members": [{"count": 2, "topics": ["a"]}, {"count": 1, "topics": ["b"]}]},
+             "faults": [{"kind": "member_join", "target": "group", "like": 1, "at_s": 1, "duration_s": 1}]}
+    group = parse_scenario(split).consumer_group
+    assert [spec.topics for spec in group.member_specs()] == [["a"], ["a"], ["b"]]
+    assert group.entry_spec(1).topics == ["b"] and group.topics is None  # a plain join subscribes to every topic
+    message = error_of({**split, "consumer_group": {"members": [{"topics": ["a"]}, {"topics": ["x"]}]}})
+    assert "consumer_group.members[1].topics: 'x' is not a topic of the run (a, b)" in message, message

@@ -1,11 +1,11 @@
 """The bug zoo (scenarios/zoo/, issue 12): each file valid, and its opening comment names the upstream issue, the
 affected and fixed releases, the mechanism and what to expect, and pins the affected release."""
-import re
 from pathlib import Path
 
 import pytest
 
-from harness.scenario import catalog
+from harness.scenario import catalog, parse_scenario, unique_names
+from harness.zoo import on_release
 
 ZOO = catalog(Path(__file__).resolve().parents[2] / "scenarios" / "zoo")
 
@@ -19,6 +19,20 @@ def test_each_zoo_file_says_what_bug_where_and_what_to_expect(path, scenario):
     comment = "".join(line for line in path.read_text().splitlines(keepends=True) if line.startswith("#"))
     for heading in ("Upstream:", "Affected:", "Fixed in:", "Mechanism:", "Expected:"):
         assert heading in comment, f"{path.name}: no {heading!r} in its comment"
-    affected = re.search(r"Affected: \S+ \S+ (\d+\.\d+\.\d+)", comment)
-    assert affected and scenario.consumer_group.version == affected[1], f"{path.name}: does not pin the affected release"
+    zoo = scenario.zoo
+    assert zoo is not None, f"{path.name}: no zoo: block (bug, upstream, fix, affected, fixed, expect)"
+    assert zoo.affected in comment.split("Affected:")[1].split("\n")[0], f"{path.name}: the comment's affected release"
+    assert zoo.fixed in comment.split("Fixed in:")[1].split("\n")[0], f"{path.name}: the comment's fixed release"
+    assert scenario.consumer_group.version == zoo.affected
     assert scenario.name == path.stem and scenario.description
+
+
+@pytest.mark.parametrize("path, scenario", ZOO, ids=[p.name for p, _ in ZOO])
+def test_each_zoo_file_runs_on_both_releases_with_names_of_its_own(path, scenario):
+    """What `kafka-chaos zoo` and the plugin run: the fixed release swapped in, and every topic name (the
+    members' own subscriptions too) suffixed for a shared cluster."""
+    for version in (scenario.zoo.affected, scenario.zoo.fixed):
+        run = parse_scenario(unique_names(on_release(scenario, version), "abc123"), path.name)
+        assert run.consumer_group.version == version and run.zoo is None
+        assert all(t.name.endswith("-abc123") for t in run.topics)
+        assert all(t.endswith("-abc123") for spec in run.consumer_group.member_specs() for t in spec.topics or [])

@@ -53,6 +53,15 @@ def test_the_librdkafka_member_turns_its_config_into_client_settings(tmp_path):
     assert subscription(config) == ["orders", "payments"]
 
 
+def test_a_member_subscribes_to_its_own_topics_when_its_spec_names_them(tmp_path, monkeypatch):
+    scenario = load_scenario_text(SCENARIO.replace("  members: 2\n", "  members: [{topics: [payments]}, {count: 1}]\n"))
+    own, every = (member_config(scenario, spec, ClientRelease(), member=f"member-{n}", run_dir=tmp_path,
+                                bootstrap="127.0.0.1:1", instance_id=None)
+                  for n, spec in enumerate(scenario.consumer_group.member_specs(), 1))
+    assert subscription(own) == ["payments"] and subscription(every) == ["orders", "payments"]
+    assert decoded(own, MemberConfig, monkeypatch) == own and own.topics == ["orders", "payments"]
+
+
 def test_the_java_member_turns_its_config_into_a_command_line(tmp_path):
     scenario = load_scenario_text(SCENARIO.replace("topics: [{name: orders, partitions: 6}, {name: payments, partitions: 3}]",
                                                    "topic: {name: orders, partitions: 6}")
