@@ -81,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
     zoo.add_argument("--out", type=Path, default=None, help="folder for zoo.md and zoo.json (default: the runs dir)")
     zoo.add_argument("--list", action="store_true", help="list the zoo's bugs and releases, run nothing")
+    zoo.add_argument("--dir", type=Path, default=CATALOG / "zoo", help="the zoo folder (default: the project's scenarios/zoo/)")
     zoo.set_defaults(handler=cmd_zoo)
 
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs")
@@ -119,7 +120,7 @@ def cmd_zoo(args) -> int:
     from harness.scenario import ScenarioError
     if args.repeat < 1:
         raise ScenarioError(f"--repeat: at least 1 run per release, got {args.repeat}")
-    chosen = zoo.select(args.bugs)  # an unknown bug fails here, before anything starts
+    chosen = zoo.select(args.bugs, args.dir)  # an unknown bug fails here, before anything starts
     if args.list:
         for path, s in chosen:
             print(f"{s.zoo.bug:<18} {s.zoo.affected:>7} -> {s.zoo.fixed:<7} expect {', '.join(s.zoo.expect):<22} {path.name}")
