@@ -38,6 +38,9 @@ PRODUCER = "producer-1"
 GROUP_STABLE_TIMEOUT_S = 60
 
 
+NOT_CAUGHT_UP = "the group had not caught up after"
+
+
 @dataclass
 class RunOutcome:
     run_dir: Path
@@ -46,6 +49,12 @@ class RunOutcome:
     errors: list[str] = field(default_factory=list)
     skipped_faults: list[dict] = field(default_factory=list)
     summary: dict | None = None
+
+    @property
+    def failures(self) -> list[str]:
+        """What went wrong in the harness itself: every error but a group that did not catch up, which is a
+        finding about the group (its records are logged and can be analysed)."""
+        return [e for e in self.errors if not e.startswith(NOT_CAUGHT_UP)]
 
     def to_json(self) -> dict:
         return {"run_dir": str(self.run_dir), "phases_s": self.phases, "drained": self.drained, "errors": self.errors,
@@ -374,7 +383,7 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
             outcome.drained = wait_until(lambda: watcher.progress().lag == 0, scenario.run.drain_timeout_s,
                                          "drain", show_progress)
             if not outcome.drained:
-                outcome.errors.append(f"the group had not caught up after {scenario.run.drain_timeout_s:g} s")
+                outcome.errors.append(f"{NOT_CAUGHT_UP} {scenario.run.drain_timeout_s:g} s")
     finally:
         nemesis.heal_all()
         outcome.errors.extend(nemesis.errors)

@@ -29,22 +29,24 @@ class Tally:
     runs: int = 0
     reproduced: int = 0          # runs in which an expected anomaly appeared
     failed: int = 0              # runs the harness could not complete or analyse (not counted above)
+    not_drained: int = 0         # runs whose group never caught up (analysed: that is a finding, not a failure)
     other: Counter = field(default_factory=Counter)   # anomaly type -> runs in which it appeared, not expected
     run_dirs: list[str] = field(default_factory=list)
 
-    def add(self, run_dir: Path, summary: dict | None, errors: list[str]) -> None:
+    def add(self, run_dir: Path, summary: dict | None, failures: list[str], drained: bool = True) -> None:
         self.run_dirs.append(str(run_dir))
-        if errors or summary is None:
+        if failures or summary is None:
             self.failed += 1
             return
         self.runs += 1
+        self.not_drained += not drained
         found = {t for t, n in summary["anomaly_counts"].items() if n}
         self.reproduced += bool(found & set(self.expect))
         self.other.update(found - set(self.expect))
 
     def to_json(self) -> dict:
         return {"bug": self.bug, "release": self.release, "version": self.version, "expect": self.expect,
-                "runs": self.runs, "reproduced": self.reproduced, "failed": self.failed,
+                "runs": self.runs, "reproduced": self.reproduced, "failed": self.failed, "not_drained": self.not_drained,
                 "other": dict(sorted(self.other.items())), "run_dirs": self.run_dirs}
 
 
@@ -98,8 +100,8 @@ def run_bug(scenario: Scenario, repeat: int, runs_root: Path) -> tuple[Tally, Ta
                 run = parse_scenario(unique_names(on_release(scenario, tally.version), secrets.token_hex(3)),
                                      f"{scenario.name} on {tally.version}")  # names of its own: runs share the cluster
                 outcome = run_scenario(run, runs_root, cluster=cluster)
-                summary = None if outcome.errors else analyze(outcome.run_dir, **scenario.analysis.options())
-                tally.add(outcome.run_dir, summary, outcome.errors)
+                summary = None if outcome.failures else analyze(outcome.run_dir, **scenario.analysis.options())
+                tally.add(outcome.run_dir, summary, outcome.failures, outcome.drained)
                 found = {t: n for t, n in (summary or {}).get("anomaly_counts", {}).items() if n}
                 say(f"zoo {zoo.bug} {tally.version}: {'harness failed' if summary is None else found or 'no anomaly'}")
     return tallies
@@ -107,13 +109,13 @@ def run_bug(scenario: Scenario, repeat: int, runs_root: Path) -> tuple[Tally, Ta
 
 def markdown(rows: list[tuple[Tally, Tally]], date: str) -> str:
     lines = [f"Bug zoo, {date}: runs in which the expected anomaly appeared, per release.", "",
-             "| bug | expected | release | runs | expected anomaly in | other anomalies (runs) | failed runs | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| bug | expected | release | runs | expected anomaly in | other anomalies (runs) | never caught up | failed runs | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for affected, fixed in rows:
         for t in (affected, fixed):
             other = ", ".join(f"{k} ({n})" for k, n in sorted(t.other.items())) or "none"
             lines.append(f"| {t.bug} | {', '.join(t.expect)} | {t.version} ({t.release}) | {t.runs} | "
-                         f"{t.reproduced} of {t.runs} | {other} | {t.failed} | "
+                         f"{t.reproduced} of {t.runs} | {other} | {t.not_drained} | {t.failed} | "
                          f"{verdict(affected, fixed) if t is affected else ''} |")
     return "\n".join(lines) + "\n"
 
