@@ -247,7 +247,7 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
 
     if hist.has_events:
         def rebalance_figures():
-            rnds = figures.rounds(hist)
+            rnds = C.rounds(facts)  # computed once, shared with the checks
             windows = figures.no_owner_windows(hist, [(r["topic"], r["partition"]) for r in stats], out["observe_end"])
             return {"rounds": rnds, "no_owner": windows, "revocations_while_alive": figures.revocations_while_alive(hist),
                     "recovery": figures.fault_recovery(hist, rnds, windows, grace_ms, out["observe_end"]),

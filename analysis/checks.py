@@ -21,7 +21,7 @@ from typing import Callable
 
 from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode
-from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64
+from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, merge_spans
 from .records import bits_of as bits
 
 
@@ -511,16 +511,15 @@ def delivery_spans(x: Facts) -> dict[tuple[str, int], list[tuple[int, int, int]]
     for r in x.rows:
         if (r["topic"], r["partition"], r["offset"] >> 6) in blocks:
             spans[(r["topic"], r["partition"])].append((r["ts"], r["ts"], r["offset"]))
-    out = {}
-    for tp, ss in spans.items():
-        merged = []
-        for a, z, o in sorted(ss):
-            if merged and a - merged[-1][1] <= x.stall_ms:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], z), max(merged[-1][2], o))
-            else:
-                merged.append((a, z, o))
-        out[tp] = merged
-    return out
+    return {tp: merge_spans(*zip(*ss), x.stall_ms) for tp, ss in spans.items()}
+
+
+def rounds(x: Facts) -> list[dict]:
+    return x.once("rounds", lambda: figures.rounds(x.history))
+
+
+def dead(x: Facts) -> dict[str, list[tuple[int, int]]]:
+    return x.once("dead", lambda: _dead(x.history))
 
 
 def _subtract(span: tuple[int, int], cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -546,13 +545,13 @@ def _dead(h: History) -> dict[str, list[tuple[int, int]]]:
     return {m: [(t, min((s for s in starts[m] if s > t), default=OPEN)) for t in ts] for m, ts in crashes(h).items()}
 
 
-def _not_watched(x: Facts, topic: str, partition: int, rounds: list[dict], dead: dict) -> list[tuple[int, int]]:
+def _not_watched(x: Facts, topic: str, partition: int) -> list[tuple[int, int]]:
     """When a stall of this partition is not the group's fault to avoid: no owner (in the group's view), its
     owner's process not running, or a rebalance under way."""
     owned = []
     for p in x.ctx.owners.get((topic, partition), []):
-        owned += _subtract((p.start, min(p.end, x.observe_end)), dead.get(p.member, []))
-    return _subtract((-OPEN, OPEN), owned) + [(r["start_ms"], r["end_ms"]) for r in rounds]
+        owned += _subtract((p.start, min(p.end, x.observe_end)), dead(x).get(p.member, []))
+    return _subtract((-OPEN, OPEN), owned) + [(r["start_ms"], r["end_ms"]) for r in rounds(x)]
 
 
 def assignment_waits(x: Facts) -> list[dict]:
@@ -562,12 +561,11 @@ def assignment_waits(x: Facts) -> list[dict]:
     state, which takes what it takes."""
     h = x.history
     formed = min((e.ts for e in h.events if e.kind == "assigned"), default=None)
-    dead = _dead(h)
     out = []
 
     def close(member, since, until, open_):
         a = max(since, formed) if formed is not None else since
-        z = min([until] + [k for k, _ in dead.get(member, []) if a < k < until])
+        z = min([until] + [k for k, _ in dead(x).get(member, []) if a < k < until])
         if z - a > x.stall_ms:
             out.append({"type": "stall", "topic": None, "partition": None, "offsets": None, "count": 1,
                         "members": [member], "generations": [], "time_ms": [a, z], "stalled_ms": z - a,
@@ -613,23 +611,23 @@ def stall(x: Facts):
     if not gaps:
         return waits, len(waits), {"stall_ms": x.stall_ms}
     acked = {(r["topic"], r["partition"], r["above"]): r["ts"] for r in x.query("first_acks", {g[:2] + (g[4],) for g in gaps})}
-    rounds, dead = figures.rounds(x.history), _dead(x.history)
     out = []
     for topic, partition, last, nxt, top in gaps:
         waiting = acked.get((topic, partition, top))
         if waiting is None or waiting >= nxt:
             continue
         start = waiting if last is None else max(last, waiting)
-        for a, z in _subtract((start, nxt), _not_watched(x, topic, partition, rounds, dead)):
+        for a, z in _subtract((start, nxt), _not_watched(x, topic, partition)):
             if z - a > x.stall_ms:
                 owners = x.ctx.owners_during(topic, partition, a, z)
+                members = sorted({p.member for p in owners})
                 out.append({"type": "stall", "topic": topic, "partition": partition, "offsets": [top + 1, top + 1],
-                            "count": 1, "members": sorted({p.member for p in owners}),
+                            "count": 1, "members": members,
                             "generations": sorted({p.generation for p in owners if p.generation is not None}),
                             "time_ms": [a, z], "stalled_ms": z - a, "waiting_for": "delivery",
                             "last_delivery_ms": last, "open": nxt >= x.observe_end,
                             "reason": f"nothing delivered for {(z - a) / 1000:.1f} s while acked records waited, "
-                                      f"owner {', '.join(sorted({p.member for p in owners})) or '?'} alive"})
+                                      f"owner {', '.join(members) or '?'} alive"})
     out += waits
     return out, len(out), {"stall_ms": x.stall_ms}
 
@@ -641,7 +639,7 @@ def split_ownership(x: Facts):
     log, and both deliver records of it while their ownerships overlap (KAFKA-7026). A member that was frozen
     and still believes in an older assignment (a zombie) took no part in the round: that is not a split."""
     windows = {}
-    for r in figures.rounds(x.history):
+    for r in rounds(x):
         owners = defaultdict(list)
         for p in x.history.periods:
             if p.member in r["members"] and p.start <= r["end_ms"] < p.logged_end:

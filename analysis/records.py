@@ -360,16 +360,22 @@ def _delivery_spans(bg, topic, partition, stall_ms) -> list[tuple[str, dict]]:
     ``stall_ms`` may hide such a gap: its block is returned (``stall_blocks``) to be read back record by record."""
     long = (bg["tmax"] - bg["tmin"]) > stall_ms
     out = [("stall_blocks", {"topic": topic, "partition": partition, "b": int(b)}) for b in np.unique(bg["b"][long])]
-    t0, t1, omax = bg["tmin"][~long], bg["tmax"][~long], bg["omax"][~long]
+    return out + [("spans", {"topic": topic, "partition": partition, "start": a, "end": z, "omax": o})
+                  for a, z, o in merge_spans(bg["tmin"][~long], bg["tmax"][~long], bg["omax"][~long], stall_ms)]
+
+
+def merge_spans(t0, t1, omax, gap_ms: int) -> list[tuple[int, int, int]]:
+    """Time spans [t0, t1] (each with a highest offset) merged wherever no gap above ``gap_ms`` separates them:
+    [(from, to, highest offset)], in time order. The one span rule of the ``stall`` check (executor and driver)."""
+    t0, t1, omax = (np.asarray(v, np.int64) for v in (t0, t1, omax))
+    if len(t0) == 0:
+        return []
     order = np.argsort(t0, kind="stable")
     t0, t1, omax = t0[order], t1[order], omax[order]
-    if len(t0):
-        new = np.ones(len(t0), bool)
-        new[1:] = t0[1:] - np.maximum.accumulate(t1)[:-1] > stall_ms
-        st = np.nonzero(new)[0]
-        out += [("spans", {"topic": topic, "partition": partition, "start": int(a), "end": int(z), "omax": int(o)})
-                for a, z, o in zip(t0[st], np.maximum.reduceat(t1, st), np.maximum.reduceat(omax, st))]
-    return out
+    new = np.ones(len(t0), bool)
+    new[1:] = t0[1:] - np.maximum.accumulate(t1)[:-1] > gap_ms
+    st = np.nonzero(new)[0]
+    return list(zip(t0[st].tolist(), np.maximum.reduceat(t1, st).tolist(), np.maximum.reduceat(omax, st).tolist()))
 
 
 def _skips(bg, allb, known, topic, partition, names) -> list[dict]:
