@@ -77,19 +77,24 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     warnings = list(hist.warnings)
     size = produced.bytes + consumed.bytes
     saved = _tune(spark, size)
-    agg, result = None, None
+    result = None
+    stall_ms = stall_ms if stall_ms is not None else default_stall_ms(hist)
     try:
         say("scanning", f"{len(produced.files)} produced + {len(consumed.files)} consumed file(s), {size / 1e6:.1f} MB")
         own = history.Ownership(hist)
-        agg = records.aggregate(produced.df, consumed.df, own.bounds).cache()
-        totals = records.totals(agg)
-        if totals.get(records.BAD_PRODUCED):
+        cfg, names = scan_config(hist, own, stall_ms)
+        got = records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg)
+        sides = records.side_totals(got)
+        if sides.get(records.BAD_PRODUCED):
             warnings += inputs.diagnose(produced)
-        if totals.get(records.BAD_CONSUMED):
+        if sides.get(records.BAD_CONSUMED):
             warnings += inputs.diagnose(consumed)
+        missing = records.unnamed(got, names)
+        if any(missing.values()):
+            names.update(records.resolve_names(produced, consumed, missing["topic"], missing["member"]))
+        records.name_rows(got, names)
         say("checks", "")
-        result = _checks(spark, run, agg, totals, hist, own, produced, consumed, grace_ms,
-                         stall_ms if stall_ms is not None else default_stall_ms(hist))
+        result = _checks(spark, run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms)
     except InputError:
         raise
     except Exception as exc:  # the scan itself failed: nothing is known
@@ -97,8 +102,6 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
         for name in CHECK_NAMES:
             run.checks[name] = {"status": "crashed", "error": _one_line(exc)}
     finally:
-        if agg is not None:
-            agg.unpersist()
         _restore(spark, saved)
     say("report", "")
     summary, extra = _summary(run_dir, run, result, hist, produced, consumed, grace_ms, max_examples, warnings, spark)
@@ -124,9 +127,12 @@ SMALL_INPUT_BYTES = 64 << 20
 
 
 def _tune(spark, size: int) -> dict:
-    """Per-analysis settings (restored afterwards): few shuffle partitions; for small inputs no adaptive
+    """Per-analysis settings (restored afterwards): few shuffle partitions; input splits small enough that every
+    core has several scan tasks (one file a task leaves a core idle at the end); for small inputs no adaptive
     re-planning and no whole-stage code generation, whose fixed costs dominate a small run."""
-    conf = {"spark.sql.shuffle.partitions": str(max(1, min(2 * default_parallelism(spark), size // (32 << 20) + 1)))}
+    cores = default_parallelism(spark)
+    conf = {"spark.sql.shuffle.partitions": str(max(1, min(2 * cores, size // (32 << 20) + 1))),
+            "spark.sql.files.maxPartitionBytes": str(min(128 << 20, max(4 << 20, size // (6 * cores))))}
     if size < SMALL_INPUT_BYTES:
         conf.update({"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"})
     saved = {}
@@ -171,22 +177,34 @@ def default_stall_ms(h: history.History) -> int:
     return max(5_000, 5 * max(beats, default=3_000))
 
 
-def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_ms, stall_ms) -> dict:
+def scan_config(hist: history.History, own: history.Ownership, stall_ms: int) -> tuple[dict, dict]:
+    """What the executors need (ownership periods and members with events, keyed by the hashes the pass groups
+    names by), and the names the history knows by (column, hash)."""
+    topics = {p.topic for p in hist.periods} | {c.topic for c in hist.commits} | \
+        {tp[0] for e in hist.events for tp in (e.partitions or [])}
+    members = set(hist.members_with_events)
+    th = {name: records.name_hash(name) for name in topics}
+    mh = {name: records.name_hash(name) for name in members}
+    cfg = {"periods": {(mh[m], th[t], p): v for (m, t, p), v in own.periods.items()},
+           "with_events": {mh[m] for m in own.with_events}, "stall_ms": stall_ms}
+    names = {**{("topic", h): t for t, h in th.items()}, **{("member", h): m for m, h in mh.items()}}
+    return cfg, names
+
+
+def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms) -> dict:
     out: dict = {"anomalies": [], "counts": {}}
-    side = lambda k, i: (totals.get(k) or (0, 0, None, None))[i]  # noqa: E731
+    side = lambda k, i: (sides.get(k) or (0, None, None))[i]  # noqa: E731
     out["produced_ok"], out["produced_fail"] = side(records.PRODUCED, 0), side(records.FAILED, 0)
     out["produced_info"], out["consumed_rows"] = side(records.INFO, 0), side(records.CONSUMED, 0)
-    times = [v[2] for k, v in totals.items() if k <= records.PRODUCED and v[2] is not None] + \
+    times = [side(k, 1) for k in (records.CONSUMED, records.PRODUCED) if side(k, 1) is not None] + \
         [e.ts for e in hist.events] + [f.injected_at_ms for f in hist.faults]
-    ends = [v[3] for k, v in totals.items() if k <= records.PRODUCED and v[3] is not None] + \
+    ends = [side(k, 2) for k in (records.CONSUMED, records.PRODUCED) if side(k, 2) is not None] + \
         [e.ts for e in hist.events] + [f.healed_at_ms or f.injected_at_ms for f in hist.faults]
     out["t0"], out["t1"] = (min(times), max(ends)) if times else (0, 0)
-    out["observe_end"] = side(records.CONSUMED, 3) if side(records.CONSUMED, 3) is not None else out["t1"]
+    out["observe_end"] = side(records.CONSUMED, 2) if side(records.CONSUMED, 2) is not None else out["t1"]
     bin_ms = max(100, _nice_bin(max(1, out["observe_end"] - out["t0"]) // 200))
     out["rate_bin_ms"] = bin_ms
 
-    got = records.check_partitions(agg, {"periods": own.periods, "with_events": own.with_events,
-                                         "t0": out["t0"], "bin_ms": bin_ms, "stall_ms": stall_ms})
     stats = sorted(got.get("stats", []), key=lambda r: (r["topic"], r["partition"]))
     out["partitions"] = stats
     for key, col in (("consumed_distinct", "consumed_distinct"), ("extra_deliveries", "extra"), ("lost_total", "lost"),
@@ -195,7 +213,8 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
     out["period_summaries"] = got.get("periods", [])
     rate: dict = {}
     for r in got.get("rate", []):
-        rate[r["bin"]] = rate.get(r["bin"], 0) + r["n"]
+        b = (r["start"] - out["t0"]) // bin_ms
+        rate[b] = rate.get(b, 0) + r["n"]
     out["rate"] = sorted(rate.items())
 
     # records read back, only where the groups could not settle a check (one job, when needed)
@@ -204,14 +223,14 @@ def _checks(spark, run: _Run, agg, totals, hist, own, produced, consumed, grace_
     units = got.get("order", [])
     blocks = need | {(r["topic"], r["partition"], r["b"]) for r in got.get("stall_blocks", [])}
     rows = run.guarded(("duplicate", "backwards", "stall"), records.read_rows, spark, consumed, units, sorted(blocks),
-                       own.bounds) or []
+                       got.get("chunks", []), own.bounds) or []
     for r in rows:
         r["period"] = own.period_of(r["member"], r["topic"], r["partition"], r["epoch"])
     out["drilled_blocks"], out["drilled_rows"] = len(blocks) + len(units), len(rows)
 
     queries = {"unacked": lambda arg: records.unacked_rows(consumed, arg),
                "copies": lambda arg: records.write_copies(spark, produced.df, consumed.df, arg),
-               "first_acks": lambda arg: records.first_acks(spark, produced.df, arg),
+               "acked_in_block": lambda arg: records.acked_in_block(produced, arg),
                "window_deliveries": lambda arg: records.window_deliveries(consumed, arg)}
     facts = C.Facts(hist, ctx, got, rows, need, records.steps_back(units, rows, own.period_of),
                     lambda kind, arg: queries[kind](arg), stall_ms=stall_ms, observe_end=out["observe_end"])

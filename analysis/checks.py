@@ -104,17 +104,24 @@ def pair_verdict(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partit
     return "within", f"in {owner.member}'s uncommitted tail after it was {owner.end_kind}", (c, owner)
 
 
-def classify_budget(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, offset: int, cache=None):
+def _pair(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, cache: dict):
+    key = (id(prev), id(cur))
+    if key not in cache:
+        cache[key] = pair_verdict(ctx, prev, cur, topic, partition)
+    return cache[key]
+
+
+def commit_cut(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, cache: dict) -> Commit | None:
+    """The commit below which this pair's "within" verdict turns "over" (None: the verdict holds for any offset)."""
+    verdict, _, extra = _pair(ctx, prev, cur, topic, partition, cache)
+    return extra[0] if verdict == "within" and extra is not None else None
+
+
+def classify_budget(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, offset: int, cache: dict):
     """("within" | "over" | "unknown", reason) for one re-delivery. Within budget means: the previous delivery
     was by an owner whose ownership had ended (revoked, lost, left) before this one, and the offset is at or
     above that owner's last successful commit (Kafka's committed offset: the next one to consume)."""
-    key = (id(prev), id(cur))
-    if cache is not None and key in cache:
-        verdict, reason, extra = cache[key]
-    else:
-        verdict, reason, extra = pair_verdict(ctx, prev, cur, topic, partition)
-        if cache is not None:
-            cache[key] = (verdict, reason, extra)
+    verdict, reason, extra = _pair(ctx, prev, cur, topic, partition, cache)
     if verdict == "within" and extra is not None:
         c, owner = extra
         if c is not None and offset < c.offset:
@@ -146,7 +153,9 @@ def duplicate_blocks_needing_rows(ctx: Context, groups: list[dict]) -> set[tuple
 
 
 def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list[dict], list[dict], dict]:
-    """(duplicate anomalies, duplicate_over_budget anomalies, stats)."""
+    """(duplicate anomalies, duplicate_over_budget anomalies, stats). Offsets delivered to the same deliveries are
+    judged as one range, cut only where a commit makes the budget rule change its verdict: the work grows with
+    the blocks re-delivered, not with their offsets."""
     drilled = defaultdict(list)
     for r in rows:
         drilled[(r["topic"], r["partition"], r["offset"] >> 6)].append(r)
@@ -154,27 +163,23 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
     for g in groups:
         by_block[(g["topic"], g["partition"], g["b"])].append(g)
     cache: dict = {}
-    facts: dict = {}   # tuple of deliveries -> (members, gens, t0, t1)
-    items = []         # (topic, partition, offset, deliveries, members, gens, budget, reason, t0, t1)
-    extra = 0
-
+    items = []         # (topic, partition, first, last, deliveries, members, gens, budget, reason, t0, t1)
     keep = []  # caches are keyed by id(): keep every delivery alive so that no id is reused meanwhile
 
-    def add(topic, partition, off, ds):
-        nonlocal extra
+    def add(topic, partition, lo, hi, ds):
+        """Offsets lo..hi, each delivered to exactly the deliveries ds (in delivery order)."""
         keep.append(ds)
-        key = tuple(map(id, ds))
-        f = facts.get(key)
-        if f is None:
-            f = facts[key] = (tuple(sorted({d.member for d in ds})), tuple(sorted({g for d in ds for g in d.gens})),
-                              min(d.t0 for d in ds[1:]), max(d.t1 for d in ds[1:]))
-        extra += len(ds) - 1
-        verdicts = [classify_budget(ctx, ds[i - 1], ds[i], topic, partition, off, cache) for i in range(1, len(ds))]
-        over = [r for v, r in verdicts if v == "over"]
-        unknown = [r for v, r in verdicts if v == "unknown"]
-        budget = "over" if over else ("unknown" if unknown else "within")
-        reason = over[0] if over else (unknown[0] if unknown else verdicts[0][1])
-        items.append((topic, partition, off, len(ds), f[0], f[1], budget, reason, f[2], f[3]))
+        members, gens = tuple(sorted({d.member for d in ds})), tuple(sorted({g for d in ds for g in d.gens}))
+        t0, t1 = min(d.t0 for d in ds[1:]), max(d.t1 for d in ds[1:])
+        commits = [commit_cut(ctx, ds[i - 1], ds[i], topic, partition, cache) for i in range(1, len(ds))]
+        cuts = sorted({c.offset for c in commits if c is not None and lo < c.offset <= hi})
+        for a, z in zip([lo] + cuts, cuts + [hi + 1]):  # the verdict is the same for every offset of [a, z)
+            verdicts = [classify_budget(ctx, ds[i - 1], ds[i], topic, partition, a, cache) for i in range(1, len(ds))]
+            over = [r for v, r in verdicts if v == "over"]
+            unknown = [r for v, r in verdicts if v == "unknown"]
+            budget = "over" if over else ("unknown" if unknown else "within")
+            reason = over[0] if over else (unknown[0] if unknown else verdicts[0][1])
+            items.append((topic, partition, a, z - 1, len(ds), members, gens, budget, reason, t0, t1))
 
     for key in sorted(by_block):
         topic, partition, b = key
@@ -188,7 +193,7 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
                 ds = by_off[off]
                 if len(ds) > 1:
                     ds.sort(key=lambda d: d.order)
-                    add(topic, partition, off, ds)
+                    add(topic, partition, off, off, ds)
             continue
         pairs = sorted(((Delivery(g["member"], g["period"], g["tmin"], g["tmax"], _gens(g, ctx), (g["tmin"], g["tmax"], g["member"])),
                          g["mask"]) for g in by_block[key]), key=lambda x: x[0].order)
@@ -196,30 +201,37 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
         for d, m in pairs:
             for j in bits(m):
                 slots[j].append(d)
-        for j in sorted(slots):
-            if len(slots[j]) > 1:
-                add(topic, partition, b * 64 + j, slots[j])
+        runs = [j for j in sorted(slots) if len(slots[j]) > 1]
+        for i, j in enumerate(runs):  # consecutive offsets with the same deliveries: one range
+            if i and j == runs[i - 1] + 1 and list(map(id, slots[j])) == list(map(id, slots[runs[i - 1]])):
+                continue
+            last = j
+            while last + 1 in slots and list(map(id, slots[last + 1])) == list(map(id, slots[j])):
+                last += 1
+            add(topic, partition, b * 64 + j, b * 64 + last, slots[j])
     dup, over_list = [], []
-    for group in _merge(items, lambda it: (it[0], it[1], it[4], it[5], it[6], it[7])):
+    for group in _merge(items, lambda it: (it[0], it[1], it[5], it[6], it[7], it[8])):
         topic, partition = group[0][0], group[0][1]
-        base = {"topic": topic, "partition": partition, "offsets": [group[0][2], group[-1][2]], "count": len(group),
-                "extra_deliveries": sum(it[3] - 1 for it in group), "members": list(group[0][4]),
-                "generations": list(group[0][5]), "time_ms": [min(it[8] for it in group), max(it[9] for it in group)]}
-        budget, reason = group[0][6], group[0][7]
+        base = {"topic": topic, "partition": partition, "offsets": [group[0][2], group[-1][3]],
+                "count": sum(it[3] - it[2] + 1 for it in group),
+                "extra_deliveries": sum((it[4] - 1) * (it[3] - it[2] + 1) for it in group), "members": list(group[0][5]),
+                "generations": list(group[0][6]), "time_ms": [min(it[9] for it in group), max(it[10] for it in group)]}
+        budget, reason = group[0][7], group[0][8]
         dup.append({"type": "duplicate", **base, "budget": budget, "reason": reason})
         if budget == "over":
             over_list.append({"type": "duplicate_over_budget", **base, "reason": reason})
-    stats = {"duplicated_offsets": len(items), "extra_deliveries": extra,
-             "over_budget_offsets": sum(1 for it in items if it[6] == "over"),
-             "unknown_budget_offsets": sum(1 for it in items if it[6] == "unknown")}
+    width = lambda it: it[3] - it[2] + 1  # noqa: E731
+    stats = {"duplicated_offsets": sum(map(width, items)), "extra_deliveries": sum((it[4] - 1) * width(it) for it in items),
+             "over_budget_offsets": sum(width(it) for it in items if it[7] == "over"),
+             "unknown_budget_offsets": sum(width(it) for it in items if it[7] == "unknown")}
     return dup, over_list, stats
 
 
 def _merge(items, signature):
-    """Group consecutive offsets of equal signature into ranges."""
+    """Group ranges of equal signature that follow each other (item[2]..item[3]: first and last offset)."""
     out, cur = [], []
     for it in items:
-        if cur and signature(it) == signature(cur[-1]) and it[2] == cur[-1][2] + 1:
+        if cur and signature(it) == signature(cur[-1]) and it[2] == cur[-1][3] + 1:
             cur.append(it)
         else:
             if cur:
@@ -336,6 +348,8 @@ def loss_windows(ctx: Context) -> dict[tuple[str, int], list[LossWindow]]:
     commit before the crash. Under sync and async commits (log, then commit) there are none."""
     h = ctx.history
     modes = {e.member: commit_mode(e) for e in h.events if e.kind == "started"}
+    if not set(modes.values()) & set(AT_MOST_ONCE):
+        return {}
     killed = crashes(h)
     committed = defaultdict(list)  # (topic, partition) -> [(eff_ts, offset)] of every member's good commits
     for c in h.commits:
@@ -375,10 +389,10 @@ def _losses(x: Facts):
             cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
             ws = windows.get((topic, partition), [])
             budget = [next((w for w in ws if w.lo <= o <= w.hi), None) for o, _ in cells]
-            for run in _merge([(c, w, c[0]) for c, w in zip(cells, budget)], lambda it: it[1]):
-                window, offsets = run[0][1], [c[0] for c, _, _ in run]
-                t0 = min(c[1]["ptmin"] for c, _, _ in run)
-                t1 = max(max(c[1]["ptmax"], c[1]["ctmax"] or c[1]["ptmax"]) for c, _, _ in run)
+            for run in _merge([(c, w, c[0], c[0]) for c, w in zip(cells, budget)], lambda it: it[1]):
+                window, offsets = run[0][1], [c[0] for c, *_ in run]
+                t0 = min(c[1]["ptmin"] for c, *_ in run)
+                t1 = max(max(c[1]["ptmax"], c[1]["ctmax"] or c[1]["ptmax"]) for c, *_ in run)
                 owners = x.ctx.owners_during(topic, partition, t0, t1)
                 kind = "lost" if window is None else "lost_within_budget"
                 a = {"type": kind, "topic": topic, "partition": partition, "offsets": [offsets[0], offsets[-1]],
@@ -588,6 +602,18 @@ def assignment_waits(x: Facts) -> list[dict]:
     return out
 
 
+def _waiting_since(bounds: tuple, last: int | None, nxt: int):
+    """When a gap from ``last`` (a delivery, or None) to ``nxt`` began to hold back acked records, given bounds
+    (lo, hi) on when the first record above everything delivered was acked (None: none was, or not before nxt);
+    ``...`` when the bounds cannot say."""
+    lo, hi = bounds
+    if lo is None or lo >= nxt:
+        return None
+    if hi is not None and (lo == hi or (last is not None and hi <= last)):
+        return hi if last is None else max(last, hi)
+    return ...
+
+
 @check("stall", needs=("events",), invalidates=False, unit="windows longer than stall_ms in which a partition with acked "
        "records waiting, a live owner and no rebalance under way had no delivery, or a member that joined had no "
        "assignment", color="#7f7f7f")
@@ -595,7 +621,9 @@ def stall(x: Facts):
     """The group stopped although it could go on. A partition: between two deliveries (or after the last), acked
     records above everything delivered so far were waiting, for longer than stall_ms outside every window with
     no live owner or with a rebalance under way. Exact: the spans come from the block groups and the records of
-    the blocks that could hide a gap; when the first waiting record was acked is asked of Spark. A member: see
+    the blocks that could hide a gap; when the first waiting record was acked comes from the produced blocks
+    (records.first_ack), and where they cannot say, from the records of that block read back (at most 63 a gap;
+    ``first_ack_queries``). A member: see
     :func:`assignment_waits` (KAFKA-14024: a join stuck until max.poll.interval.ms)."""
     waits = assignment_waits(x)
     spans = delivery_spans(x)
@@ -608,15 +636,23 @@ def stall(x: Facts):
             if a - (prev if prev is not None else -OPEN) > x.stall_ms:
                 gaps.append((*tp, prev, a, top))
             prev, top = z, max(top, o)
-    if not gaps:
-        return waits, len(waits), {"stall_ms": x.stall_ms}
-    acked = {(r["topic"], r["partition"], r["above"]): r["ts"] for r in x.query("first_acks", {g[:2] + (g[4],) for g in gaps})}
+    acked = {(r["topic"], r["partition"], r["top"]): (r["lo"], r["hi"]) for r in x.got.get("acks", [])}
+    unsure = {g[:2] + (g[4],) for g in gaps if _waiting_since(acked.get(g[:2] + (g[4],), (0, None)), *g[2:4]) is ...}
+    if unsure:  # exact: the first ack above a block's end (the executor's), and the block's own rows above top
+        rows = defaultdict(list)
+        for r in x.query("acked_in_block", unsure):
+            rows[(r["topic"], r["partition"], r["offset"] >> 6)].append(r)
+        for topic, partition, top in unsure:
+            end = acked[(topic, partition, top | 63)]
+            assert end[0] == end[1], f"no exact first ack after {topic}:{partition}@{top | 63}"
+            times = [r["ts"] for r in rows[(topic, partition, top >> 6)] if r["offset"] > top] + [end[0]]
+            first = min((t for t in times if t is not None), default=None)
+            acked[(topic, partition, top)] = (first, first)
     out = []
     for topic, partition, last, nxt, top in gaps:
-        waiting = acked.get((topic, partition, top))
-        if waiting is None or waiting >= nxt:
+        start = _waiting_since(acked[(topic, partition, top)], last, nxt)
+        if start is None:
             continue
-        start = waiting if last is None else max(last, waiting)
         for a, z in _subtract((start, nxt), _not_watched(x, topic, partition)):
             if z - a > x.stall_ms:
                 owners = x.ctx.owners_during(topic, partition, a, z)
@@ -629,7 +665,7 @@ def stall(x: Facts):
                             "reason": f"nothing delivered for {(z - a) / 1000:.1f} s while acked records waited, "
                                       f"owner {', '.join(members) or '?'} alive"})
     out += waits
-    return out, len(out), {"stall_ms": x.stall_ms}
+    return out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure)}
 
 
 @check("split_ownership", needs=("events",), unit="partitions one rebalance gave to two members that both delivered "

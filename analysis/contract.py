@@ -114,6 +114,8 @@ def check_object(table: str, obj: dict, where: str, columns=None) -> None:
         if columns is not None and column.name not in columns:
             continue
         value = obj.get(column.name)
+        if value is None and not column.required:
+            continue
         if value is not None and not _type_ok(value, column.type):
             raise _error(where, column, f"has {describe(value)}, expected {TYPE_WORDS[column.type]}")
         problem = _rule(column, value, status if isinstance(status, str) else None)

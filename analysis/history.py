@@ -177,7 +177,7 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
             if kind not in contract.EVENT_KINDS:
                 unknown[kind] = unknown.get(kind, 0) + 1
                 continue
-            facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None}
+            facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else {}
             events.append(Event(ts, member, kind, generation, parts, offsets,
                                 None if detail is None else str(detail), order, facts))
             order += 1

@@ -26,6 +26,7 @@ class Source:
     files: list[Path]
     raw: object                   # the DataFrame as read (JSON: with the _corrupt column)
     present: tuple[str, ...]      # contract columns the files have (JSON: all that are read)
+    proven: frozenset = frozenset()  # bad_sql rules every row is known to keep (Parquet statistics)
 
 
 @dataclass
@@ -38,6 +39,13 @@ class Records:
     bytes: int
     columns: set[str] = field(default_factory=set)  # contract columns present in at least one file
 
+    @property
+    def file_id(self) -> str:
+        """SQL: a 64-bit id of the file a row comes from (``_fh``): its name's hash when no two files share a
+        name (a short string to hash a row), else its path's."""
+        unique = len({p.name for p in self.files}) == len(self.files)
+        return f"xxhash64(_metadata.{'file_name' if unique else 'file_path'})"
+
     def has(self, column: str) -> bool:
         return column in self.columns
 
@@ -46,7 +54,7 @@ class Records:
         their statistics, JSON rows dropped once parsed), with their place in the log (_fh, _blk, _pos)."""
         df = None
         for source in self.sources:
-            part = _canonical(source, self.table, condition)
+            part = _canonical(source, self.table, self.file_id, condition)
             df = part if df is None else df.unionByName(part)
         return df
 
@@ -100,25 +108,34 @@ def _spark_type_for_arrow(pa_type) -> str:
             pa.uint8(): "smallint", pa.uint16(): "int", pa.uint32(): "bigint", pa.uint64(): "decimal(20,0)"}[t]
 
 
-_SCHEMAS: dict[tuple, dict] = {}
+@dataclass(frozen=True)
+class Footer:
+    """What a Parquet file's footer says: contract column -> Spark type to read it as (None: an all-null
+    column), and the rules (column, bad_sql code) its statistics prove for every row, so that no row is
+    checked for them."""
+    types: dict
+    proven: frozenset
 
 
-def _parquet_schema(run_dir: Path, table: str, path: Path) -> dict[str, str | None]:
-    """contract column -> Spark type to read it as (None: all-null column). Raises InputError.
-    Cached per (file, size, mtime): precheck and load read each footer once."""
+_FOOTERS: dict[tuple, Footer] = {}
+
+
+def _parquet_footer(run_dir: Path, table: str, path: Path) -> Footer:
+    """Raises InputError. Cached per (file, size, mtime): precheck and load read each footer once."""
     st = path.stat()
     key = (str(path), table, st.st_size, st.st_mtime_ns)
-    if key not in _SCHEMAS:
-        if len(_SCHEMAS) > 10_000:
-            _SCHEMAS.clear()
-        _SCHEMAS[key] = _read_parquet_schema(run_dir, table, path)
-    return _SCHEMAS[key]
+    if key not in _FOOTERS:
+        if len(_FOOTERS) > 10_000:
+            _FOOTERS.clear()
+        _FOOTERS[key] = _read_parquet_footer(run_dir, table, path)
+    return _FOOTERS[key]
 
 
-def _read_parquet_schema(run_dir: Path, table: str, path: Path) -> dict[str, str | None]:
+def _read_parquet_footer(run_dir: Path, table: str, path: Path) -> Footer:
     import pyarrow.parquet as pq
     try:
-        schema = pq.read_schema(path)
+        meta = pq.read_metadata(path)
+        schema = meta.schema.to_arrow_schema()
     except Exception as exc:  # not a Parquet file, truncated footer, I/O error
         raise InputError(f"{rel(run_dir, path)}: unreadable Parquet file ({str(exc).splitlines()[0]})") from exc
     names = {name.lower(): name for name in schema.names}
@@ -141,20 +158,41 @@ def _read_parquet_schema(run_dir: Path, table: str, path: Path) -> dict[str, str
                              f"expected {contract.TYPE_WORDS[column.type]}")
         else:
             found[column.name] = _spark_type_for_arrow(pa_type)
-    return found
+    return Footer(found, _proven_rules(meta, table, names))
+
+
+def _proven_rules(meta, table: str, names: dict[str, str]) -> frozenset:
+    """The (column, code) rules of bad_sql that every row group's statistics prove: no null in a required
+    column (code 2), a minimum at or above the column's (code 4). Statistics Parquet writes are exact."""
+    index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    proven = set()
+    for column in contract.SPECS[table]:
+        i = index.get(names.get(column.name))
+        if i is None:
+            continue
+        groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
+        stats = [(g.column(i).statistics, g.num_rows) for g in groups]
+        if all(st is not None and st.has_null_count and st.null_count == 0 for st, _ in stats):
+            proven.add((column.name, 2))
+        if column.min is not None and all(st is not None and ((st.has_min_max and st.min >= column.min) or
+                                                              (st.has_null_count and st.null_count == rows))
+                                          for st, rows in stats):  # a row group of nulls only has no minimum
+            proven.add((column.name, 4))
+    return frozenset(proven)
 
 
 def _read_parquet(spark, run_dir: Path, table: str, files: list[Path]) -> list[Source]:
     groups: dict[tuple, list[Path]] = {}
     for path in files:
-        found = _parquet_schema(run_dir, table, path)
+        found = _parquet_footer(run_dir, table, path).types
         key = tuple((c, found[c]) for c in contract.READ[table] if c in found and found[c] is not None)
         groups.setdefault(key, []).append(path)
     sources = []
     for key, paths in groups.items():
         ddl = ", ".join(f"`{c}` {t}" for c, t in key)
         raw = spark.read.schema(ddl).parquet(*[str(p) for p in paths])
-        sources.append(Source("parquet", paths, raw, tuple(c for c, _ in key)))
+        proven = frozenset.intersection(*(_parquet_footer(run_dir, table, p).proven for p in paths))
+        sources.append(Source("parquet", paths, raw, tuple(c for c, _ in key), proven))
     return sources
 
 
@@ -170,34 +208,39 @@ def _read_json(spark, table: str, files: list[Path]) -> Source:
 
 
 # ------------------------------------------------------------------------------------------- canonical
-def bad_sql(table: str, fmt: str) -> str:
+def bad_sql(table: str, fmt: str, proven: frozenset = frozenset()) -> str:
     """SQL for the ``_bad`` column: null for a good row, else a code (1 not JSON / wrong type, 2 required value
-    missing, 3 value not allowed, 4 below its minimum), from the contract's rules (contract.SPECS). Only a
-    non-zero count of bad rows sends diagnose() to contract.check_object / first_problem for the message."""
+    missing, 3 value not allowed, 4 below its minimum), from the contract's rules (contract.SPECS), but for the
+    (column, code) rules ``proven`` for every row (by Parquet statistics): good input costs only what no
+    footer can prove. Only a non-zero count of bad rows sends diagnose() to contract.check_object /
+    first_problem for the message."""
     cases = []
     for c in contract.SPECS[table]:
         if c.name not in contract.READ[table]:
             continue
         col = f"`{c.name}`"
         if c.required:
-            cases.append((2, f"{col} IS NULL" + (" AND (status IS NULL OR status = 'ok')" if c.if_ok else "")))
+            cases.append((2, c.name, f"{col} IS NULL" + (" AND (status IS NULL OR status = 'ok')" if c.if_ok else "")))
         if c.values:
-            cases.append((3, f"{col} NOT IN ({', '.join(repr(v) for v in c.values)})"))
+            cases.append((3, c.name, f"{col} NOT IN ({', '.join(repr(v) for v in c.values)})"))
         if c.min is not None:
-            cases.append((4, f"{col} < {c.min}"))
+            cases.append((4, c.name, f"{col} < {c.min}"))
     if fmt == "jsonl":
-        cases.insert(0, (1, "_corrupt IS NOT NULL"))
+        cases.insert(0, (1, None, "_corrupt IS NOT NULL"))
+    cases = [(code, cond) for code, name, cond in cases if (name, code) not in proven]
+    if not cases:
+        return "CAST(NULL AS INT)"
     return "CAST(CASE " + " ".join(f"WHEN {cond} THEN {code}" for code, cond in sorted(cases, key=lambda x: x[0])) + " END AS INT)"
 
 
-def _canonical(source: Source, table: str, condition: str | None = None):
+def _canonical(source: Source, table: str, file_id: str, condition: str | None = None):
     """Contract columns with their contract types, ``_bad`` (see bad_sql), ``ts``; for consumed rows also their
-    place in the member's log: ``_fh`` (hash of the file's path), ``_blk`` (JSONL: the split's first byte;
+    place in the member's log: ``_fh`` (the file, see Records.file_id), ``_blk`` (JSONL: the split's first byte;
     Parquet: -1) and ``_pos`` (Parquet: the row's index in the file; JSONL: increasing inside a split)."""
     df = source.raw if condition is None else source.raw.where(condition)
     cols = []
     if table == "consumed":
-        cols += ["xxhash64(_metadata.file_path) AS _fh"]
+        cols += [f"{file_id} AS _fh"]
         cols += (["-1L AS _blk", "_metadata.row_index AS _pos"] if source.fmt == "parquet" else
                  ["_metadata.file_block_start AS _blk", "monotonically_increasing_id() AS _pos"])
     for name in contract.READ[table]:
@@ -207,7 +250,7 @@ def _canonical(source: Source, table: str, condition: str | None = None):
         cols.append("_corrupt")
     names = [c.split(" AS ")[-1].strip("`") for c in cols if c != "_corrupt"]
     df = df.selectExpr(*cols)
-    return df.selectExpr(*[f"`{n}`" for n in names], f"{bad_sql(table, source.fmt)} AS _bad",
+    return df.selectExpr(*[f"`{n}`" for n in names], f"{bad_sql(table, source.fmt, source.proven)} AS _bad",
                          f"`{contract.TIME_COLUMN[table]}` AS ts")
 
 
@@ -218,7 +261,7 @@ def precheck(run_dir: Path, table: str) -> list[Path]:
     files = list_files(run_dir, table)
     for path in files:
         if path.suffix == ".parquet":
-            _parquet_schema(run_dir, table, path)
+            _parquet_footer(run_dir, table, path)
         else:
             _readable(run_dir, path)
     return files

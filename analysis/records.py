@@ -49,7 +49,8 @@ def epoch_expr(bounds: list[int]) -> str:
 
 def aggregate(produced_df, consumed_df, bounds: list[int]):
     """The one pass (lazy): every row of both inputs folded into its group, key unpacked. Produced rows are
-    folded apart, without the log-position aggregates they do not have."""
+    folded apart, without the log-position aggregates they do not have. Topic and member are keyed by their
+    64-bit hashes (``th``, ``mh``: string keys cost a third of the pass); :func:`name_rows` names them again."""
     from pyspark.sql import functions as F
     # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
     key = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
@@ -59,36 +60,82 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
           for w in range(WORDS)]
     c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                           epoch_expr(bounds)),
-                               "topic", "member", "`offset` >> 6 AS b", "_fh AS fh", "_blk AS blk",
-                               f"_pos >> {CHUNK_BITS} AS c", "`offset`", "ts", "generation", "_pos")
-    c = c.groupBy("k", "topic", "member", "b", "fh", "blk", "c").agg(*[F.expr(x) for x in (
+                               f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", "`offset` >> 6 AS b",
+                               "_fh AS fh", "_blk AS blk", f"_pos >> {CHUNK_BITS} AS c", "`offset`", "ts", "generation",
+                               "_pos")
+    c = c.groupBy("k", "th", "mh", "b", "fh", "blk", "c").agg(*[F.expr(x) for x in (
         *base, "max(generation) AS gmax", *pw, f"sum((`offset` & 63) * (_pos & {(1 << CHUNK_BITS) - 1})) AS s")])
     p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
-                               "topic", "`offset` >> 6 AS b", "`offset`", "ts")
-    p = p.groupBy("k", "topic", "b").agg(*[F.expr(x) for x in base])
+                               f"{hashed('topic')} AS th", "`offset` >> 6 AS b", "`offset`", "ts")
+    p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "topic", "member", "b", "fh", "blk", "c", "n", "mask", "kmin",
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "fh", "blk", "c", "n", "mask", "kmin",
         "kmax", "gmax", *[f"p{w}" for w in range(WORDS)], "s")
 
 
-def totals(agg) -> dict[int, tuple]:
-    """side -> (rows, groups, tmin, tmax): one small job, which also fills the cache of ``agg``."""
-    rows = agg.groupBy("side").agg({"n": "sum", "*": "count", "kmin": "min", "kmax": "max"}).toArrow().to_pylist()
-    shift = lambda v: None if v is None else v >> 6  # noqa: E731  (no offset: a send that was not ok)
-    return {r["side"]: (r["sum(n)"], r["count(1)"], shift(r["min(kmin)"]), shift(r["max(kmax)"])) for r in rows}
+def hashed(column: str) -> str:
+    """SQL: the 64-bit key a name column is grouped by (NULL keeps a key of its own)."""
+    return f"xxhash64(`{column}`)"
+
+
+def name_hash(name: str) -> int:
+    """Spark's ``xxhash64(name)`` (XXH64 of the UTF-8 bytes, seed 42, as a signed long), computed here: the names
+    the history knows are hashed without a query."""
+    import xxhash
+    h = xxhash.xxh64_intdigest(name.encode(), seed=42)
+    return h - (1 << 64) if h >= 1 << 63 else h
+
+
+def resolve_names(produced, consumed, unknown_topics: set[int], unknown_members: set[int]) -> dict[tuple[str, int], str]:
+    """Names of the hashes the history did not know (a topic nobody was assigned, a member without events):
+    one query over the inputs, asked only when there are such hashes."""
+    out = {}
+    for table, column, wanted in ((produced, "topic", unknown_topics), (consumed, "topic", unknown_topics),
+                                  (consumed, "member", unknown_members)):
+        if not wanted:
+            continue
+        cond = f"{hashed(column)} IN ({', '.join(str(h) for h in sorted(wanted))})"
+        for r in table.rows(cond).selectExpr(f"{hashed(column)} AS h", f"`{column}` AS name").distinct().toArrow().to_pylist():
+            out[(column, r["h"])] = r["name"]
+    return out
+
+
+NAMED = {"topic": "topic", "member": "member"}
+
+
+def name_rows(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> None:
+    """The executor's rows name topics and members by hash: put the names back (in place)."""
+    for rows in got.values():
+        for r in rows:
+            for column in NAMED:
+                if column in r and r[column] is not None and not isinstance(r[column], str):
+                    r[column] = names[(column, r[column])]
+
+
+def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> dict[str, set[int]]:
+    out = {column: set() for column in NAMED}
+    for rows in got.values():
+        for r in rows:
+            for column in NAMED:
+                h = r.get(column)
+                if h is not None and not isinstance(h, str) and (column, h) not in names:
+                    out[column].add(h)
+    return out
 
 
 def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
-    """Every partition's groups checked in one executor task each (:func:`check_partition`); the small
-    results collected once, as Arrow."""
+    """Every partition's groups checked by :func:`check_partition` in an executor: the groups are hashed to tasks by
+    (topic, partition) and each task splits what it got by partition itself (no sort before the Python stage, which
+    applyInArrow would add). Nothing is cached: the aggregation feeds this one job. The small results are collected
+    once, as Arrow."""
     import pyspark.cloudpickle as cp
 
     from . import records as me
     cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
-    fn = lambda t: _check_partition_arrow(t, cfg)  # noqa: E731
-    out = agg.where(f"side < {BAD_PRODUCED}").groupBy("topic", "partition").applyInArrow(fn, "q string, j string")
+    fn = lambda batches: _check_task(batches, cfg)  # noqa: E731
+    out = agg.repartition("th", "partition").mapInArrow(fn, "q string, j string")
     got: dict[str, list[dict]] = {}
     table = out.toArrow()
     for q, j in zip(table.column("q").to_pylist(), table.column("j").to_pylist()):
@@ -96,34 +143,52 @@ def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
     return got
 
 
-def _check_partition_arrow(table, cfg):
+def side_totals(got: dict[str, list[dict]]) -> dict[int, tuple]:
+    """side -> (rows, tmin, tmax), over every partition."""
+    out: dict[int, list] = {}
+    for r in got.get("sides", []):
+        t = out.setdefault(r["side"], [0, None, None])
+        t[0] += r["n"]
+        t[1] = r["tmin"] if t[1] is None else min(t[1], r["tmin"] if r["tmin"] is not None else t[1])
+        t[2] = r["tmax"] if t[2] is None else max(t[2], r["tmax"] if r["tmax"] is not None else t[2])
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _check_task(batches, cfg):
+    """One executor task: its groups split by (topic, partition), each checked; one batch of results a partition."""
     import pyarrow as pa
-    rows = check_partition(table, cfg)
-    return pa.table({"q": pa.array([q for q, _ in rows], pa.string()),
-                     "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
+    table = pa.Table.from_batches(list(batches))
+    if table.num_rows == 0:
+        return
+    th, part = np.asarray(table.column("th")), np.asarray(table.column("partition"))
+    order = np.lexsort((part, th))
+    table, th, part = table.take(order), th[order], part[order]
+    starts = np.flatnonzero(np.r_[True, (th[1:] != th[:-1]) | (part[1:] != part[:-1])])
+    for a, z in zip(starts, np.r_[starts[1:], len(th)]):
+        rows = check_partition(table.slice(a, z - a), cfg)
+        yield pa.RecordBatch.from_pydict({"q": pa.array([q for q, _ in rows], pa.string()),
+                                          "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
 
 
-def read_rows(spark, consumed, units: list[dict], blocks: list[tuple], bounds: list[int]):
+def read_rows(spark, consumed, units: list[dict], blocks: list[tuple], chunks: list[dict], bounds: list[int]):
     """Record-level rows, read back only where the groups could not settle a check: the log units of
     ``units`` (order; Parquet: 512 rows of one file, JSONL: one split of one member's partition) and the
-    64-offset ``blocks`` (duplicates). One job; Arrow."""
-    conds = []
-    for u in units:
-        key = f"topic = {lit(u['topic'])} AND `partition` = {u['partition']} AND member = {lit(u['member'])}"
-        where = f"xxhash64(_metadata.file_path) = {u['fh']}"
-        if u["blk"] < 0:
-            lo = u["c"] << CHUNK_BITS
-            where += f" AND _metadata.row_index BETWEEN {lo} AND {lo + (1 << CHUNK_BITS) - 1}"
-        else:
-            where += f" AND _metadata.file_block_start = {u['blk']}"
-        conds.append(f"({where} AND {key})")
-    ranges = []
-    for t, p, b in sorted(set(blocks)):  # adjacent blocks merged: Parquet row groups skipped on offset statistics
-        if ranges and ranges[-1][0] == t and ranges[-1][1] == p and ranges[-1][3] == b * 64 - 1:
-            ranges[-1][3] = b * 64 + 63
-        else:
-            ranges.append([t, p, b * 64, b * 64 + 63])
-    conds += [f"(topic = {lit(t)} AND `partition` = {p} AND `offset` BETWEEN {lo} AND {hi})" for t, p, lo, hi in ranges]
+    64-offset ``blocks`` (duplicates, stalls), each looked for only in the log units that hold its records
+    (``chunks``): Parquet row groups are skipped on their row indexes. One job; Arrow."""
+    def in_unit(fh, blk, c):
+        if blk < 0:
+            lo = c << CHUNK_BITS
+            return f"{consumed.file_id} = {fh} AND _metadata.row_index BETWEEN {lo} AND {lo + (1 << CHUNK_BITS) - 1}"
+        return f"{consumed.file_id} = {fh} AND _metadata.file_block_start = {blk}"
+
+    conds = [f"({in_unit(u['fh'], u['blk'], u['c'])} AND topic = {lit(u['topic'])} AND `partition` = {u['partition']} "
+             f"AND member = {lit(u['member'])})" for u in units]
+    wanted = set(blocks)
+    unplaced = wanted - {(k["topic"], k["partition"], k["b"]) for k in chunks}
+    assert not unplaced, f"no log unit holds the records of blocks {sorted(unplaced)[:3]}"
+    conds += [f"({in_unit(k['fh'], k['blk'], k['c'])} AND topic = {lit(k['topic'])} AND `partition` = {k['partition']} "
+              f"AND `offset` BETWEEN {k['b'] * 64} AND {k['b'] * 64 + 63})"
+              for k in chunks if (k["topic"], k["partition"], k["b"]) in wanted]
     if not conds:
         return []
     df = consumed.rows(" OR ".join(conds)).where("_bad IS NULL")
@@ -142,13 +207,16 @@ def write_copies(spark, produced_df, consumed_df, pairs):
             .agg(F.min("ts").alias("tmin"), F.max("ts").alias("tmax")).toArrow().to_pylist())
 
 
-def first_acks(spark, produced_df, keys):
-    """For each (topic, partition, offset): the earliest time a record above that offset was acked ok."""
-    from pyspark.sql import functions as F
-    k = spark.createDataFrame(sorted(keys), "topic string, `partition` int, above bigint")
-    p = produced_df.where("_bad IS NULL AND (status IS NULL OR status = 'ok')").select("topic", "partition", "offset", "ts")
-    return (p.join(F.broadcast(k), ["topic", "partition"]).where("`offset` > above")
-            .groupBy("topic", "partition", "above").agg(F.min("ts").alias("ts")).toArrow().to_pylist())
+def acked_in_block(produced, keys):
+    """The ok-acked produced rows (topic, partition, offset, ts) above each (topic, partition, top) inside top's
+    64-offset block: at most 63 a key, pushed down as offset ranges (Parquet row groups skipped on their
+    statistics)."""
+    conds = [f"(topic = {lit(t)} AND `partition` = {p} AND `offset` BETWEEN {top + 1} AND {top | 63})"
+             for t, p, top in sorted(keys)]
+    if not conds:
+        return []
+    return (produced.rows(" OR ".join(conds)).where("_bad IS NULL AND (status IS NULL OR status = 'ok')")
+            .select("topic", "partition", "offset", "ts").toArrow().to_pylist())
 
 
 def window_deliveries(consumed, windows):
@@ -240,6 +308,11 @@ def _reduce(cols: dict, keys: list[str], ops: dict) -> dict:
     return out
 
 
+def _bits(words: np.ndarray) -> np.ndarray:
+    """One row of 64 booleans per 64-bit word, bit 0 first."""
+    return np.unpackbits(words.view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little").view(bool)
+
+
 def _chunk_sorted(mask, n, pw, s) -> np.ndarray:
     """Per group: offsets and log positions are both known exactly (bit sets); the group was consumed in
     offset order iff every offset came once and s equals the pairing of both in sorted order."""
@@ -247,12 +320,12 @@ def _chunk_sorted(mask, n, pw, s) -> np.ndarray:
     ok = (popcount(mask) == n) & (pcount == n)
     idx = np.nonzero(ok)[0]
     if len(idx):
-        om = np.unpackbits(mask[idx].view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-        pm = np.concatenate([np.unpackbits(w[idx].view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-                             for w in pw], axis=1)
-        o = np.flatnonzero(om.view(bool))   # row-major: the k-th offset of a group pairs with its k-th position
-        pcol = np.flatnonzero(pm.view(bool)) % (64 * WORDS)
-        smax = np.bincount(o >> 6, weights=((o & 63) * pcol).astype(np.float64), minlength=len(idx))
+        o = np.flatnonzero(_bits(mask[idx]))  # row-major: the k-th offset of a group pairs with its k-th position
+        words = np.stack([w[idx] for w in pw], axis=1)
+        gi, wi = np.nonzero(words)           # only the words a group occupies are unpacked
+        cell = np.flatnonzero(_bits(words[gi, wi]))
+        pos = wi[cell >> 6] * 64 + (cell & 63)
+        smax = np.bincount(o >> 6, weights=((o & 63) * pos).astype(np.float64), minlength=len(idx))
         ok[idx] = np.rint(smax).astype(np.int64) == s[idx]
     return ok
 
@@ -269,20 +342,22 @@ def _pos_bounds(pw) -> tuple[np.ndarray, np.ndarray]:
 
 def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
     """All checks over one partition's groups (pyarrow table of :func:`aggregate`'s columns). ``cfg``:
-    ``periods`` {(member, topic, partition): [(first epoch, last epoch, period id)]}, ``with_events``
-    (members that logged events), ``t0``/``bin_ms`` (the rate's bins). Returns (kind, row) pairs."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    ``periods`` {(member hash, topic hash, partition): [(first epoch, last epoch, period id)]}, ``with_events``
+    (hashes of the members that logged events), ``stall_ms``. Returns (kind, row) pairs; topics and members
+    are their hashes (:func:`name_rows`)."""
     if table.num_rows == 0:
         return []
     col = lambda name, fill=0: np.asarray(table.column(name).fill_null(fill).to_numpy(zero_copy_only=False))  # noqa: E731
-    topic, partition = table.column("topic")[0].as_py(), int(table.column("partition")[0].as_py())
+    topic, partition = int(table.column("th")[0].as_py()), int(table.column("partition")[0].as_py())
     side, b = col("side").astype(np.int64), col("b").astype(np.int64)
-    out: list[tuple[str, dict]] = []
+    out = _sides(side, col("n").astype(np.int64), col("kmin", BIG).astype(np.int64), col("kmax", SMALL).astype(np.int64))
+    if (side >= BAD_PRODUCED).all():  # rows that break the contract (diagnose names them) are only counted
+        return out
     cons = np.nonzero(side == CONSUMED)[0]
     prod = np.nonzero(side == PRODUCED)[0]
-    names = sorted({m for m in table.column("member").unique().to_pylist() if m is not None})
-    mcode = np.asarray(pc.index_in(table.column("member"), pa.array(names, pa.string())).fill_null(-1))[cons].astype(np.int64)
+    names, mcode = np.unique(col("mh")[cons].astype(np.int64), return_inverse=True)
+    mcode = mcode.ravel().astype(np.int64)
+    names = names.tolist()
     epoch = col("epoch")[cons].astype(np.int64)
     pairs, inv = np.unique(mcode << 32 | epoch, return_inverse=True)
     values = []
@@ -312,8 +387,9 @@ def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
 
     # blocks: everything consumed and acked ok per 64 offsets
     pb = {"b": b[prod], "mask": col("mask")[prod].astype(np.int64), "n": col("n")[prod].astype(np.int64),
-          "tmin": col("kmin")[prod].astype(np.int64) >> 6, "tmax": col("kmax")[prod].astype(np.int64) >> 6}
-    pb = _reduce(pb, ["b"], {"mask": "or", "n": "sum", "tmin": "min", "tmax": "max"})
+          "kmin": col("kmin")[prod].astype(np.int64), "kmax": col("kmax")[prod].astype(np.int64)}
+    pb = _reduce(pb, ["b"], {"mask": "or", "n": "sum", "kmin": "min", "kmax": "max"})
+    pb["tmin"], pb["tmax"] = pb["kmin"] >> 6, pb["kmax"] >> 6
     cb = _reduce(bg, ["b"], {"mask": "or", "n": "sum", "tmin": "min", "tmax": "max", "omax": "max"})
     allb = np.union1d(pb["b"], cb["b"])
     ip, ic = np.searchsorted(pb["b"], allb), np.searchsorted(cb["b"], allb)
@@ -347,11 +423,69 @@ def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
     out += [("periods", {"member": names[m], "topic": topic, "partition": partition, "period": int(p), "n": int(n),
                          "tmin": int(t0), "tmax": int(t1)})
             for m, p, n, t0, t1 in zip(ps["m"], ps["period"], ps["n"], ps["tmin"], ps["tmax"])]
-    rate = _reduce({"bin": (bg["tmin"] - cfg["t0"]) // cfg["bin_ms"], "n": bg["n"]}, ["bin"], {"n": "sum"})
-    out += [("rate", {"bin": int(x), "n": int(n)}) for x, n in zip(rate["bin"], rate["n"])]
+    out += _rate(bg["tmin"], bg["n"], topic, partition)
     out += [("skip", r) for r in _skips(bg, allb, known, topic, partition, names)]
-    out += _delivery_spans(bg, topic, partition, cfg["stall_ms"])
+    spans = _delivery_spans(bg, topic, partition, cfg["stall_ms"])
+    # every offset that can be the top of a gap: -1, the running top at each span's end, and any offset of a block
+    # read back for the stall check; what the blocks cannot say of them, the block's end (exact) and its rows can
+    tops = np.maximum.accumulate([-1] + [r["omax"] for q, r in spans if q == "spans"])
+    ends = [t | 63 for t in tops if t >= 0] + [r["b"] * 64 + 63 for q, r in spans if q == "stall_blocks"]
+    out += [("acks", {"topic": topic, "partition": partition, "top": int(t), **first_ack(pb, int(t))})
+            for t in np.unique(np.concatenate([tops, np.asarray(ends, np.int64)]))]
+    # where in the logs the records of each block that may be read back lie (re-delivered or slow blocks)
+    wanted = np.union1d(allb[extra > 0], [r["b"] for q, r in spans if q == "stall_blocks"])
+    at = _reduce({k: g[k][np.isin(g["b"], wanted)] for k in ("b", "fh", "blk", "c", "n")}, ["b", "fh", "blk", "c"], {"n": "sum"})
+    out += [("chunks", {"topic": topic, "partition": partition, "b": int(x), "fh": int(f), "blk": int(k), "c": int(c)})
+            for x, f, k, c in zip(at["b"], at["fh"], at["blk"], at["c"])]
+    return out + spans
+
+
+def _sides(side, n, kmin, kmax) -> list[tuple[str, dict]]:
+    """Rows and time range of each side (consumed, produced ok, failed, info, bad input) of this partition."""
+    out = []
+    for s in np.unique(side).tolist():
+        at = side == s
+        lo, hi = int(kmin[at].min()), int(kmax[at].max())
+        out.append(("sides", {"side": s, "n": int(n[at].sum()),
+                              "tmin": None if lo == BIG else lo >> 6, "tmax": None if hi == SMALL else hi >> 6}))
     return out
+
+
+RATE_BINS = 400
+
+
+def _rate(tmin, n, topic, partition) -> list[tuple[str, dict]]:
+    """Deliveries per time bin (by each block group's first delivery): bins of 100 * 2^k ms from the epoch, the
+    smallest with at most RATE_BINS over this partition, so that every partition's bins nest in the largest."""
+    if len(tmin) == 0:
+        return []
+    size = 100
+    while (int(tmin.max()) - int(tmin.min())) // size >= RATE_BINS:
+        size *= 2
+    r = _reduce({"bin": tmin // size, "n": n}, ["bin"], {"n": "sum"})
+    return [("rate", {"start": int(x) * size, "size": size, "n": int(k)}) for x, k in zip(r["bin"], r["n"])]
+
+
+def first_ack(pb: dict, top: int) -> dict:
+    """Bounds ``lo``/``hi`` on when the first record above offset ``top`` was acked ok, from the produced blocks
+    (``pb``, sorted by block): exact (lo == hi) unless ``top`` splits a block whose earliest ack lies at or
+    below it; both None when nothing above ``top`` was acked. The ``stall`` check asks Spark only when it must
+    know more."""
+    b, bit = top >> 6, top & 63
+    i = int(np.searchsorted(pb["b"], b, side="right"))
+    above = int(np.min(pb["tmin"][i:])) if i < len(pb["b"]) else BIG
+    lo = hi = above
+    j = i - 1
+    if top >= 0 and bit < 63 and j >= 0 and pb["b"][j] == b:
+        rest = (int(pb["mask"][j]) & U64) >> (bit + 1)
+        if rest:
+            tmin, tmax = int(pb["tmin"][j]), int(pb["tmax"][j])
+            lo = min(lo, tmin)
+            if int(pb["kmin"][j]) & 63 > bit:
+                hi = min(hi, tmin)
+            elif int(pb["kmax"][j]) & 63 > bit:
+                hi = min(hi, tmax)
+    return {"lo": None if lo == BIG else lo, "hi": None if hi == BIG else hi}
 
 
 def _delivery_spans(bg, topic, partition, stall_ms) -> list[tuple[str, dict]]:
@@ -389,9 +523,9 @@ def _skips(bg, allb, known, topic, partition, names) -> list[dict]:
         i = inside[j]
         out.append({"member": names[bg["m"][i]], "topic": topic, "partition": partition, "period": int(bg["period"][i]),
                     "b": int(bg["b"][i]), "bits": int(miss[j]), "t0": int(bg["tmin"][i]), "t1": int(bg["tmax"][i])})
-    for a, z in zip(inside[:-1], inside[1:]):  # bg is sorted by (member, period, b)
-        if bg["m"][a] != bg["m"][z] or bg["period"][a] != bg["period"][z] or bg["omin"][z] <= bg["omax"][a] + 1:
-            continue
+    a_, z_ = inside[:-1], inside[1:]  # bg is sorted by (member, period, b): consecutive blocks of one ownership
+    gap = (bg["m"][a_] == bg["m"][z_]) & (bg["period"][a_] == bg["period"][z_]) & (bg["omin"][z_] > bg["omax"][a_] + 1)
+    for a, z in zip(a_[gap].tolist(), z_[gap].tolist()):
         lo, hi = int(bg["omax"][a]) + 1, int(bg["omin"][z]) - 1
         i0, i1 = np.searchsorted(allb, lo >> 6), np.searchsorted(allb, hi >> 6, side="right")
         bits = known[i0:i1] & range_mask(np.full(i1 - i0, lo), np.full(i1 - i0, hi), allb[i0:i1])

@@ -41,6 +41,11 @@ QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive would print
 DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process that builds the archive
 
 
+# The throughput collector: an analysis is a burst of short tasks that allocate little, where G1's barriers
+# cost more than its pauses save (measured: about 3 % of a 10M-record analysis; BENCHMARKS.md).
+GC = "-XX:+UseParallelGC"
+
+
 def _java() -> Path | None:
     home = os.environ.get("JAVA_HOME")
     java = Path(home) / "bin" / "java" if home else shutil.which("java")
@@ -60,16 +65,16 @@ def archive_path() -> Path | None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     st = java.stat()
-    build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar"))]
+    build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar")), GC]
     return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}.jsa"
 
 
 def java_options() -> str:
     """Options for the driver JVM: use the archive if there is one (or write it, in the building child)."""
     if os.environ.get(DUMP_ENV):
-        return f"-XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]} {QUIET}"
+        return f"{GC} -XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]} {QUIET}"
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path} {QUIET}" if path is not None and path.is_file() else ""
+    return f"{GC} -XX:SharedArchiveFile={path} {QUIET}" if path is not None and path.is_file() else GC
 
 
 def _quiet_python_warnings() -> None:

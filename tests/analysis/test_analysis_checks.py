@@ -131,6 +131,25 @@ def test_reordering_inside_one_block_is_backwards(tmp_path, spark, fmt):
     assert s["anomaly_counts"]["skip"] == 0 and s["anomaly_counts"]["duplicate"] == 0
 
 
+def test_two_files_of_one_name_are_two_logs(tmp_path, spark, fmt):
+    """a's log in two folders under one file name (consumed/ is searched recursively): 0-31 in one, 32-63 in the
+    other, each in order. The files are told apart by their paths, so no position of one is taken for the other's
+    and nothing steps back; a swap inside the second file is found as the one step back."""
+    from analysis_runs import CONSUMED_TYPES, write_table
+    r = Run(tmp_path / "run", fmt)
+    r.produce("t", 0, range(64))
+    r.event("a", "assigned", 10, ["t:0"], generation=1)
+    r.consume("a", "t", 0, range(32), at=100, generation=1).consume("a", "t", 0, [32, 34, 33] + list(range(35, 64)), at=200,
+                                                                     generation=1)
+    rows = r.consumed.pop("a")
+    rd = r.write()
+    write_table(rd / "consumed" / "one" / f"a.{fmt}", rows[:32], CONSUMED_TYPES, fmt)
+    write_table(rd / "consumed" / "two" / f"a.{fmt}", rows[32:], CONSUMED_TYPES, fmt)
+    s = analyze(rd, spark=spark)
+    assert [(a["from_offset"], a["to_offset"]) for a in of(s, "backwards")] == [(34, 33)]
+    assert s["anomaly_counts"]["duplicate"] == 0 and s["lost_records"] == 0 and s["anomaly_counts"]["skip"] == 0
+
+
 @pytest.mark.parametrize("fmt_", ["parquet", "jsonl"])
 def test_reordering_inside_one_block_is_backwards_at_1m_records(tmp_path, spark, fmt_):
     """Issue 8: at 1M consumed records, two records swapped strictly inside one 64-offset block (no repeat, no

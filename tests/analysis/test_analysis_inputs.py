@@ -74,6 +74,34 @@ def test_null_required_value_parquet(tmp_path, spark):
     check(rd, spark, "consumed/m1.parquet", "required column 'member' is null in row 5")
 
 
+def test_negative_offset_parquet(tmp_path, spark):
+    """The footer's minimum proves nothing here, so the rows are checked: the error names the row."""
+    r = small_run(tmp_path / "run", "parquet")
+    r.consumed["m1"][6]["offset"] = -3
+    check(r.write(), spark, "consumed/m1.parquet", "column 'offset' has -3, expected a value >= 0", "row 7")
+
+
+def test_a_footer_without_statistics_proves_nothing(tmp_path, spark):
+    r = small_run(tmp_path / "run", "parquet")
+    r.consumed["m1"][2]["member"] = None
+    rd = r.write()
+    path = rd / "consumed" / "m1.parquet"
+    pq.write_table(pq.read_table(path), path, write_statistics=False)
+    check(rd, spark, "consumed/m1.parquet", "required column 'member' is null in row 3")
+
+
+def test_statistics_prove_the_rules_of_a_clean_file(tmp_path):
+    """What the statistics prove is not checked row by row (inputs.bad_sql): every required column without
+    nulls, and the minimums of partition and offset."""
+    from analysis.inputs import _parquet_footer, bad_sql
+    rd = small_run(tmp_path / "run", "parquet").write()
+    proven = _parquet_footer(rd, "consumed", rd / "consumed" / "m1.parquet").proven
+    assert {("topic", 2), ("partition", 2), ("partition", 4), ("offset", 2), ("offset", 4), ("member", 2),
+            ("consumed_at_ms", 2)} <= proven
+    assert bad_sql("consumed", "parquet", proven) == "CAST(NULL AS INT)"
+    assert "`status` NOT IN" in bad_sql("produced", "parquet", _parquet_footer(rd, "produced", rd / "produced" / "producer-0.parquet").proven)
+
+
 def test_missing_folder(tmp_path, spark, fmt):
     rd = small_run(tmp_path / "run", fmt).write()
     for p in (rd / "consumed").iterdir():

@@ -18,14 +18,14 @@ def cache(tmp_path, monkeypatch):
 def test_options_use_the_archive_only_when_it_exists(cache):
     path = jvm_archive.archive_path()
     assert path.parent == cache and path.suffix == ".jsa"
-    assert jvm_archive.java_options() == ""
+    assert jvm_archive.java_options() == where.GC
     path.write_bytes(b"archive")
-    assert jvm_archive.java_options() == f"-XX:SharedArchiveFile={path} {where.QUIET}"
+    assert jvm_archive.java_options() == f"{where.GC} -XX:SharedArchiveFile={path} {where.QUIET}"
 
 
 def test_the_building_child_writes_the_archive_at_exit(cache, monkeypatch):
     monkeypatch.setenv(jvm_archive.DUMP_ENV, str(cache / "x.partial"))
-    assert jvm_archive.java_options().startswith(f"-XX:ArchiveClassesAtExit={cache / 'x.partial'} ")
+    assert jvm_archive.java_options().startswith(f"{where.GC} -XX:ArchiveClassesAtExit={cache / 'x.partial'} ")
 
 
 def test_an_unusable_archive_is_silent(tmp_path):

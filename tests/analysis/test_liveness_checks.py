@@ -1,5 +1,8 @@
 """Issue 12: the `stall` and `split_ownership` checks, each on tiny hand-made histories with the exact anomaly."""
+import numpy as np
+
 from analysis import analyze
+from analysis.records import first_ack
 from analysis_runs import T0, Run
 
 EAGER = "protocol=classic assignor=range"
@@ -27,6 +30,41 @@ def test_a_stall_inside_one_block_is_found_exactly(tmp_path, spark, fmt):
         [(0, [30, 30], ["a"], [T0 + 3_000, T0 + 15_000], 12_000, False)]
     assert s["anomaly_counts"]["stall"] == 1 and s["checks"]["stall"]["stall_ms"] == 5_000
     assert s["valid"] is True  # a stall is reported, it does not make a run invalid
+    assert s["checks"]["stall"]["first_ack_queries"] == 1  # the gap's top (29) splits a block: its rows were read
+
+
+def test_a_stall_after_a_whole_block_is_settled_by_the_blocks(tmp_path, spark):
+    """a delivers 0-63 by 0.73 s and nothing until 15 s while 64-199 wait (acked from 0.64 s): the stall starts at
+    the last delivery, and the produced blocks say so without reading a record back."""
+    r = owned_by_a(tmp_path / "run").produce("t", 0, range(200), step=10)
+    r.consume("a", "t", 0, range(64), at=100, step=10).consume("a", "t", 0, range(64, 200), at=15_000, step=10)
+    s = analyze(r.write(), spark=spark, stall_ms=5_000)
+    assert [(a["offsets"], a["time_ms"]) for a in of(s, "stall")] == [([64, 64], [T0 + 730, T0 + 15_000])]
+    assert s["checks"]["stall"]["first_ack_queries"] == 0
+
+
+def blocks(*rows):
+    """Produced blocks as records.check_partition folds them: (b, mask, (min ts, its lowest offset),
+    (max ts, its highest offset))."""
+    b, mask, kmin, kmax = zip(*rows)
+    out = {"b": np.array(b), "mask": np.array(mask, dtype=np.uint64).view(np.int64),
+           "kmin": np.array([t << 6 | o for t, o in kmin]), "kmax": np.array([t << 6 | o for t, o in kmax])}
+    out["tmin"], out["tmax"] = out["kmin"] >> 6, out["kmax"] >> 6
+    return out
+
+
+def test_first_ack_is_exact_where_the_blocks_can_say_and_bounded_elsewhere():
+    full = (1 << 64) - 1
+    pb = blocks((0, full, (100, 0), (900, 63)), (1, full, (1_000, 0), (1_500, 63)), (3, 0b1, (50, 0), (50, 0)))
+    assert first_ack(pb, -1) == {"lo": 50, "hi": 50}          # before anything: the earliest ack of all
+    assert first_ack(pb, 63) == {"lo": 50, "hi": 50}          # a block's end: the blocks above it
+    assert first_ack(pb, 200) == {"lo": None, "hi": None}     # nothing acked above
+    late = blocks((0, full, (100, 0), (900, 63)), (1, full, (1_000, 0), (1_500, 63)))
+    assert first_ack(late, 10) == {"lo": 100, "hi": 900}      # block 0's earliest ack is at 0: between min and max
+    first_above = blocks((0, full, (100, 40), (900, 5)), (1, full, (1_000, 0), (1_500, 63)))
+    assert first_ack(first_above, 10) == {"lo": 100, "hi": 100}  # its earliest ack is above 10: exact
+    unknown = blocks((0, full, (100, 3), (900, 5)))
+    assert first_ack(unknown, 10) == {"lo": 100, "hi": None}  # records above 10, but when: only their rows say
 
 
 def test_an_idle_partition_is_no_stall(tmp_path, spark):
