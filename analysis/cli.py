@@ -133,21 +133,31 @@ def text_summary(s: dict) -> str:
 
 
 def _guarded(command: str, work):
-    """(result, None), or (None, exit code) after one line on stderr for bad input or no Spark."""
+    """(result, None), or (None, exit code) after one line on stderr for bad input, no Spark or a failed service."""
+    from .service import ServiceError
     try:
         return work(), None
     except InputError as exc:
         print(f"kafka-chaos {command}: bad input: {exc}", file=sys.stderr)
         return None, EXIT_BAD_INPUT
-    except SparkUnavailable as exc:
+    except (SparkUnavailable, ServiceError) as exc:
         print(f"kafka-chaos {command}: {exc}", file=sys.stderr)
         return None, EXIT_UNKNOWN
 
 
-def cmd_analyze(args) -> int:
+def analyze_run(run_dir, *, master=None, remote=None, progress=None, **options) -> dict:
+    """One analysis as the CLIs run it: by the warm analysis service (analysis/service.py) unless it is off or
+    --master/--remote name a Spark of their own, else in this process."""
+    from . import service
+    if service.enabled() and not master and not remote:
+        return service.analyze(run_dir, progress=progress, **options)
     from .api import analyze
+    return analyze(run_dir, master=master, remote=remote, progress=progress, **options)
+
+
+def cmd_analyze(args) -> int:
     progress = Progress()
-    summary, failed = _guarded("analyze", lambda: analyze(
+    summary, failed = _guarded("analyze", lambda: analyze_run(
         args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms, stall_ms=args.stall_ms,
         protocol=args.protocol, max_examples=args.max_examples, progress=progress))
     if failed is not None:

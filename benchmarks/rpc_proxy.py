@@ -75,30 +75,43 @@ def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dic
             "latency_p99_ms": lat[int(len(lat) * 0.99) - 1]}
 
 
+KEYS = ("produce_per_s", "fetch_per_s", "latency_median_ms", "latency_p99_ms")
+
+
+def compare_paths(cluster: KafkaCluster, paths: dict, one_round, records: int, repeat: int, out: Path) -> dict:
+    """Every path (name -> a context manager factory that sets it up) once a round, the order flipped each round:
+    a path that always ran first (cold page cache, new log segments) would be favoured. Prints each figure's
+    median (min-max) per path and the second path's ratio to the first; writes the rounds and the summary."""
+    names = list(paths)
+    results: dict[str, list[dict]] = {name: [] for name in names}
+    for i in range(repeat):
+        for name in names if i % 2 == 0 else names[::-1]:
+            with paths[name]():
+                results[name].append(one_round(cluster, name, records, i))
+            say(f"round {i + 1} {name}: {results[name][-1]}")
+    (base, other), summary = names, {}
+    for key in KEYS:
+        b, o = [r[key] for r in results[base]], [r[key] for r in results[other]]
+        ratio = statistics.median(o) / statistics.median(b)
+        summary[key] = {f"{base}_median": statistics.median(b), f"{base}_min_max": [min(b), max(b)],
+                        f"{other}_median": statistics.median(o), f"{other}_min_max": [min(o), max(o)],
+                        f"{other}_to_{base}": ratio}
+        print(f"{key:18} {base} {statistics.median(b):10.1f} ({min(b):.1f}-{max(b):.1f})   {other} {statistics.median(o):10.1f} "
+              f"({min(o):.1f}-{max(o):.1f})   {other}/{base} {ratio:.2f}")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"records": records, "repeat": repeat, "rounds": results, "summary": summary}, indent=2) + "\n")
+    return summary
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "rpc-proxy.json")
     args = ap.parse_args(argv)
-    results: dict[str, list[dict]] = {"direct": [], "proxy": []}
     with KafkaCluster(ClusterSpec(), run_id=f"bench-rpc-{time.time_ns() % 10**6}", client_lanes=LANES) as cluster:
-        for i in range(args.repeat):
-            # alternated order: a path that always ran first (cold page cache, log segments) would be favoured
-            for path in ("direct", "proxy") if i % 2 == 0 else ("proxy", "direct"):
-                with cluster.proxied_lanes(list(LANES)) if path == "proxy" else nullcontext():
-                    results[path].append(one_round(cluster, path, args.records, i))
-                say(f"round {i + 1} {path}: {results[path][-1]}")
-    summary = {}
-    for key in ("produce_per_s", "fetch_per_s", "latency_median_ms", "latency_p99_ms"):
-        d, p = [r[key] for r in results["direct"]], [r[key] for r in results["proxy"]]
-        summary[key] = {"direct_median": statistics.median(d), "direct_min_max": [min(d), max(d)],
-                        "proxy_median": statistics.median(p), "proxy_min_max": [min(p), max(p)],
-                        "ratio_proxy_to_direct": statistics.median(p) / statistics.median(d)}
-        print(f"{key:18} direct {statistics.median(d):10.1f} ({min(d):.1f}-{max(d):.1f})   proxy {statistics.median(p):10.1f} "
-              f"({min(p):.1f}-{max(p):.1f})   proxy/direct {statistics.median(p) / statistics.median(d):.2f}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"records": args.records, "repeat": args.repeat, "rounds": results, "summary": summary}, indent=2) + "\n")
+        compare_paths(cluster, {"direct": nullcontext, "proxy": lambda: cluster.proxied_lanes(list(LANES))},
+                      one_round, args.records, args.repeat, args.out)
     return 0
 
 

@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("--dir", type=Path, default=CATALOG / "zoo", help="the zoo folder (default: the project's scenarios/zoo/)")
     zoo.set_defaults(handler=cmd_zoo)
 
-    clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs")
+    clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service")
     clean.add_argument("--all", action="store_true", help="also those of runs that are still going")
     clean.set_defaults(handler=cmd_clean)
 
@@ -137,8 +137,10 @@ def cmd_zoo(args) -> int:
 def cmd_clean(args) -> int:
     from harness.cluster import sweep_stale_containers
     from workloads.services import sweep_stale_workloads
+    from analysis import service
     print(f"removed {sweep_stale_containers(include_live=args.all)} container(s), "
-          f"thawed {sweep_stale_workloads()} frozen workload process(es) of dead runs")
+          f"thawed {sweep_stale_workloads()} frozen workload process(es) of dead runs"
+          f"{', stopped the analysis service' if service.stop() else ''}")
     return EXIT_OK
 
 
@@ -151,18 +153,29 @@ def cmd_run(args) -> int:
         scenario = scenario.with_schedule(load_schedule(args.schedule), str(args.schedule))
     if (args.toxiproxy_url or args.allow_destructive) and not args.bootstrap_servers:
         raise ScenarioError("--toxiproxy-url and --allow-destructive go with --bootstrap-servers (an external cluster)")
+    analyse = scenario.analysis.enabled and not args.no_analysis
+    from analysis import service
+    on_drain = service.warm_up if analyse and service.enabled() else None  # Spark starts while the group drains
     if args.bootstrap_servers:
         from harness.external import ExternalCluster
         lanes = scenario.client_lanes()
         with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, lanes) as cluster:
-            outcome = run_scenario(scenario, args.runs_dir, cluster=cluster)
+            outcome = run_scenario(scenario, args.runs_dir, cluster=cluster, on_drain=on_drain)
     else:
-        outcome = run_scenario(scenario, args.runs_dir)
+        outcome = run_scenario(scenario, args.runs_dir, on_drain=on_drain)
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK
-    if scenario.analysis.enabled and not args.no_analysis:
-        from analysis import analyze
-        summary = analyze(outcome.run_dir, **scenario.analysis.options())
+    if analyse:
+        from analysis import InputError
+        from analysis.cli import analyze_run
+        from analysis.spark import SparkUnavailable
+        from harness.progress import progress
+        try:
+            with progress("analysis"):
+                summary = analyze_run(outcome.run_dir, **scenario.analysis.options())
+        except (InputError, SparkUnavailable, service.ServiceError) as exc:
+            print(f"kafka-chaos: the analysis of {outcome.run_dir} failed: {exc}", file=sys.stderr)
+            return EXIT_HARNESS_FAILURE
         print(json.dumps({k: summary.get(k) for k in ("valid", "produced_records", "consumed_rows", "lost_records",
                                                       "duplicated_offsets", "duplicate_extra_deliveries", "rebalances")}, indent=2))
         print(f"report: {outcome.run_dir / 'report' / 'index.html'}")
@@ -176,22 +189,24 @@ def cmd_run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from harness.cluster import ClusterError
-    from harness.external import ExternalClusterError
-    from harness.scenario import ScenarioError
     args = build_parser().parse_args(argv)
     signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
         return args.handler(args)
-    except ScenarioError as exc:
-        print(f"kafka-chaos: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (ClusterError, ExternalClusterError) as exc:
-        print(f"kafka-chaos: the cluster failed: {exc}", file=sys.stderr)
-        return EXIT_HARNESS_FAILURE
     except (KeyboardInterrupt, Interrupted) as exc:
         print(f"kafka-chaos: interrupted ({exc or 'SIGINT'}); faults healed, containers removed", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as exc:  # the harness's own errors, imported only now: `analyze` never loads the cluster code
+        from harness.cluster import ClusterError
+        from harness.external import ExternalClusterError
+        from harness.scenario import ScenarioError
+        if isinstance(exc, ScenarioError):
+            print(f"kafka-chaos: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        if isinstance(exc, (ClusterError, ExternalClusterError)):
+            print(f"kafka-chaos: the cluster failed: {exc}", file=sys.stderr)
+            return EXIT_HARNESS_FAILURE
+        raise
 
 
 if __name__ == "__main__":

@@ -8,12 +8,14 @@ import socket
 import time
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
 import docker
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
@@ -41,7 +43,7 @@ OWNER_LABEL = "org.kafka-chaos.owner"  # host:pid of the harness process that st
 TOXIPROXY_API_PORT = 8474
 READY_TOPIC = "kafka-chaos-ready"
 # Port of each lane's proxy inside the Toxiproxy container: base + node id.
-LANE_PORT_BASE = {"client": 10000, "control": 10100, "internal": 10200, "controller": 10300}
+LANE_PORT_BASE = {"client": 10000, "internal": 10200, "controller": 10300}
 CLIENT_LANE_PORT_BASE = 11000  # + 10 * the lane's index + node id: one proxy per broker and workload client
 
 
@@ -70,7 +72,7 @@ def new_cluster_id() -> str:
 class Broker:
     node_id: int
     name: str
-    container: DockerContainer
+    container: DockerContainer | None  # None until its start (KafkaCluster._start_broker_container)
     client_address: str
     control_address: str
     peer_ports: tuple[int, ...] = ()  # the Toxiproxy ports other brokers reach it on (replication, quorum)
@@ -101,6 +103,7 @@ class KafkaCluster:
         self.toxiproxy: Toxiproxy | None = None
         self._admin: AdminClient | None = None
         self.started_at_ms: int | None = None
+        self.start_s: dict[str, float] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -122,29 +125,41 @@ class KafkaCluster:
         if self.spec.kafka_version is not None:  # KafkaVersionError: that release cannot be built here
             with progress(f"image {self.image}"):
                 ensure_kafka_image(self.spec.kafka_version, log=say)
+        started = time.monotonic()
         check_engine_and_images(self.image)
         sweep_stale_containers()
         sweep_stale_workloads()
         labels = _labels(self.run_id)
-        with progress(f"network kafka-chaos-{self.run_id}"):
+        with self._step("network", f"network kafka-chaos-{self.run_id}"):
             self._network = Network(docker_network_kw={"labels": labels})
             self._network.name = f"kafka-chaos-{self.run_id}"
             self._network.create()
-        with progress(f"toxiproxy ({toxiproxy_image()})"):
+        with self._step("toxiproxy", f"toxiproxy ({toxiproxy_image()})"):
             self._start_toxiproxy(labels)
-        with progress(f"{self.spec.brokers} KRaft brokers ({self.image})"):
+        with self._step("brokers", f"{self.spec.brokers} KRaft brokers ({self.image})"):
             self._start_brokers(labels)
-        with progress("brokers registered and a topic with RF 3 created"):
+        with self._step("ready", "brokers registered and a topic with RF 3 created"):
             self._wait_ready()
+        self.start_s["total"] = round(time.monotonic() - started, 2)
         self.started_at_ms = int(time.time() * 1000)
         return self
+
+    @contextmanager
+    def _step(self, name: str, what: str):
+        """A start-up step: shown as progress, its seconds kept in start_s (cluster.json says where start-up went)."""
+        started = time.monotonic()
+        with progress(what):
+            yield
+        self.start_s[name] = round(time.monotonic() - started, 2)
 
     def stop(self) -> None:
         """Remove everything this cluster started. Safe to call twice, and after a failed start."""
         self._admin = None
-        for container in [b.container for b in self.brokers] + [self._toxiproxy_container]:
-            if container is not None and container._container is not None:
-                _remove(container)
+        started = [c for c in [b.container for b in self.brokers] + [self._toxiproxy_container]
+                   if c is not None and c._container is not None]
+        if started:  # side by side: each removal mostly waits for the engine to kill and clean up a container
+            with ThreadPoolExecutor(len(started)) as pool:
+                list(pool.map(_remove, started))
         self.brokers.clear()
         self._toxiproxy_container = None
         if self._network is not None and self._network._network is not None:
@@ -287,16 +302,15 @@ class KafkaCluster:
                      .with_kwargs(labels=labels))
         container.ports[f"{TOXIPROXY_API_PORT}/tcp"] = LOOPBACK_ANY_PORT
         for node in self._node_ids():
-            for lane in ("client", "control"):
-                container.ports[f"{LANE_PORT_BASE[lane] + node}/tcp"] = LOOPBACK_ANY_PORT
+            container.ports[f"{LANE_PORT_BASE['client'] + node}/tcp"] = LOOPBACK_ANY_PORT
             for index in range(len(self.client_lanes)):
                 container.ports[f"{self._lane_port(index, node)}/tcp"] = LOOPBACK_ANY_PORT
         self._toxiproxy_container = container
         container.start()
-        self.toxiproxy = Toxiproxy(f"http://127.0.0.1:{self._host_port(container, TOXIPROXY_API_PORT)}")
+        self.toxiproxy = Toxiproxy(f"http://127.0.0.1:{self._host_ports(container)[TOXIPROXY_API_PORT]}")
         _wait_for(lambda: self.toxiproxy.version(), 30, "the Toxiproxy API did not answer", container)
-        upstream_ports = {"client": broker_config.CLIENT_PORT, "control": broker_config.CONTROL_PORT,
-                          "internal": broker_config.INTERNAL_PORT, "controller": broker_config.CONTROLLER_PORT}
+        upstream_ports = {"client": broker_config.CLIENT_PORT, "internal": broker_config.INTERNAL_PORT,
+                          "controller": broker_config.CONTROLLER_PORT}
         proxies = [Proxy(f"kafka-{node}-{lane}", f"0.0.0.0:{base + node}", f"kafka-{node}:{upstream_ports[lane]}")
                    for node in self._node_ids() for lane, base in LANE_PORT_BASE.items()]
         proxies += [Proxy(f"kafka-{node}-{lane}", f"0.0.0.0:{self._lane_port(index, node)}",
@@ -309,29 +323,57 @@ class KafkaCluster:
         return CLIENT_LANE_PORT_BASE + 10 * index + node
 
     def _start_brokers(self, labels: dict[str, str]) -> None:
-        voters = ",".join(f"{n}@toxiproxy:{LANE_PORT_BASE['controller'] + n}" for n in self._node_ids())
+        """Every broker's container, created and started at once (their JVMs start side by side anyway)."""
+        host = self._host_ports(self._toxiproxy_container)
         for node in self._node_ids():
-            lanes = broker_config.Lanes(
-                client_host_address=f"127.0.0.1:{self._host_port(self._toxiproxy_container, LANE_PORT_BASE['client'] + node)}",
-                control_host_address=f"127.0.0.1:{self._host_port(self._toxiproxy_container, LANE_PORT_BASE['control'] + node)}",
-                internal_proxy_address=f"toxiproxy:{LANE_PORT_BASE['internal'] + node}",
-                controller_proxy_address=f"toxiproxy:{LANE_PORT_BASE['controller'] + node}",
-                client_lanes=tuple(f"127.0.0.1:{self._host_port(self._toxiproxy_container, self._lane_port(i, node))}"
-                                   for i in range(len(self.client_lanes))),
-            )
-            props = broker_config.render(node, lanes, voters, self.spec.broker_config)
             name = f"kafka-{node}"
-            container = (DockerContainer(self.image, command=["bash", "-c", broker_config.startup_script()])
-                         .with_name(f"kafka-chaos-{self.run_id}-{name}")
-                         .with_network(self._network).with_network_aliases(name)
-                         .with_env("KAFKA_CHAOS_SERVER_PROPERTIES", props)
-                         .with_env("KAFKA_CHAOS_CLUSTER_ID", self.cluster_id)
-                         .with_env("KAFKA_HEAP_OPTS", f"-Xms{self.spec.heap} -Xmx{self.spec.heap}")
-                         .with_kwargs(labels=labels))
             peer_ports = (LANE_PORT_BASE["internal"] + node, LANE_PORT_BASE["controller"] + node)
-            self.brokers.append(Broker(node, name, container, lanes.client_host_address, lanes.control_host_address,
-                                       peer_ports, dict(zip(self.client_lanes, lanes.client_lanes))))
-            container.start()
+            self.brokers.append(Broker(node, name, None, f"127.0.0.1:{host[LANE_PORT_BASE['client'] + node]}", "",
+                                       peer_ports, {lane: f"127.0.0.1:{host[self._lane_port(i, node)]}"
+                                                    for i, lane in enumerate(self.client_lanes)}))
+        with ThreadPoolExecutor(len(self.brokers)) as pool:
+            list(pool.map(lambda b: self._start_broker_container(b, labels), self.brokers))
+
+    def _start_broker_container(self, broker: "Broker", labels: dict[str, str], attempts: int = 3) -> None:
+        """The CONTROL lane is the broker's own port, published on a loopback port chosen here (the broker must
+        advertise it before it starts): the harness's view of the cluster does not go through the fault injector.
+        A port taken meanwhile by someone else is chosen again."""
+        voters = ",".join(f"{n}@toxiproxy:{LANE_PORT_BASE['controller'] + n}" for n in self._node_ids())
+        for attempt in range(attempts):
+            port = _free_loopback_port()
+            broker.control_address = f"127.0.0.1:{port}"
+            lanes = broker_config.Lanes(
+                client_host_address=broker.client_address, control_host_address=broker.control_address,
+                internal_proxy_address=f"toxiproxy:{LANE_PORT_BASE['internal'] + broker.node_id}",
+                controller_proxy_address=f"toxiproxy:{LANE_PORT_BASE['controller'] + broker.node_id}",
+                client_lanes=tuple(broker.lane_addresses.values()))
+            broker.container = (DockerContainer(self.image, command=["bash", "-c", broker_config.startup_script()])
+                                .with_name(f"kafka-chaos-{self.run_id}-{broker.name}")
+                                .with_network(self._network).with_network_aliases(broker.name)
+                                .with_env("KAFKA_CHAOS_SERVER_PROPERTIES",
+                                          broker_config.render(broker.node_id, lanes, voters, self.spec.broker_config))
+                                .with_env("KAFKA_CHAOS_CLUSTER_ID", self.cluster_id)
+                                .with_env("KAFKA_HEAP_OPTS", f"-Xms{self.spec.heap} -Xmx{self.spec.heap}")
+                                .with_env("KAFKA_JVM_PERFORMANCE_OPTS", broker_config.JVM_OPTS)
+                                .with_kwargs(labels=labels))
+            broker.container.ports[f"{broker_config.CONTROL_PORT}/tcp"] = ("127.0.0.1", port)
+            try:
+                broker.container.start()
+                return
+            except docker.errors.APIError as exc:
+                if "port is already allocated" not in str(exc) and "address already in use" not in str(exc) \
+                        or attempt == attempts - 1:
+                    raise
+                if broker.container._container is not None:
+                    _remove(broker.container)
+
+    @staticmethod
+    def _host_ports(container: DockerContainer) -> dict[int, int]:
+        """Every published port of a container: container port -> host port (one look-up)."""
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        return {int(port.split("/")[0]): int(bindings[0]["HostPort"])
+                for port, bindings in wrapped.attrs["NetworkSettings"]["Ports"].items() if bindings}
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.spec.startup_timeout_s
@@ -345,18 +387,28 @@ class KafkaCluster:
             try:
                 brokers = admin.list_topics(timeout=5).brokers
                 if len(brokers) == self.spec.brokers:
-                    create_topic_with(admin, NewTopic(READY_TOPIC, 1, min(3, self.spec.brokers)), exist_ok=True)
+                    with ThreadPoolExecutor(1) as pool:  # side by side with the topic: the group coordinators' topic
+                        offsets = pool.submit(self._create_offsets_topic, deadline - time.monotonic())
+                        create_topic_with(admin, NewTopic(READY_TOPIC, 1, min(3, self.spec.brokers)), exist_ok=True)
+                        offsets.result()
                     return
                 last_error = f"{len(brokers)} of {self.spec.brokers} brokers registered"
             except Exception as exc:  # the admin client raises KafkaException for every kind of not-yet
                 last_error = str(exc)
-            time.sleep(1)
+            time.sleep(0.2)
         tails = "\n".join(f"--- {b.name}\n{_tail(b.container)}" for b in self.brokers)
         raise ClusterError(f"the cluster was not ready after {self.spec.startup_timeout_s:.0f} s ({last_error}).\n{tails}")
 
-    @staticmethod
-    def _host_port(container: DockerContainer, port: int) -> int:
-        return int(container.get_docker_client().port(container.get_wrapped_container().id, port))
+    def _create_offsets_topic(self, timeout_s: float) -> None:
+        """__consumer_offsets is created by the first FindCoordinator a broker answers: asked here, while the
+        cluster starts, the first run's members do not wait for it while they join. A plain consumer's
+        committed() asks it (never an admin call to the coordinator: librdkafka issue 4605, harness/group.py)."""
+        consumer = Consumer({"bootstrap.servers": self.control_bootstrap_servers, "group.id": READY_TOPIC,
+                             "enable.auto.commit": False}, logger=logging.getLogger("kafka-chaos.admin"))
+        try:
+            consumer.committed([TopicPartition(READY_TOPIC, 0)], timeout=max(1.0, timeout_s))
+        finally:
+            consumer.close()
 
     # -- what users of the cluster need --------------------------------------------------------
 
@@ -471,6 +523,7 @@ class KafkaCluster:
             "client_lanes": list(self.client_lanes),
             "proxies": sorted(self.toxiproxy.proxies()) if self.toxiproxy else [],
             "started_at_ms": self.started_at_ms,
+            "start_s": self.start_s,
         }
 
     def save_logs(self, logs_dir: Path) -> None:
@@ -529,6 +582,12 @@ def _wait_for(check, timeout_s: float, what: str, container: DockerContainer) ->
             if time.monotonic() > deadline:
                 raise ClusterError(f"{what} within {timeout_s:.0f} s: {exc}\n{_tail(container)}") from None
             time.sleep(0.3)
+
+
+def _free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def _remove(container: DockerContainer) -> None:

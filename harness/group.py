@@ -4,12 +4,13 @@ librdkafka's coordinator-bound admin calls (DescribeConsumerGroups, ListConsumer
 the whole process when a request to the coordinator fails (librdkafka issue 4605, fix pending in
 PR 5397): exactly what a fault causes. So committed offsets come from a plain, never-subscribed
 Consumer (`committed()` takes another code path), and the one describe the harness needs runs in a
-child process (`python -m harness.group`) whose crash is just "not known yet".
+child process (`python -m harness.group`, kept for the run: GroupDescriber) whose crash is just "not known yet".
 """
 from __future__ import annotations
 
 import json
 import logging
+import select
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ class GroupWatcher:
         """`topics` is read on every call: a topic_create trigger appends to it."""
         self.bootstrap, self.group_id, self.topics, self.partitions = bootstrap, group_id, topics, partitions
         self._consumer = self._new_consumer()
+        self._describer = GroupDescriber(bootstrap)
 
     def _new_consumer(self) -> Consumer:
         return Consumer({**security_config(), "bootstrap.servers": self.bootstrap, "group.id": self.group_id, "enable.auto.commit": False,
@@ -73,31 +75,75 @@ class GroupWatcher:
         return len(metadata.partitions)
 
     def is_stable(self, members: int) -> bool:
-        """Every member joined and every partition assigned (asked in a child process, see above)."""
-        state = describe_group_isolated(self.bootstrap, self.group_id)
+        """Every member joined and every partition assigned (asked of the describing child, see above)."""
+        state = self._describer.describe(self.group_id)
         return state is not None and state["state"] == "STABLE" and state["members"] == members \
             and state["assigned"] == self.partitions
 
     def close(self) -> None:
         self._consumer.close()
+        self._describer.close()
+
+
+class GroupDescriber:
+    """A child process (`python -m harness.group BOOTSTRAP`) that describes a group each time it is asked, on one
+    admin client: its crash is "not known yet", and the next question starts another. One child for a whole run,
+    not one a question: the harness polls while members join, and a Python start costs more than the answer."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._proc: subprocess.Popen | None = None
+
+    def describe(self, group_id: str) -> dict | None:
+        try:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = subprocess.Popen([sys.executable, "-m", "harness.group", self.bootstrap], text=True,
+                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self._proc.stdin.write(group_id + "\n")
+            self._proc.stdin.flush()
+            ready, _, _ = select.select([self._proc.stdout], [], [], REQUEST_TIMEOUT_S + 10)
+            line = self._proc.stdout.readline() if ready else ""
+            if not line:  # it crashed (librdkafka 4605) or hangs: another one next time
+                self.close()
+                return None
+            return json.loads(line)
+        except (OSError, ValueError):
+            self.close()
+            return None
+
+    def close(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
 
 
 def describe_group_isolated(bootstrap: str, group_id: str) -> dict | None:
+    """One question, in a child of its own (tests; the run asks a GroupDescriber)."""
+    describer = GroupDescriber(bootstrap)
     try:
-        result = subprocess.run([sys.executable, "-m", "harness.group", bootstrap, group_id],
-                                capture_output=True, text=True, timeout=REQUEST_TIMEOUT_S + 10)
-    except subprocess.TimeoutExpired:
-        return None
-    return json.loads(result.stdout) if result.returncode == 0 else None
+        return describer.describe(group_id)
+    finally:
+        describer.close()
 
 
-def _describe_group(bootstrap: str, group_id: str) -> dict:
-    admin = AdminClient({**security_config(), "bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
+def _describe_group(admin: AdminClient, group_id: str) -> dict:
     description = admin.describe_consumer_groups([group_id], request_timeout=REQUEST_TIMEOUT_S)[group_id].result()
     return {"state": description.state.name, "members": len(description.members),
             "assigned": sum(len(m.assignment.topic_partitions) for m in description.members if m.assignment),
             "coordinator": description.coordinator.id if description.coordinator else None}
 
 
+def _answer(bootstrap: str) -> None:
+    """The child: one group id a line in, one JSON answer a line out (null when Kafka could not say)."""
+    admin = AdminClient({**security_config(), "bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
+    for line in sys.stdin:
+        try:
+            answer = _describe_group(admin, line.strip())
+        except KafkaException:
+            answer = None
+        print(json.dumps(answer), flush=True)
+
+
 if __name__ == "__main__":
-    print(json.dumps(_describe_group(sys.argv[1], sys.argv[2])))
+    _answer(sys.argv[1])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -207,6 +208,9 @@ def workload_time_limit(scenario: Scenario) -> float:
     return max(planned, last_fault) + 300
 
 
+POLL_S = 0.2  # every question polled here is a request or two on the control lane, or a look at a process
+
+
 def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
     """Poll a condition (never a fixed sleep); a condition that raises counts as not yet."""
     deadline = time.monotonic() + timeout_s
@@ -222,12 +226,14 @@ def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
         if on_tick and time.monotonic() - last_tick >= PROGRESS_EVERY_S:
             last_tick = time.monotonic()
             on_tick()
-        time.sleep(0.5)
+        time.sleep(POLL_S)
     return False
 
 
-def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | None = None) -> RunOutcome:
-    """Run one scenario; starts (and removes) its own cluster unless one is given."""
+def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | None = None,
+                 on_drain=None) -> RunOutcome:
+    """Run one scenario; starts (and removes) its own cluster unless one is given. ``on_drain()`` is called as the
+    group starts to drain (the CLI starts its analysis service then: the faults are healed, nothing is timed)."""
     run_id = new_run_id(scenario.name)
     run_dir = create_run_dir(runs_root, run_id)
     (run_dir / "scenario.yaml").write_text(scenario.to_yaml())
@@ -257,18 +263,27 @@ def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | No
             raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
                                 f"(its lanes: {', '.join(cluster.client_lanes)})")
         with member_lanes_proxied(cluster, scenario) as rpc_proxy:
-            _run_on(cluster, scenario, run_dir, outcome, phase, clients, schedule, rpc_proxy)
-        if scenario.run.log_format == "parquet":
-            with phase("compact logs"):
-                compact_logs(run_dir)
+            _run_on(cluster, scenario, run_dir, outcome, phase, clients, schedule, rpc_proxy, on_drain)
+        with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
+            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase)
+            if scenario.run.log_format == "parquet":
+                with phase("compact logs"):
+                    compact_logs(run_dir)
+            cluster = None
+            leaving.result()
     finally:
-        if cluster is not None:
-            cluster.save_logs(run_dir / "logs")
-            if own_cluster:
-                with phase("teardown"):
-                    cluster.stop()
+        if cluster is not None:  # a run that failed before its end
+            _let_go(cluster, own_cluster, run_dir, phase)
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
+
+
+def _let_go(cluster, own_cluster: bool, run_dir: Path, phase) -> None:
+    """The containers' logs into the run directory; the cluster removed if the run started it."""
+    cluster.save_logs(run_dir / "logs")
+    if own_cluster:
+        with phase("teardown"):
+            cluster.stop()
 
 
 def write_schedule(path: Path, scenario: Scenario) -> None:
@@ -333,7 +348,7 @@ def member_lanes_proxied(cluster, scenario: Scenario):
 
 
 def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict,
-            schedule: list, rpc_proxy=None) -> None:
+            schedule: list, rpc_proxy=None, on_drain=None) -> None:
     write_json(run_dir / "cluster.json", {**cluster.describe(), "member_lanes_through_rpc_proxy": rpc_proxy is not None, "clients": [
         {"client": client, "version": version or release.client_version,
          **({"librdkafka_version": release.librdkafka_version} if release.librdkafka_version else {})}
@@ -379,6 +394,8 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
                 outcome.errors.append(f"producer exited with {producer.exit_code}; see logs/producer-1.log")
         with phase("final heal"):
             nemesis.heal_all()
+        if on_drain is not None:
+            on_drain()
         with phase("drain"):
             outcome.drained = wait_until(lambda: watcher.progress().lag == 0, scenario.run.drain_timeout_s,
                                          "drain", show_progress)

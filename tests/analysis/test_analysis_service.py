@@ -1,0 +1,106 @@
+"""Issue 13: the warm analysis service behind `kafka-chaos analyze` and `kafka-chaos run`: started on first use,
+reused, the same summary as an analysis in-process, bad input and exit codes as before, only its owner can reach
+it, and it goes away when asked, when idle and when its code changes. Real processes, a real Spark, a folder of
+its own; nothing is left running."""
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis import analyze, service
+from analysis_runs import clean_run, known_run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """The service on, in a folder of this test (its socket is short enough for AF_UNIX); stopped at the end."""
+    folder = Path(f"/tmp/kc-svc-{os.getpid()}-{tmp_path.name[-12:]}")
+    monkeypatch.setenv(service.ENV, "1")
+    monkeypatch.setenv(service.DIR_ENV, str(folder))
+    yield {**os.environ, "PYTHONPATH": str(ROOT)}
+    service.stop()
+    deadline = time.monotonic() + 30
+    while service.running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not service.running()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def cli(env, *args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def pid_of_service() -> int:
+    """The pid of the service that started last (its log's first line says: analysis service PID on ...)."""
+    return int([line for line in service._log().read_text().splitlines() if line.startswith("analysis service ")][-1].split()[2])
+
+
+def strip(summary: dict) -> dict:
+    return {k: v for k, v in summary.items() if k not in ("analysis_seconds", "spark")}
+
+
+def test_analyze_starts_the_service_once_and_gives_the_summary_of_a_local_analysis(tmp_path, env, spark):
+    rd = known_run(tmp_path / "run", "parquet").write()
+    first = cli(env, "analyze", str(rd), "--json")
+    assert first.returncode == 1, first.stderr  # the run has planted losses
+    assert "starting the analysis service" in first.stderr
+    pid = pid_of_service()
+    again = cli(env, "analyze", str(rd), "--json")
+    assert again.returncode == 1 and "starting the analysis service" not in again.stderr
+    assert pid_of_service() == pid  # the same process answered
+    for phase in ("loading", "scanning", "checks", "report"):
+        assert f"] {phase}" in again.stderr  # its progress reaches the terminal
+    local = analyze(rd, spark=spark)
+    assert strip(json.loads(again.stdout)) == strip(local)
+
+    folder = service.folder()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700  # only its owner reaches the socket
+    assert stat.S_IMODE(service.socket_path().stat().st_mode) == 0o600
+
+
+def test_bad_input_through_the_service_is_one_line_and_exit_2(tmp_path, env):
+    rd = clean_run(tmp_path / "run", "jsonl").write()
+    (rd / "consumed" / "b.jsonl").write_text('{"topic": "t", "partition": 0, "offset": "x"}\n{}\n')
+    done = cli(env, "analyze", str(rd))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("kafka-chaos analyze: bad input: consumed/b.jsonl:1")
+
+
+def test_a_service_of_other_code_steps_aside_and_an_idle_one_exits(tmp_path, env, monkeypatch):
+    rd = clean_run(tmp_path / "run", "parquet").write()
+    monkeypatch.setenv("KAFKA_CHAOS_ANALYSIS_IDLE_S", "3")  # the service started below reads it
+    assert service.analyze(rd)["valid"] is True
+    old = pid_of_service()
+    with socket.socket(socket.AF_UNIX) as conn:  # a client of other code (an update happened meanwhile)
+        conn.connect(str(service.socket_path()))
+        conn.sendall(json.dumps({"op": "analyze", "run_dir": str(rd), "options": {}, "code": "other"}).encode() + b"\n")
+        assert json.loads(conn.makefile().readline()) == {"stale": True}
+    assert service.analyze(rd)["valid"] is True  # a new service, of this code
+    assert pid_of_service() != old
+    deadline = time.monotonic() + 60
+    while service.running() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not service.running(), "the idle service did not exit"
+    assert "exits: idle" in service._log().read_text()
+
+
+def test_clean_stops_the_service(tmp_path, env):
+    rd = clean_run(tmp_path / "run", "parquet").write()
+    assert cli(env, "analyze", str(rd)).returncode == 0
+    assert service.running()
+    done = cli(env, "clean")
+    assert "stopped the analysis service" in done.stdout
+    deadline = time.monotonic() + 30
+    while service.running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not service.running()
