@@ -38,9 +38,11 @@ grep -q 'Kafka Server started' "$work/broker.log" || { tail -30 "$work/broker.lo
 # a topic, records in and out and a group: the classes of replication, the log and the group coordinator
 "$base/bin/kafka-topics.sh" --bootstrap-server 127.0.0.1:19092 --create --topic warm --partitions 2 \
   --replication-factor 1 >/dev/null
-seq 100 | "$base/bin/kafka-console-producer.sh" --bootstrap-server 127.0.0.1:19092 --topic warm >/dev/null
-"$base/bin/kafka-console-consumer.sh" --bootstrap-server 127.0.0.1:19092 --topic warm --group warm \
-  --from-beginning --max-messages 100 >/dev/null
+# (the verifiable clients: every release from 3.7 on has them in org.apache.kafka.tools, where the console
+# clients moved there only in 3.8/4.0)
+"$base/bin/kafka-verifiable-producer.sh" --bootstrap-server 127.0.0.1:19092 --topic warm --max-messages 100 >/dev/null
+"$base/bin/kafka-verifiable-consumer.sh" --bootstrap-server 127.0.0.1:19092 --topic warm --group-id warm \
+  --max-messages 100 >/dev/null
 kill -TERM "$broker"
 wait "$broker" || true  # a broker stopped by SIGTERM exits 143; the archive is written as the JVM exits
 test -s "$base/kafka.jsa"
