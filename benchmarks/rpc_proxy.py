@@ -103,16 +103,23 @@ def compare_paths(cluster: KafkaCluster, paths: dict, one_round, records: int, r
     return summary
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=200_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "rpc-proxy.json")
+def compare_main(argv, doc: str, name: str, records: int, paths_of, one_round) -> int:
+    """A comparison benchmark's command line (--records, --repeat, --out) on a cluster of its own; `paths_of(cluster)`
+    gives compare_paths its paths."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=records, help=f"records produced and fetched a round (default {records})")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds, each path once a round (default 3)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / f"{name}.json",
+                    help=f"where the rounds and the summary are written (default benchmarks/results/{name}.json)")
     args = ap.parse_args(argv)
-    with KafkaCluster(ClusterSpec(), run_id=f"bench-rpc-{time.time_ns() % 10**6}", client_lanes=LANES) as cluster:
-        compare_paths(cluster, {"direct": nullcontext, "proxy": lambda: cluster.proxied_lanes(list(LANES))},
-                      one_round, args.records, args.repeat, args.out)
+    with KafkaCluster(ClusterSpec(), run_id=f"bench-{name}-{time.time_ns() % 10**6}", client_lanes=LANES) as cluster:
+        compare_paths(cluster, paths_of(cluster), one_round, args.records, args.repeat, args.out)
     return 0
+
+
+def main(argv=None) -> int:
+    return compare_main(argv, __doc__, "rpc-proxy", 200_000,
+                        lambda cluster: {"direct": nullcontext, "proxy": lambda: cluster.proxied_lanes(list(LANES))}, one_round)
 
 
 if __name__ == "__main__":

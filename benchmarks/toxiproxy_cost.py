@@ -10,19 +10,12 @@ benchmarks/results/toxiproxy-cost.json.
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from contextlib import nullcontext
-from pathlib import Path
 
-from benchmarks.rpc_proxy import PARTITIONS, compare_paths, fetch_rate, latencies_ms, produce_rate
+from benchmarks.rpc_proxy import PARTITIONS, compare_main, fetch_rate, latencies_ms, produce_rate
 from harness.cluster import KafkaCluster
-from harness.scenario import ClusterSpec
-
-ROOT = Path(__file__).resolve().parents[1]
-LANES = ("member-1", "producer-1")
-
 
 def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dict:
     topic = f"bench-{path}-{index}-{time.time_ns()}"
@@ -35,15 +28,8 @@ def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dic
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--records", type=int, default=500_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "toxiproxy-cost.json")
-    args = ap.parse_args(argv)
-    with KafkaCluster(ClusterSpec(), run_id=f"bench-toxi-{time.time_ns() % 10**6}", client_lanes=LANES) as cluster:
-        compare_paths(cluster, {"direct": nullcontext, "proxied": nullcontext}, one_round, args.records, args.repeat, args.out)
-    return 0
-
+    return compare_main(argv, __doc__, "toxiproxy-cost", 500_000, lambda cluster: {"direct": nullcontext, "proxied": nullcontext},
+                        one_round)
 
 if __name__ == "__main__":
     raise SystemExit(main())
