@@ -20,11 +20,10 @@ CLIENT_PORT, CONTROLLER_PORT, INTERNAL_PORT, CONTROL_PORT = 9092, 9093, 9094, 90
 LANE_PORT = 9100  # + the lane's index
 DATA_DIR = "/tmp/kafka-data"  # writable in our image and in apache/kafka (which runs as appuser)
 BOOTSTRAP_CHECKPOINT = "/opt/kafka/bootstrap/bootstrap.checkpoint"  # only in the project's image
-# Kafka's own JVM options (kafka-run-class.sh) but for the compiler: C1 only. Three brokers start side by side on
-# a machine of two cores, where C2's compiler threads take the CPU the start-up needs: 6.2 -> 4.8 s to a ready
-# cluster, and no loss of throughput at the rates a run produces (BENCHMARKS.md, issue 13).
-JVM_OPTS = ("-XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 -XX:+ExplicitGCInvokesConcurrent "
-            "-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true -XX:TieredStopAtLevel=1")
+# Added to the image's own JVM options (KAFKA_OPTS, which every kafka-run-class.sh appends): C1 only. Three brokers
+# start side by side on a machine of two cores, where C2's compiler threads take the CPU the start-up needs:
+# 6.2 -> 4.8 s to a ready cluster, and no loss of throughput at the rates a run produces (BENCHMARKS.md, issue 13).
+JVM_OPTS = "-XX:TieredStopAtLevel=1"
 
 
 def lane_listener(index: int) -> str:

@@ -354,7 +354,7 @@ class KafkaCluster:
                                           broker_config.render(broker.node_id, lanes, voters, self.spec.broker_config))
                                 .with_env("KAFKA_CHAOS_CLUSTER_ID", self.cluster_id)
                                 .with_env("KAFKA_HEAP_OPTS", f"-Xms{self.spec.heap} -Xmx{self.spec.heap}")
-                                .with_env("KAFKA_JVM_PERFORMANCE_OPTS", broker_config.JVM_OPTS)
+                                .with_env("KAFKA_OPTS", broker_config.JVM_OPTS)
                                 .with_kwargs(labels=labels))
             broker.container.ports[f"{broker_config.CONTROL_PORT}/tcp"] = ("127.0.0.1", port)
             try:
