@@ -114,7 +114,7 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
         summary["errors"] = [e.splitlines()[0] for e in run.errors]
         report.write_bare(run_dir, summary, run.errors)
     summary["analysis_seconds"] = round(time.monotonic() - t_start, 3)
-    (run_dir / "report" / "summary.json").write_text(json.dumps(summary, indent=2, default=_json_default) + "\n")
+    (run_dir / "report" / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
     return summary
 
 
@@ -156,7 +156,8 @@ def _restore(spark, saved: dict) -> None:
             pass
 
 
-def _json_default(o):
+def json_default(o):
+    """How summary.json encodes what json cannot (numpy numbers, sets, tuples); the analysis service answers alike."""
     try:
         import numpy as np
         if isinstance(o, np.integer):

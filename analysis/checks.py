@@ -201,14 +201,9 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
         for d, m in pairs:
             for j in bits(m):
                 slots[j].append(d)
-        runs = [j for j in sorted(slots) if len(slots[j]) > 1]
-        for i, j in enumerate(runs):  # consecutive offsets with the same deliveries: one range
-            if i and j == runs[i - 1] + 1 and list(map(id, slots[j])) == list(map(id, slots[runs[i - 1]])):
-                continue
-            last = j
-            while last + 1 in slots and list(map(id, slots[last + 1])) == list(map(id, slots[j])):
-                last += 1
-            add(topic, partition, b * 64 + j, b * 64 + last, slots[j])
+        repeated = [(slots[j], tuple(map(id, slots[j])), j, j) for j in sorted(slots) if len(slots[j]) > 1]
+        for run in _merge(repeated, lambda it: it[1]):  # consecutive offsets with the same deliveries: one range
+            add(topic, partition, b * 64 + run[0][2], b * 64 + run[-1][3], run[0][0])
     dup, over_list = [], []
     for group in _merge(items, lambda it: (it[0], it[1], it[5], it[6], it[7], it[8])):
         topic, partition = group[0][0], group[0][1]

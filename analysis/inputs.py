@@ -165,12 +165,12 @@ def _proven_rules(meta, table: str, names: dict[str, str]) -> frozenset:
     """The (column, code) rules of bad_sql that every row group's statistics prove: no null in a required
     column (code 2), a minimum at or above the column's (code 4). Statistics Parquet writes are exact."""
     index = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
     proven = set()
     for column in contract.SPECS[table]:
         i = index.get(names.get(column.name))
         if i is None:
             continue
-        groups = [meta.row_group(g) for g in range(meta.num_row_groups)]
         stats = [(g.column(i).statistics, g.num_rows) for g in groups]
         if all(st is not None and st.has_null_count and st.null_count == 0 for st, _ in stats):
             proven.add((column.name, 2))

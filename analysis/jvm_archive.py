@@ -3,16 +3,13 @@
 A cold `kafka-chaos analyze` (and the analysis at the end of every `kafka-chaos run`) spends most of its time
 starting a JVM and loading Spark's classes. Started with this archive, the driver JVM maps them instead:
 a 100k-record run is analysed in about 10 s instead of 16 (BENCHMARKS.md). `make setup` builds it once
-(`python -m analysis.jvm_archive`, about 20 s) by analysing a tiny run in a JVM that writes the archive when it
-exits. It is named after the JVM and the Spark jars it was built with, so an upgrade of either builds a new
+(`python -m analysis.jvm_archive`, about 20 s) by analysing a small run (analysis/synthetic.py) in a JVM that
+writes the archive when it exits. It is named after the JVM and the Spark jars it was built with, so an upgrade of either builds a new
 one; a JVM that finds no usable archive starts as it always did, silently.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,49 +35,23 @@ def build(force: bool = False) -> Path | None:
 
 
 def _train_and_exit(dump_to: Path) -> None:
-    """In the child: analyse a tiny run (both formats) so that the JVM loads what a real
+    """In the child: analyse a small run (both formats: analysis/synthetic.py) so that the JVM loads what a real
     analysis loads, then end the JVM and wait for it: it writes the archive as it exits."""
     from pyspark import SparkContext
 
     from .api import analyze
     from .spark import get_session, stop_session
+    from .synthetic import write_run
     spark = get_session()
     jvm = SparkContext._gateway.proc
     with tempfile.TemporaryDirectory() as tmp:
-        run = _tiny_run(Path(tmp))
+        run = write_run(Path(tmp), jsonl_members=("a",))
         analyze(run, spark=spark)
     stop_session()
     jvm.stdin.close()  # the gateway JVM exits when its stdin closes, writing the archive first
     jvm.wait(timeout=300)
     if not dump_to.is_file():
         raise SystemExit(f"the JVM wrote no class-data archive at {dump_to}")
-
-
-def _tiny_run(root: Path) -> Path:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    t0 = 1_700_000_000_000
-    for sub in ("produced", "consumed", "events"):
-        (root / sub).mkdir()
-    produced = [{"topic": "t", "partition": p, "offset": o, "acked_at_ms": t0 + o, "producer_id": "p", "seq": o,
-                 "status": "ok"} for p in (0, 1) for o in range(200)]
-    pq.write_table(pa.Table.from_pylist(produced), root / "produced" / "p.parquet")
-    for member, partition, offsets in (("a", 0, list(range(150)) + list(range(120, 200))), ("b", 1, range(200))):
-        rows = [{"topic": "t", "partition": partition, "offset": o, "member": member, "consumed_at_ms": t0 + 500 + i,
-                 "generation": 1, "producer_id": "p", "seq": o} for i, o in enumerate(offsets)]
-        if member == "a":
-            (root / "consumed" / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        else:
-            pq.write_table(pa.Table.from_pylist(rows), root / "consumed" / "b.parquet")
-        events = [{"ts_ms": t0 + 400, "member": member, "kind": "started", "detail": "protocol=classic assignor=range"},
-                  {"ts_ms": t0 + 450, "member": member, "kind": "assigned", "generation": 1, "partitions": [f"t:{partition}"]},
-                  {"ts_ms": t0 + 800, "member": member, "kind": "committed", "generation": 1,
-                   "offsets": {f"t:{partition}": 100}}]
-        (root / "events" / f"{member}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
-    (root / "faults.jsonl").write_text(json.dumps({"id": "f1", "kind": "broker_freeze", "target": "kafka-1",
-                                                   "injected_at_ms": t0 + 600, "healed_at_ms": t0 + 700,
-                                                   "params": {}}) + "\n")
-    return root
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -102,26 +102,30 @@ def resolve_names(produced, consumed, unknown_topics: set[int], unknown_members:
     return out
 
 
-NAMED = {"topic": "topic", "member": "member"}
+NAMED = ("topic", "member")
 
 
-def name_rows(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> None:
-    """The executor's rows name topics and members by hash: put the names back (in place)."""
-    for rows in got.values():
-        for r in rows:
-            for column in NAMED:
-                if column in r and r[column] is not None and not isinstance(r[column], str):
-                    r[column] = names[(column, r[column])]
-
-
-def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> dict[str, set[int]]:
-    out = {column: set() for column in NAMED}
+def _hashed_cells(got: dict[str, list[dict]]):
+    """(row, column, hash) for every topic or member an executor's row gives by its hash."""
     for rows in got.values():
         for r in rows:
             for column in NAMED:
                 h = r.get(column)
-                if h is not None and not isinstance(h, str) and (column, h) not in names:
-                    out[column].add(h)
+                if h is not None and not isinstance(h, str):
+                    yield r, column, h
+
+
+def name_rows(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> None:
+    """The executor's rows name topics and members by hash: put the names back (in place)."""
+    for r, column, h in list(_hashed_cells(got)):
+        r[column] = names[(column, h)]
+
+
+def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> dict[str, set[int]]:
+    out = {column: set() for column in NAMED}
+    for _, column, h in _hashed_cells(got):
+        if (column, h) not in names:
+            out[column].add(h)
     return out
 
 
@@ -145,13 +149,12 @@ def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
 
 def side_totals(got: dict[str, list[dict]]) -> dict[int, tuple]:
     """side -> (rows, tmin, tmax), over every partition."""
-    out: dict[int, list] = {}
+    by_side: dict[int, list[dict]] = {}
     for r in got.get("sides", []):
-        t = out.setdefault(r["side"], [0, None, None])
-        t[0] += r["n"]
-        t[1] = r["tmin"] if t[1] is None else min(t[1], r["tmin"] if r["tmin"] is not None else t[1])
-        t[2] = r["tmax"] if t[2] is None else max(t[2], r["tmax"] if r["tmax"] is not None else t[2])
-    return {k: tuple(v) for k, v in out.items()}
+        by_side.setdefault(r["side"], []).append(r)
+    return {side: (sum(r["n"] for r in rows), min((r["tmin"] for r in rows if r["tmin"] is not None), default=None),
+                   max((r["tmax"] for r in rows if r["tmax"] is not None), default=None))
+            for side, rows in by_side.items()}
 
 
 def _check_task(batches, cfg):

@@ -231,13 +231,14 @@ class Server:
     @staticmethod
     def _work(op: str, request: dict, progress) -> dict:
         from .api import analyze as local_analyze
+        from .api import json_default
         from .spark import SparkUnavailable
         try:
             if op == "warm":
                 _warm()
                 return {"warm": True}
             return {"summary": json.loads(json.dumps(local_analyze(request["run_dir"], progress=progress, **request["options"]),
-                                                     default=str))}
+                                                     default=json_default))}
         except InputError as exc:
             return {"error": {"kind": "input", "message": str(exc)}}
         except SparkUnavailable as exc:
