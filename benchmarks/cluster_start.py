@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 
+from benchmarks import spread
 from harness.cluster import KafkaCluster
 from harness.scenario import ClusterSpec
 
@@ -30,10 +30,6 @@ def one_start(image: str | None, run: int) -> dict[str, float]:
         return dict(cluster.start_s)
     finally:
         cluster.stop()
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
 
 
 def main(argv=None) -> int:

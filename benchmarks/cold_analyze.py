@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import spread
+
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "harness.cli", "analyze"]
 
@@ -30,10 +32,6 @@ def timed(argv: list[str], env: dict) -> float:
     if done.returncode not in (0, 1):  # 1: the synthetic run has planted anomalies
         raise RuntimeError(f"{' '.join(argv)} exited {done.returncode}: {done.stderr[-2000:]}")
     return time.monotonic() - t
-
-
-def spread(values: list[float]) -> str:
-    return f"{statistics.median(values):.2f} s ({min(values):.2f}-{max(values):.2f})"
 
 
 def main(argv=None) -> int:
@@ -63,8 +61,8 @@ def main(argv=None) -> int:
             subprocess.run(CLI[:-1] + ["clean"], cwd=ROOT, env=env, capture_output=True)
     ratio = statistics.median(warm) / statistics.median(ducks)
     print(f"records {a.records:,} (Parquet), a fresh process each time:")
-    print(f"  kafka-chaos analyze, service warm   {spread(warm)}")
-    print(f"  DuckDB (import + query)             {spread(ducks)}")
+    print(f"  kafka-chaos analyze, service warm   {spread(warm, unit=' s')}")
+    print(f"  DuckDB (import + query)             {spread(ducks, unit=' s')}")
     print(f"  ratio (medians)                     {ratio:.2f}")
     print(f"  first call (starts the service)     {first:.2f} s")
     print(f"  without the service                 {without:.2f} s")

@@ -23,6 +23,7 @@ import statistics
 import time
 from pathlib import Path
 
+from benchmarks import spread
 from faults.context import FaultContext
 from faults.timeline import FaultTimeline
 from harness.cluster import KafkaCluster
@@ -128,7 +129,7 @@ def print_table(results: dict[str, list[dict]]) -> None:
         known = [v for v in values if v is not None]
         if not known:
             return "never"
-        text = f"{statistics.median(known):.2f} ({min(known):.2f}-{max(known):.2f})"
+        text = spread(known)
         return text + (f" +{len(values) - len(known)} never" if len(known) < len(values) else "")
 
     print(f"{'kind':16} {'probe':8} {'inject -> effect, s':26} {'heal() took, s':26} {'heal -> recovered, s':26}")

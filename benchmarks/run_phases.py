@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks import spread
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +51,8 @@ def main() -> None:
     for phase in phases:
         values = [run.get(phase) for run in runs]
         known = [v for v in values if isinstance(v, (int, float))]
-        spread = f"{statistics.median(known):.2f} ({min(known):.2f}-{max(known):.2f})" if known else "-"
-        print(f"{phase:40}" + "".join(f"{v if v is not None else '-':>10}" for v in values) + f"{spread:>22}")
+        figure = spread(known) if known else "-"
+        print(f"{phase:40}" + "".join(f"{v if v is not None else '-':>10}" for v in values) + f"{figure:>22}")
 
 
 if __name__ == "__main__":
