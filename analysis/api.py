@@ -25,10 +25,10 @@ class _Run:
         self.errors: list[str] = []
 
     def skip(self, name, reason):
-        self.checks[name] = {"status": "skipped", "reason": reason}
+        self.checks[name] = {"ran": False, "status": "not_run", "reason": reason}
 
     def ran(self, name, **info):
-        self.checks[name] = {"status": "ran", **info}
+        self.checks[name] = {"ran": True, "status": "ran", **info}
 
     def guarded(self, names, fn, *args):
         """Run fn; if it raises (anything but InputError), the named checks become 'crashed' (valid: unknown)."""
@@ -40,7 +40,7 @@ class _Run:
             text = _one_line(exc)
             self.errors.append(f"{', '.join(names)}: {text}\n{traceback.format_exc()}")
             for name in names:
-                self.checks[name] = {"status": "crashed", "error": text}
+                self.checks[name] = {"ran": False, "status": "crashed", "error": text}
             return None
 
 
@@ -100,7 +100,7 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     except Exception as exc:  # the scan itself failed: nothing is known
         run.errors.append(f"scan: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         for name in CHECK_NAMES:
-            run.checks[name] = {"status": "crashed", "error": _one_line(exc)}
+            run.checks[name] = {"ran": False, "status": "crashed", "error": _one_line(exc)}
     finally:
         _restore(spark, saved)
     say("report", "")
@@ -113,9 +113,18 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
         run.errors.append(f"report: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         summary["errors"] = [e.splitlines()[0] for e in run.errors]
         report.write_bare(run_dir, summary, run.errors)
+    _write_anomalies(run_dir / "report" / "anomalies.jsonl", extra["all_anomalies"])
     summary["analysis_seconds"] = round(time.monotonic() - t_start, 3)
     (run_dir / "report" / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
     return summary
+
+
+def _write_anomalies(path: Path, anomalies: list[dict]) -> None:
+    """Every anomaly row, uncapped, one JSON object a line (summary.json keeps capped examples): what the zoo's
+    signatures and a user's own tooling read."""
+    with path.open("w", encoding="utf-8") as out:
+        for a in anomalies:
+            out.write(json.dumps(a, default=json_default) + "\n")
 
 
 def _one_line(exc) -> str:
@@ -249,7 +258,7 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
             anomalies, count, info = res
             out["anomalies"] += anomalies
             out["counts"][name] = count
-            run.checks[name] = {"status": info.pop("status", "ran"), "count": count, **info}
+            run.checks[name] = {"ran": True, "status": info.pop("status", "ran"), "count": count, **info}
     if "duplicate" in out["counts"]:
         out["duplicated_offsets"] = out["counts"]["duplicate"]
     if "lost" in out["counts"]:
@@ -300,9 +309,9 @@ def _verdict(checks: dict, counts: dict) -> bool | str:
 
 
 def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_examples, warnings, spark):
-    checks = {name: run.checks.get(name, {"status": "crashed", "error": "not reached"}) for name in CHECK_NAMES}
+    checks = {name: run.checks.get(name, {"ran": False, "status": "crashed", "error": "not reached"}) for name in CHECK_NAMES}
     res = res or {}
-    counts = {t: res.get("counts", {}).get(t, 0) for t in C.REGISTRY}
+    counts = {t: res.get("counts", {}).get(t, 0) if checks[t]["ran"] else None for t in C.REGISTRY}
     anomalies = sorted(res.get("anomalies", []), key=lambda a: ((a["time_ms"][0] or 0), a["type"]))
     examples, ranges = [], {}
     for t in C.REGISTRY:

@@ -119,10 +119,10 @@ def text_summary(s: dict) -> str:
     lines.append(f"produced {f(s['produced_records'])} acked · consumed {f(s['consumed_rows'])} rows · "
                  f"{f(s['duplicated_offsets'])} duplicated offsets ({f(s['duplicate_extra_deliveries'])} extra deliveries) · "
                  f"{f(s['lost_records'])} lost · {f(s['rebalances'])} rebalances · {len(s['faults'])} faults")
-    skipped = [f"{k} ({v.get('reason')})" for k, v in s["checks"].items() if v["status"] == "skipped"]
+    skipped = [f"{k} ({v.get('reason')})" for k, v in s["checks"].items() if v["status"] in ("not_run", "skipped")]
     broken = [f"{k} ({v.get('error') or v.get('reason')})" for k, v in s["checks"].items() if v["status"] in ("crashed", "unknown")]
     if skipped:
-        lines.append("skipped: " + ", ".join(skipped))
+        lines.append("not run (could not verify): " + ", ".join(skipped))
     if broken:
         lines.append("unknown: " + ", ".join(broken))
     for w in s.get("warnings") or []:

@@ -300,7 +300,7 @@ def _checks(s) -> str:
     for name, c in s["checks"].items():
         detail = c.get("reason") or c.get("error") or ""
         count = c.get("count")
-        rows.append(f"<tr><td>{e(name)}</td><td>{e(c['status'])}</td><td class=num>{fmt_int(count)}</td>"
+        rows.append(f"<tr><td>{e(name)}</td><td>{e(c['status'].replace('_', ' '))}</td><td class=num>{fmt_int(count)}</td>"
                     f"<td class=small>{e(REGISTRY[name].unit if name in REGISTRY else '')}</td><td class=small>{e(detail)}</td></tr>")
     return ("<h2>Checks</h2><table id=checks><thead><tr><th>check</th><th>status</th><th>count</th><th>unit</th><th>note</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")

@@ -68,21 +68,41 @@ def build_parser() -> argparse.ArgumentParser:
     scenarios.set_defaults(handler=cmd_scenarios)
 
     zoo = commands.add_parser("zoo", help="reproduce known consumer-group bugs on the releases that had them",
-                              description="Run each bug of the zoo (scenarios/zoo/) on the client release that had "
-                              "it and on the release that fixed it, --repeat times each, on one cluster per bug. "
-                              "Prints and writes (zoo.md, zoo.json) a table: bug, release, runs, runs in which the "
-                              "expected anomaly appeared, other anomalies. A bug is reproduced when its anomaly "
-                              "appears in most runs on the affected release and in none on the fixed one.",
-                              epilog="exit codes: 0 every bug reproduced; 1 some bug not (see the table); 2 bad "
-                                     "input; 3 a run failed in the harness", formatter_class=argparse.RawDescriptionHelpFormatter)
+                              description="Run each bug of the zoo (scenarios/zoo/) on the release that had it and "
+                              "on the release that fixed it (the client's or the brokers', as the file's zoo.swap "
+                              "says; the affected one only for a bug still open), --repeat times each. A run "
+                              "reproduces a bug only when it shows the bug's own signature (the file's "
+                              "zoo.signature, over every anomaly row and event of the run). Prints and writes "
+                              "(zoo.md, zoo.json) a table: per release the runs with the signature of the runs "
+                              "started, with a 95% Wilson interval; the other anomalies; failed runs; the measured "
+                              "status; the status and rate the file records; and the nightly's verdict.",
+                              epilog="exit codes: 0 every bug as its file records (green); 1 a bug moved: "
+                                     "significantly below its recorded rate, shown on a fixed release, or shown "
+                                     "though recorded as not reproduced (the table says which); 2 bad input; "
+                                     "3 a run the harness or the analysis could not finish",
+                              formatter_class=argparse.RawDescriptionHelpFormatter)
     zoo.add_argument("bugs", nargs="*", metavar="BUG", help="KAFKA-14024, librdkafka#4059, or a file name of "
                      "scenarios/zoo/ without .yaml (default: every bug)")
     zoo.add_argument("--repeat", type=int, default=3, metavar="N", help="runs per release (default: 3)")
     zoo.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
     zoo.add_argument("--out", type=Path, default=None, help="folder for zoo.md and zoo.json (default: the runs dir)")
     zoo.add_argument("--list", action="store_true", help="list the zoo's bugs and releases, run nothing")
+    zoo.add_argument("--merge", type=Path, nargs="+", metavar="ZOO_JSON", help="run nothing: merge zoo.json tables "
+                     "measured in parts (different bugs or days) into one table with their dates, written to --out "
+                     "(default: printed only)")
     zoo.add_argument("--dir", type=Path, default=CATALOG / "zoo", help="the zoo folder (default: the project's scenarios/zoo/)")
     zoo.set_defaults(handler=cmd_zoo)
+
+    gate = commands.add_parser("gate", help="the nightly job's verdict from what one night wrote",
+                               description="Read a night's folder (junit.xml of the slow families, zoo.json, "
+                               "exit-codes) and the trend page's trend.json; write summary.md, the job summary: "
+                               "which catalog expectations failed, which zoo bugs moved and why, which harness steps "
+                               "failed, which trend points fell outside their series.",
+                               epilog="exit codes: 0 green (nothing changed); 1 red (the summary says what changed); "
+                                      "2 bad input", formatter_class=argparse.RawDescriptionHelpFormatter)
+    gate.add_argument("night", type=Path, help="the night's folder (make nightly: nightly/<date>)")
+    gate.add_argument("--trend", type=Path, default=None, help="the trend page's trend.json (default: none)")
+    gate.set_defaults(handler=cmd_gate)
 
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service")
     clean.add_argument("--all", action="store_true", help="also those of runs that are still going")
@@ -117,21 +137,59 @@ def cmd_zoo(args) -> int:
     import time
 
     from harness import zoo
-    from harness.scenario import ScenarioError
+    from harness.scenario import ScenarioError, parse_scenario
     if args.repeat < 1:
         raise ScenarioError(f"--repeat: at least 1 run per release, got {args.repeat}")
+    if args.merge:
+        return _zoo_merge(args)
     chosen = zoo.select(args.bugs, args.dir)  # an unknown bug fails here, before anything starts
     if args.list:
-        for path, s in chosen:
-            print(f"{s.zoo.bug:<18} {s.zoo.affected:>7} -> {s.zoo.fixed:<7} expect {', '.join(s.zoo.expect):<22} {path.name}")
+        print(zoo.listing(chosen))
         return EXIT_OK
-    rows = [zoo.run_bug(s, args.repeat, args.runs_dir) for _, s in chosen]
-    table = zoo.write(args.out or args.runs_dir, rows, time.strftime("%Y-%m-%d"))
+    for path, s in chosen:  # every release's scenario is valid before anything starts
+        for _, version in s.zoo.releases:
+            parse_scenario(zoo.on_release(s, version), f"{path} on {version}")
+    results = [zoo.run_bug(path, s, args.repeat, args.runs_dir) for path, s in chosen]
+    table = zoo.write(args.out or args.runs_dir, results, time.strftime("%Y-%m-%d"))
     print(table.read_text(), end="")
     print(f"table: {table}")
-    if any(t.failed for pair in rows for t in pair):
+    reasons = [reason for r in results for reason in r.gate()]
+    for reason in reasons:
+        print(f"zoo: RED: {reason}", file=sys.stderr)
+    if any(t.failed for r in results for t in r.tallies.values()):
         return EXIT_HARNESS_FAILURE
-    return EXIT_OK if all(zoo.verdict(a, f) == "reproduced" for a, f in rows) else EXIT_ANOMALIES
+    return EXIT_ANOMALIES if reasons else EXIT_OK
+
+
+def _zoo_merge(args) -> int:
+    import time
+
+    from harness import zoo
+    from harness.scenario import ScenarioError
+    tables = []
+    for path in args.merge:
+        try:
+            tables.append(json.loads(path.read_text(encoding="utf-8")))
+            results = zoo.merge(tables)
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            raise ScenarioError(f"{path}: not a zoo.json table ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    date = time.strftime("%Y-%m-%d")
+    if args.out:
+        print(f"table: {zoo.write(args.out, results, date)}")
+    print(zoo.markdown(results, date), end="")
+    return EXIT_OK
+
+
+def cmd_gate(args) -> int:
+    from harness import nightly
+    from harness.scenario import ScenarioError
+    if not args.night.is_dir():
+        raise ScenarioError(f"night: {args.night} is not a folder")
+    verdict = nightly.judge(args.night, args.trend)
+    text = verdict.markdown(args.night)
+    (args.night / "summary.md").write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return EXIT_ANOMALIES if verdict.red else EXIT_OK
 
 
 def cmd_clean(args) -> int:

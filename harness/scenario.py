@@ -19,6 +19,7 @@ from faults.schedule import random_schedule
 from faults.targets import TARGET_CHECKS
 from harness.client_versions import version_tuple
 from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
+from harness.zoo_spec import ZooSpec
 
 
 
@@ -303,21 +304,6 @@ class AnalysisSpec(Strict):
         return {"grace_ms": self.grace_ms, "stall_ms": self.stall_ms}
 
 
-ZOO_BUG = r"^(KAFKA-\d+|librdkafka#\d+)$"
-
-
-class ZooSpec(Strict):
-    """A known consumer-group bug this scenario reproduces (scenarios/zoo/): `kafka-chaos zoo` runs it on the
-    affected and on the fixed client release and counts the runs in which the expected anomaly appears."""
-    bug: str = Field(pattern=ZOO_BUG, description="KAFKA-NNNN or librdkafka#NNNN")
-    upstream: str = Field(description="the issue's address")
-    fix: str = Field(description="the fix: its pull request or commit address")
-    affected: str = Field(pattern=VERSION, description="a client release with the bug (the file runs it)")
-    fixed: str = Field(pattern=VERSION, description="the first client release with the fix")
-    expect: list[str] = Field(min_length=1, description="anomaly types (analysis checks) the bug shows on the affected "
-                                                         "release; a run reproduces it when any of them is found")
-
-
 class Scenario(Strict):
     name: str = Field("default", pattern=r"^[A-Za-z0-9._-]{1,80}$")
     description: str = Field("", max_length=200, description="one line: what the scenario shows (`kafka-chaos scenarios`)")
@@ -373,7 +359,7 @@ class Scenario(Strict):
         for i, fault in enumerate(self.random_faults.menu() if self.random_faults else []):
             _check_fault(fault, facts, f"random_faults.faults[{i}]")
         if self.zoo is not None:
-            _check_zoo(self.zoo, self.consumer_group)
+            _check_zoo(self.zoo, self)
         if self.run.rpc_proxy is False and self.has_rpc_faults:
             raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
         return self
@@ -418,23 +404,38 @@ class Scenario(Strict):
                              topics={t.name: t.partitions for t in self.topics}, lanes=self.client_lanes(),
                              group=self.consumer_group.effective().model_dump())
 
+    def settings(self) -> dict:
+        """The scenario as run, every default filled in (what `kafka-chaos validate` prints)."""
+        return self.model_copy(update={"consumer_group": self.consumer_group.effective()}).model_dump(mode="json")
+
     def to_yaml(self) -> str:
-        data = self.model_copy(update={"consumer_group": self.consumer_group.effective()}).model_dump(mode="json")
-        return yaml.safe_dump(data, sort_keys=False)
+        return yaml.safe_dump(self.settings(), sort_keys=False)
 
 
-def _check_zoo(zoo: ZooSpec, group: ConsumerGroupSpec) -> None:
+def _check_zoo(zoo: ZooSpec, scenario: "Scenario") -> None:
     from analysis.checks import REGISTRY
-    unknown = [t for t in zoo.expect if t not in REGISTRY]
-    if unknown:
-        raise ValueError(f"zoo.expect: {unknown[0]!r} is not an anomaly type; types: {', '.join(REGISTRY)}")
-    if not isinstance(group.members, int) and any(m.version for m in group.members):
-        raise ValueError("zoo: the zoo swaps the group's one client release; give consumer_group.version, not per-member versions")
-    if group.version != zoo.affected:
-        raise ValueError(f"zoo.affected: the file must pin the affected release: consumer_group.version is "
-                         f"{group.version!r}, zoo.affected {zoo.affected!r}")
-    if version_tuple(zoo.fixed) <= version_tuple(zoo.affected):
+    from analysis.contract import EVENT_KINDS
+    group = scenario.consumer_group
+    for i, p in enumerate(zoo.signature):
+        if p.anomaly is not None and p.anomaly not in REGISTRY:
+            raise ValueError(f"zoo.signature[{i}].anomaly: {p.anomaly!r} is not a check; checks: {', '.join(REGISTRY)}")
+        kinds = [(f"zoo.signature[{i}].event", p.event)] + ([(f"zoo.signature[{i}].after.event", p.after.event)] if p.after else []) \
+            + [(f"zoo.signature[{i}].never_after", k) for k in p.never_after]
+        for where, kind in kinds:
+            if kind is not None and kind not in EVENT_KINDS:
+                raise ValueError(f"{where}: {kind!r} is not an event kind; kinds: {', '.join(EVENT_KINDS)}")
+    if zoo.swap == "client":
+        if not isinstance(group.members, int) and any(m.version for m in group.members):
+            raise ValueError("zoo: the zoo swaps the group's one client release; give consumer_group.version, not per-member versions")
+        pinned, field = group.version, "consumer_group.version"
+    else:
+        pinned, field = scenario.cluster.kafka_version, "cluster.kafka_version"
+    if pinned != zoo.affected:
+        raise ValueError(f"zoo.affected: the file must pin the affected release: {field} is {pinned!r}, "
+                         f"zoo.affected {zoo.affected!r}")
+    if zoo.fixed and version_tuple(zoo.fixed) <= version_tuple(zoo.affected):
         raise ValueError(f"zoo.fixed: {zoo.fixed} is not later than zoo.affected {zoo.affected}")
+    zoo.resolved(scenario.settings())  # every threshold names a setting of this scenario
 
 
 def _subscribed_topics(group: ConsumerGroupSpec) -> list[tuple[str, list[str] | None]]:

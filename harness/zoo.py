@@ -1,69 +1,160 @@
-"""The bug zoo (scenarios/zoo/): each known consumer-group bug run on the client release that had it and on the
-release that fixed it, `repeat` times each, on one cluster per bug; a table of the runs in which the bug's
-expected anomaly appeared, and of the other anomalies seen.
+"""The bug zoo (scenarios/zoo/): each known consumer-group bug run `repeat` times on the release that had it and
+`repeat` times on the release that fixed it (only the affected one for a bug still open), one cluster per release.
 
-A bug counts as reproduced when its expected anomaly appears in most runs on the affected release and in
-none on the fixed one. The checks are the analysis's own, the same for every scenario.
+A run reproduces a bug only when it shows the bug's own signature (its zoo block; analysis/signature.py over every
+anomaly row and event of the run), never because some anomaly of a type appeared. Every started run is in the
+denominator: rate = runs with the signature / runs started, with its 95 % Wilson interval, and a run the harness
+or the analysis could not finish counts as failed and is shown. The nightly gate compares what was measured with
+what the zoo file records (status and rate): :func:`gate`.
 """
 from __future__ import annotations
 
 import json
+import math
 import secrets
+import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.progress import say
 from harness.scenario import Scenario, ScenarioError, catalog, parse_scenario, unique_names
+from harness.zoo_spec import ZooSpec
 
 ZOO_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "zoo"
+SIGNIFICANCE = 0.01          # the nightly's one-sided binomial test
+STATUS_WORDS = {"reproduced": "reproduced", "intermittent": "intermittent", "not_reproduced": "not reproduced",
+                "open": "open", "also_fixed": "also on the fixed release", "inconclusive": "inconclusive",
+                "no_runs": "no runs"}
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a rate of k in n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def binomial_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p): how likely a count this low is if the rate is still p."""
+    return sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k + 1))
 
 
 @dataclass
 class Tally:
     """The runs of one bug on one release."""
-    bug: str
-    release: str                 # "affected" or "fixed"
+    side: str                    # "affected" or "fixed"
     version: str
-    expect: list[str]
-    runs: int = 0
-    reproduced: int = 0          # runs in which an expected anomaly appeared
-    failed: int = 0              # runs the harness could not complete or analyse (not counted above)
-    not_drained: int = 0         # runs whose group never caught up (analysed: that is a finding, not a failure)
-    other: Counter = field(default_factory=Counter)   # anomaly type -> runs in which it appeared, not expected
-    run_dirs: list[str] = field(default_factory=list)
+    started: int = 0
+    shown: int = 0               # runs that showed the signature
+    not_drained: int = 0         # analysed runs whose group never caught up (a finding, not a failure)
+    failures: list[str] = field(default_factory=list)   # one line per run the harness or analysis could not finish
+    other: Counter = field(default_factory=Counter)     # anomaly type -> runs in which it appeared outside the signature
+    runs: list[dict] = field(default_factory=list)
 
-    def add(self, run_dir: Path, summary: dict | None, failures: list[str], drained: bool = True) -> None:
-        self.run_dirs.append(str(run_dir))
-        if failures or summary is None:
-            self.failed += 1
-            return
-        self.runs += 1
-        self.not_drained += not drained
-        found = {t for t, n in summary["anomaly_counts"].items() if n}
-        self.reproduced += bool(found & set(self.expect))
-        self.other.update(found - set(self.expect))
+    def add(self, run_dir: Path | None, match=None, drained: bool = True, failure: str | None = None) -> None:
+        entry = {"run_dir": None if run_dir is None else str(run_dir)}
+        if failure is not None:
+            self.failures.append(failure)
+            entry["failure"] = failure
+        else:
+            self.shown += match.shown
+            self.not_drained += not drained
+            self.other.update(set(match.other))
+            entry.update(match.to_json(), drained=drained)
+        self.runs.append(entry)
+
+    @property
+    def failed(self) -> int:
+        return len(self.failures)
+
+    def rate_text(self) -> str:
+        lo, hi = wilson(self.shown, self.started)
+        return f"{self.shown} of {self.started} ({lo:.0%}–{hi:.0%})"
 
     def to_json(self) -> dict:
-        return {"bug": self.bug, "release": self.release, "version": self.version, "expect": self.expect,
-                "runs": self.runs, "reproduced": self.reproduced, "failed": self.failed, "not_drained": self.not_drained,
-                "other": dict(sorted(self.other.items())), "run_dirs": self.run_dirs}
+        lo, hi = wilson(self.shown, self.started)
+        return {"side": self.side, "version": self.version, "started": self.started, "shown": self.shown,
+                "rate": None if not self.started else self.shown / self.started, "interval": [lo, hi],
+                "failed": self.failed, "failures": self.failures, "not_drained": self.not_drained,
+                "other": dict(sorted(self.other.items())), "runs": self.runs}
 
 
-def verdict(affected: Tally, fixed: Tally) -> str:
-    if affected.runs == 0 or fixed.runs == 0:
-        return "no complete runs"
-    if 2 * affected.reproduced > affected.runs and fixed.reproduced == 0:
-        return "reproduced"
-    if fixed.reproduced:
-        return "also on the fixed release"
-    return "not reproduced" if affected.reproduced == 0 else "below half of the runs"
+@dataclass
+class BugResult:
+    """One bug's runs on each release, what they measured, and how that compares with its zoo file."""
+    file: str
+    spec: ZooSpec
+    tallies: dict[str, Tally]
+    dates: list[str] = field(default_factory=list)   # when its runs were made (several when tables were merged)
+
+    @property
+    def affected(self) -> Tally:
+        return self.tallies["affected"]
+
+    @property
+    def fixed(self) -> Tally | None:
+        return self.tallies.get("fixed")
+
+    def status(self) -> str:
+        """What these runs say: reproduced (the affected rate's interval lies above one half, and no fixed run
+        shows the signature), intermittent, not_reproduced, open, also_fixed, inconclusive (most runs failed)."""
+        a, f = self.affected, self.fixed
+        if a.started == 0:
+            return "no_runs"
+        if any(2 * t.failed > t.started for t in self.tallies.values()):
+            return "inconclusive"
+        if f is not None and f.shown:
+            return "also_fixed"
+        if self.spec.status == "open":
+            return "open" if a.shown else "not_reproduced"
+        if a.shown and wilson(a.shown, a.started)[0] > 0.5:
+            return "reproduced"
+        return "intermittent" if a.shown else "not_reproduced"
+
+    def gate(self) -> list[str]:
+        """Why this bug turns the nightly red (empty: it does not)."""
+        spec, a, f = self.spec, self.affected, self.fixed
+        reasons = [f"{spec.bug}: harness failure on {t.version} ({t.side}) in {t.failed} of {t.started} runs: "
+                   f"{t.failures[0]}" for t in self.tallies.values() if t.failed]
+        if f is not None and f.shown:
+            reasons.append(f"{spec.bug}: the signature showed on the fixed release {f.version} in {f.shown} of "
+                           f"{f.started} runs")
+        if spec.status == "not_reproduced" and a.shown:
+            reasons.append(f"{spec.bug}: recorded as not reproduced, now shows on {a.version} in {a.rate_text()}")
+        elif spec.status != "not_reproduced" and a.started:
+            p = binomial_cdf(a.shown, a.started, spec.rate)
+            if p < SIGNIFICANCE:
+                hint = " (maybe fixed upstream: check the newest release)" if spec.status == "open" else ""
+                reasons.append(f"{spec.bug}: {a.rate_text()} on {a.version}, significantly below its recorded rate "
+                               f"{spec.rate:.0%} (one-sided binomial p = {p:.4f} < {SIGNIFICANCE}){hint}")
+        return reasons
+
+    def to_json(self) -> dict:
+        return {"bug": self.spec.bug, "file": self.file, "spec": self.spec.model_dump(mode="json", exclude_none=True),
+                "dates": self.dates, "swap": self.spec.swap, "expected_status": self.spec.status,
+                "recorded_rate": self.spec.rate, "status": self.status(), "gate": self.gate(),
+                "signature": [p.model_dump(exclude_none=True) for p in self.spec.signature],
+                **{side: t.to_json() for side, t in self.tallies.items()}}
 
 
 def select(names: list[str], folder: Path = ZOO_DIR) -> list[tuple[Path, Scenario]]:
     """The zoo files for the given bugs (KAFKA-14024, librdkafka#4059, or a file name without .yaml); all of
-    them when none is given. An unknown name is bad input, before anything starts."""
+    them when none is given. An unknown name, a folder without zoo files, or a file without a zoo block is bad
+    input, before anything starts."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ScenarioError(f"--dir: {folder} is not a folder")
     entries = catalog(folder)
+    plain = [p.name for p, s in entries if s.zoo is None]
+    if plain:
+        raise ScenarioError(f"{folder / plain[0]}: zoo: the file has no zoo block (bug, releases, signature); "
+                            f"the zoo folder holds bug files only")
+    if not entries:
+        raise ScenarioError(f"--dir: {folder} has no zoo files (*.yaml)")
     if not names:
         return entries
     chosen = []
@@ -77,52 +168,137 @@ def select(names: list[str], folder: Path = ZOO_DIR) -> list[tuple[Path, Scenari
 
 
 def on_release(scenario: Scenario, version: str) -> dict:
-    """The zoo scenario (as a scenario dict, without its zoo block) with the group's client release swapped."""
+    """The zoo scenario (as a scenario dict, without its zoo block) with the swapped release set to ``version``:
+    the group's client release, or the brokers'."""
     data = scenario.model_dump(mode="json", exclude_unset=True)
     data.pop("zoo", None)
-    data["consumer_group"] = {**data.get("consumer_group", {}), "version": version}
+    section = "cluster" if scenario.zoo.swap == "brokers" else "consumer_group"
+    key = "kafka_version" if scenario.zoo.swap == "brokers" else "version"
+    data[section] = {**data.get(section, {}), key: version}
     return data
 
 
-def run_bug(scenario: Scenario, repeat: int, runs_root: Path) -> tuple[Tally, Tally]:
-    """`repeat` runs on the affected release, then `repeat` on the fixed one, all on one cluster."""
-    from analysis import analyze
+def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> BugResult:
+    """`repeat` runs on each release, on a cluster of that release's own (brokers swapped) or of the file's."""
     from harness.cluster import KafkaCluster
-    from harness.run import run_scenario
     zoo = scenario.zoo
-    tallies = (Tally(zoo.bug, "affected", zoo.affected, zoo.expect), Tally(zoo.bug, "fixed", zoo.fixed, zoo.expect))
-    lanes = scenario.client_lanes()
-    with KafkaCluster(scenario.cluster, run_id=f"zoo-{secrets.token_hex(3)}", client_lanes=lanes) as cluster:
-        for tally in tallies:
-            for i in range(repeat):
-                say(f"zoo {zoo.bug}: {tally.release} release {tally.version}, run {i + 1} of {repeat}")
-                cluster.reset_faults()
-                run = parse_scenario(unique_names(on_release(scenario, tally.version), secrets.token_hex(3)),
-                                     f"{scenario.name} on {tally.version}")  # names of its own: runs share the cluster
-                outcome = run_scenario(run, runs_root, cluster=cluster)
-                summary = None if outcome.failures else analyze(outcome.run_dir, **scenario.analysis.options())
-                tally.add(outcome.run_dir, summary, outcome.failures, outcome.drained)
-                found = {t: n for t, n in (summary or {}).get("anomaly_counts", {}).items() if n}
-                say(f"zoo {zoo.bug} {tally.version}: {'harness failed' if summary is None else found or 'no anomaly'}")
-    return tallies
+    result = BugResult(path.name, zoo, {})
+    for side, version in zoo.releases:
+        tally = result.tallies[side] = Tally(side, version)
+        release = parse_scenario(on_release(scenario, version), f"{path} on {version}")
+        try:
+            with KafkaCluster(release.cluster, run_id=f"zoo-{secrets.token_hex(3)}",
+                              client_lanes=release.client_lanes()) as cluster:
+                for i in range(repeat):
+                    say(f"zoo {zoo.bug}: {side} release {version}, run {i + 1} of {repeat}")
+                    tally.started += 1
+                    _one_run(scenario, release, version, cluster, runs_root, tally)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
+            reason = f"cluster: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            while tally.started < repeat:
+                tally.started += 1
+                tally.add(None, failure=reason)
+    return result
 
 
-def markdown(rows: list[tuple[Tally, Tally]], date: str) -> str:
-    lines = [f"Bug zoo, {date}: runs in which the expected anomaly appeared, per release.", "",
-             "| bug | expected | release | runs | expected anomaly in | other anomalies (runs) | never caught up | failed runs | verdict |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for affected, fixed in rows:
-        for t in (affected, fixed):
+def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_root: Path, tally: Tally) -> None:
+    """One run on the shared cluster, analysed and matched; any failure is recorded as a failed run."""
+    from analysis import analyze, signature
+    from harness.run import run_scenario
+    run_dir = None
+    try:
+        cluster.reset_faults()
+        run = parse_scenario(unique_names(on_release(scenario, version), secrets.token_hex(3)),
+                             f"{release.name} on {version}")  # names of its own: runs share the cluster
+        outcome = run_scenario(run, runs_root, cluster=cluster)
+        run_dir = outcome.run_dir
+        if outcome.failures:
+            tally.add(run_dir, failure=f"harness: {outcome.failures[0].splitlines()[0]}")
+            return
+        summary = analyze(run_dir, **scenario.analysis.options())
+        unverified = not_run(summary, scenario.zoo)
+        if unverified:
+            tally.add(run_dir, failure=f"could not verify: {unverified}")
+            return
+        match = signature.find(run_dir, scenario.zoo.resolved(run.settings()))
+        tally.add(run_dir, match, outcome.drained)
+        say(f"zoo {scenario.zoo.bug} {version}: signature {'shown' if match.shown else 'not shown'} "
+            f"(rows per predicate {match.hits}), other: {dict(match.other) or 'none'}")
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        text = str(exc).strip()
+        tally.add(run_dir, failure=f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}")
+        say(f"zoo {scenario.zoo.bug} {version}: run failed: {traceback.format_exc(limit=3)}")
+
+
+def merge(tables: list[dict]) -> list[BugResult]:
+    """Several zoo.json tables (parts measured on different days) as one: the runs of each bug and release added
+    up, judged against the newest table's zoo block of that bug."""
+    merged: dict[str, BugResult] = {}
+    for table in sorted(tables, key=lambda t: str(t.get("date"))):
+        for bug in table["bugs"]:
+            spec = ZooSpec(**bug["spec"])
+            result = merged.setdefault(spec.bug, BugResult(bug["file"], spec, {}))
+            result.spec = spec
+            result.dates = sorted({*result.dates, *(bug.get("dates") or [str(table.get("date"))])})
+            for side, version in spec.releases:
+                t = result.tallies.setdefault(side, Tally(side, version))
+                part = bug.get(side)
+                if not part or part.get("version") != version:
+                    continue
+                t.started += part["started"]
+                t.shown += part["shown"]
+                t.not_drained += part.get("not_drained", 0)
+                t.failures += part.get("failures", [])
+                t.other.update(part.get("other", {}))
+                t.runs += part.get("runs", [])
+    return list(merged.values())
+
+
+def not_run(summary: dict, zoo: ZooSpec) -> str | None:
+    """The first check the signature reads that did not run in this analysis (with why), or None: a signature
+    over a check that did not run is "could not verify", never "not shown"."""
+    for p in zoo.signature:
+        c = summary.get("checks", {}).get(p.anomaly) if p.anomaly else None
+        if c is not None and not c.get("ran", c.get("status") in ("ran", "unknown")):
+            return f"the {p.anomaly} check did not run ({c.get('reason') or c.get('error') or c.get('status')})"
+    return None
+
+
+def markdown(results: list[BugResult], date: str) -> str:
+    lines = [f"Bug zoo, {date}: runs that showed each bug's signature, per release (rate, 95 % Wilson interval).", "",
+             "| bug | measured on | release | with signature | other anomalies (runs) | never caught up | failed | status | expected | nightly |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        gate = "; ".join(r.gate()) or "green"
+        for t in r.tallies.values():
             other = ", ".join(f"{k} ({n})" for k, n in sorted(t.other.items())) or "none"
-            lines.append(f"| {t.bug} | {', '.join(t.expect)} | {t.version} ({t.release}) | {t.runs} | "
-                         f"{t.reproduced} of {t.runs} | {other} | {t.not_drained} | {t.failed} | "
-                         f"{verdict(affected, fixed) if t is affected else ''} |")
+            first = t.side == "affected"
+            lines.append(f"| {r.spec.bug if first else ''} | {', '.join(r.dates or [date]) if first else ''} | {t.version} ({t.side}) | {t.rate_text()} | {other} | "
+                         f"{t.not_drained} | {t.failed} | {STATUS_WORDS[r.status()] if first else ''} | "
+                         f"{(STATUS_WORDS[r.spec.status] + f', {r.spec.rate:.0%}') if first else ''} | "
+                         f"{gate if first else ''} |")
     return "\n".join(lines) + "\n"
 
 
-def write(out: Path, rows: list[tuple[Tally, Tally]], date: str) -> Path:
+def write(out: Path, results: list[BugResult], date: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "zoo.json").write_text(json.dumps({"date": date, "bugs": [
-        {"verdict": verdict(a, f), "affected": a.to_json(), "fixed": f.to_json()} for a, f in rows]}, indent=2) + "\n")
-    (out / "zoo.md").write_text(markdown(rows, date))
+    for r in results:
+        r.dates = r.dates or [date]
+    (out / "zoo.json").write_text(json.dumps({"date": date, "bugs": [r.to_json() for r in results]}, indent=2,
+                                             default=str) + "\n")
+    (out / "zoo.md").write_text(markdown(results, date))
     return out / "zoo.md"
+
+
+def listing(entries: list[tuple[Path, Scenario]]) -> str:
+    rows = []
+    for path, s in entries:
+        z = s.zoo
+        what = "client" if z.swap == "client" else "brokers"
+        rows.append(f"{z.bug:<18} {what:<7} {z.affected:>7} -> {z.fixed or 'no fix':<7} "
+                    f"expect {STATUS_WORDS[z.status]} ({z.rate:.0%})  {path.name}")
+    return "\n".join(rows)

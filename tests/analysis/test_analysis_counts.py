@@ -35,9 +35,14 @@ def test_only_produced_and_consumed(tmp_path, spark, fmt):
     s = analyze(rd, spark=spark)
     assert {k: s[k] for k in KEYS} == oracle(r)
     for name in ("skip", "backwards", "commit_regression", "duplicate_over_budget", "rebalances"):
-        assert s["checks"][name] == {"status": "skipped", "reason": "no events"}, name
+        assert s["checks"][name] == {"ran": False, "status": "not_run", "reason": "no events"}, name
     for name in ("unhealed_fault", "attribution"):
-        assert s["checks"][name] == {"status": "skipped", "reason": "no faults.jsonl"}, name
+        assert s["checks"][name] == {"ran": False, "status": "not_run", "reason": "no faults.jsonl"}, name
+    for name in ("skip", "backwards", "commit_regression", "duplicate_over_budget", "unhealed_fault"):
+        assert s["anomaly_counts"][name] is None, f"{name} did not run: its count is unknown, not 0"
+    assert s["anomaly_counts"]["lost"] == 3 and s["anomaly_counts"]["duplicate"] == 8
+    rows = [json.loads(line) for line in (rd / "report" / "anomalies.jsonl").read_text().splitlines()]
+    assert len(rows) == sum(n for n in s["anomaly_ranges"].values())
     assert s["rebalances"] is None and s["faults"] == []
     html = (rd / "report" / "index.html").read_text()
     assert "skipped: no events" in html

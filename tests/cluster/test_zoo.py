@@ -2,6 +2,7 @@
 releases; the races run under `kafka-chaos zoo --repeat N` in `make nightly`, whose table gives their rates."""
 import pytest
 
+from analysis import signature
 from harness.zoo import on_release, select
 
 pytestmark = pytest.mark.cluster
@@ -19,3 +20,6 @@ def test_kafka_14024_a_cooperative_join_stalls_the_group_on_3_2_0_and_not_on_3_2
     # the stall check reports a wait once it passes the file's stall_ms (15 s)
     assert any(set(a["members"]) & {"member-2", "member-3"} for a in waits), affected.summary["anomalies"]
     assert fixed.summary["anomaly_counts"]["stall"] == 0, fixed.summary["anomalies"]
+    # the file's own signature, over every anomaly row of each run: what `kafka-chaos zoo` counts
+    shows = lambda run: signature.find(run.run_dir, scenario.zoo.resolved(scenario.settings())).shown  # noqa: E731
+    assert shows(affected) and not shows(fixed)

@@ -1,0 +1,136 @@
+"""The `zoo:` block of a bug-zoo scenario (scenarios/zoo/): which bug, which two releases it swaps, what the
+bug's own signature is, and what the nightly expects of it (status and rate). Its thresholds are written as the
+scenario's own settings (``"0.8 * consumer_group.session_timeout_ms"``), never as numbers tuned to one run;
+:meth:`ZooSpec.resolved` turns them into numbers for analysis/signature.py."""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ZOO_BUG = r"^(KAFKA-\d+|librdkafka#\d+)$"
+VERSION = r"^\d+(\.\d+){1,3}$"
+STATUSES = ("reproduced", "intermittent", "not_reproduced", "open")
+EXPRESSION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*)\s*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class After(_Strict):
+    event: str = Field(description="an event kind the same member logged before the matched one")
+    where: dict[str, Any] = Field(default_factory=dict)
+    within_ms: int | str = Field(description="at most this long before it: a scenario setting, e.g. "
+                                             "'consumer_group.heartbeat_interval_ms'")
+
+
+class Predicate(_Strict):
+    """One row that must exist: an anomaly of a check (report/anomalies.jsonl) or a member's event (events/)."""
+    anomaly: str | None = Field(None, description="a check's name (its anomaly type)")
+    event: str | None = Field(None, description="an event kind")
+    where: dict[str, Any] = Field(default_factory=dict, description="field: value, or field: {in|gt|ge|lt|le|"
+                                                                     "contains|startswith|present: value}")
+    after: After | None = Field(None, description="(events) an earlier event of the same member")
+    never_after: list[str] = Field(default_factory=list, description="(events) kinds the member never logs after it")
+
+    @model_validator(mode="after")
+    def _one_source(self):
+        if (self.anomaly is None) == (self.event is None):
+            raise ValueError("give anomaly (a check's name) or event (an event kind), one of them")
+        if self.anomaly is not None and (self.after or self.never_after):
+            raise ValueError("after and never_after apply to event predicates only")
+        return self
+
+
+class ZooSpec(_Strict):
+    """A known consumer-group bug this scenario reproduces: `kafka-chaos zoo` runs it on the affected and on the
+    fixed release and counts the runs that show the bug's signature."""
+    bug: str = Field(pattern=ZOO_BUG, description="KAFKA-NNNN or librdkafka#NNNN")
+    upstream: str = Field(description="the issue's address")
+    fix: str | None = Field(None, description="the fix: its pull request or commit address (none while open)")
+    swap: Literal["client", "brokers"] = Field("client", description="what differs between the two runs: the "
+                                               "group's client release (consumer_group.version) or the brokers' "
+                                               "(cluster.kafka_version)")
+    affected: str = Field(pattern=VERSION, description="a release with the bug (the file pins it)")
+    fixed: str | None = Field(None, pattern=VERSION, description="the first release with the fix; none while open")
+    status: Literal[STATUSES] = Field(description="what the nightly expects: reproduced, intermittent, "
+                                                  "not_reproduced, or open (no fix upstream)")
+    rate: float = Field(ge=0, lt=1, description="the share of runs on the affected release expected to show the "
+                                                "signature (the nightly's binomial test); below 1, or a single "
+                                                "miss would turn the nightly red")
+    why: str = Field(min_length=40, description="two sentences: why the signature is the bug's mechanism")
+    signature: list[Predicate] = Field(min_length=1, description="every predicate must match a row of the run")
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.status == "open" and (self.fixed or self.fix):
+            raise ValueError("status: open means no fix upstream; remove fixed and fix")
+        if self.status != "open" and not (self.fixed and self.fix):
+            raise ValueError(f"fixed: status {self.status} needs the fixed release and the fix's address")
+        if (self.status == "not_reproduced") != (self.rate == 0):
+            raise ValueError(f"rate: {self.rate} does not fit status {self.status} (0 exactly when not_reproduced)")
+        return self
+
+    @property
+    def releases(self) -> tuple[tuple[str, str], ...]:
+        """(side, release) of each release the zoo runs: the affected one, and the fixed one unless open."""
+        return (("affected", self.affected),) + ((("fixed", self.fixed),) if self.fixed else ())
+
+    def resolved(self, settings: dict) -> list[dict]:
+        """The signature as plain dicts with every time threshold a number, from the scenario's settings (the
+        scenario as run, every default filled in)."""
+        return [_resolve_predicate(p.model_dump(exclude_none=True), settings, f"zoo.signature[{i}]")
+                for i, p in enumerate(self.signature)]
+
+
+def _resolve_predicate(pred: dict, settings: dict, where: str) -> dict:
+    pred["where"] = _resolve_where(pred.get("where") or {}, settings, f"{where}.where")
+    if "after" in pred:
+        after = pred["after"]
+        after["where"] = _resolve_where(after.get("where") or {}, settings, f"{where}.after.where")
+        after["within_ms"] = threshold(after["within_ms"], settings, f"{where}.after.within_ms")
+    return pred
+
+
+def _resolve_where(conditions: dict, settings: dict, where: str) -> dict:
+    out = {}
+    for name, cond in conditions.items():
+        if isinstance(cond, dict) and len(cond) == 1 and next(iter(cond)) in ("gt", "ge", "lt", "le"):
+            (op, value), = cond.items()
+            out[name] = {op: threshold(value, settings, f"{where}.{name}.{op}") if name.endswith("_ms")
+                         else _number(value, f"{where}.{name}.{op}")}
+        else:
+            out[name] = cond
+    return out
+
+
+def _number(value, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}: {value!r} is not a number")
+    return value
+
+
+def threshold(value, settings: dict, where: str) -> float:
+    """A time threshold: 0, or '[factor *] a.dotted.setting' of the scenario, resolved to milliseconds."""
+    if value == 0 and not isinstance(value, bool):
+        return 0
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: {value!r}: a time threshold must come from the scenario's own settings, e.g. "
+                         f"'0.8 * consumer_group.session_timeout_ms', never a number tuned to one run")
+    m = EXPRESSION.match(value)
+    if not m:
+        raise ValueError(f"{where}: {value!r} is not '[factor *] a.dotted.setting'")
+    factor, path = float(m.group(1) or 1), m.group(2)
+    node = settings
+    for part in path.split("."):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            raise ValueError(f"{where}: the scenario has no setting {path!r}")
+    if isinstance(node, bool) or not isinstance(node, (int, float)):
+        raise ValueError(f"{where}: {path} is {node!r}, not a number")
+    return factor * node

@@ -1,0 +1,70 @@
+"""The nightly job's verdict (harness/nightly.py, `kafka-chaos gate`): green when nothing changed, red when
+something did, and the summary says which."""
+import json
+
+from harness.cli import main
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="3">
+<testcase classname="tests.cluster.test_catalog_runs" name="test_member_join[range]"/>
+<testcase classname="tests.cluster.test_catalog_runs" name="test_leader_failover">{failure}</testcase>
+<testcase classname="tests.cluster.test_matrix" name="test_matrix[cell]">{error}</testcase>
+</testsuite></testsuites>"""
+
+
+def night(tmp_path, failure="", error="", zoo_gate=(), codes=("pytest 0", "zoo 0")):
+    d = tmp_path / "20261125-0217"
+    d.mkdir()
+    (d / "junit.xml").write_text(JUNIT.format(failure=failure, error=error))
+    (d / "zoo.json").write_text(json.dumps({"date": "2026-11-25", "bugs": [{"bug": "KAFKA-1", "gate": list(zoo_gate)}]}))
+    (d / "exit-codes").write_text("\n".join(codes) + "\n")
+    return d
+
+
+def test_green_when_nothing_changed(tmp_path, capsys):
+    d = night(tmp_path)
+    assert main(["gate", str(d)]) == 0
+    text = (d / "summary.md").read_text()
+    assert "GREEN" in text and "3 slow tests" in text and "1 zoo bugs" in text
+
+
+def test_a_failed_expectation_is_red_and_named(tmp_path):
+    d = night(tmp_path, failure='<failure message="AssertionError: 12 records lost">trace</failure>', codes=("pytest 1",))
+    assert main(["gate", str(d)]) == 1
+    text = (d / "summary.md").read_text()
+    assert "RED" in text and "test_leader_failover: AssertionError: 12 records lost" in text
+    assert "## Harness failures: 0" in text
+
+
+def test_a_harness_error_is_red_as_a_harness_failure(tmp_path):
+    d = night(tmp_path, error='<error message="failed on setup with RuntimeError: cluster did not start"/>')
+    assert main(["gate", str(d)]) == 1
+    assert "## Harness failures: 1" in (d / "summary.md").read_text()
+
+
+def test_a_zoo_bug_that_moved_is_red_with_its_reason(tmp_path):
+    reason = "KAFKA-1: the signature showed on the fixed release 3.2.1 in 1 of 3 runs"
+    d = night(tmp_path, zoo_gate=[reason], codes=("pytest 0", "zoo 1"))
+    assert main(["gate", str(d)]) == 1
+    text = (d / "summary.md").read_text()
+    assert "## Zoo bugs that moved: 1" in text and reason in text
+
+
+def test_a_step_that_crashed_without_its_file_is_a_harness_failure(tmp_path):
+    d = night(tmp_path)
+    (d / "zoo.json").unlink()
+    (d / "exit-codes").write_text("pytest 0\nzoo 2\n")
+    assert main(["gate", str(d)]) == 1
+    assert "zoo exited 2 without writing its results" in (d / "summary.md").read_text()
+
+
+def test_trend_outliers_are_listed_but_not_red_alone(tmp_path):
+    d = night(tmp_path)
+    trend = tmp_path / "trend.json"
+    trend.write_text(json.dumps({"outliers": [{"text": "default/librdkafka: 1,400 re-deliveries, last 10 nights 0-300"}]}))
+    assert main(["gate", str(d), "--trend", str(trend)]) == 0
+    assert "1,400 re-deliveries" in (d / "summary.md").read_text()
+
+
+def test_a_missing_night_is_bad_input(tmp_path, capsys):
+    assert main(["gate", str(tmp_path / "nope")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
