@@ -46,13 +46,15 @@ class _Run:
 
 def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | None = None,
             grace_ms: int = DEFAULT_GRACE_MS, protocol: str = "auto", max_examples: int = DEFAULT_MAX_EXAMPLES,
-            stall_ms: int | None = None, progress=None) -> dict:
+            stall_ms: int | None = None, expected_fatal=(), progress=None) -> dict:
     """Check one run directory (contract v1, DESIGN.md) and write ``report/summary.json`` and ``report/index.html``.
 
     Returns the summary dict. ``valid`` is True (no anomaly of a check that invalidates a run: see
     checks.REGISTRY), False, or "unknown" (a check crashed, or a duplicate's budget could not be decided).
     ``grace_ms``: an anomaly is attributed to a fault when it happens between injection and heal + grace.
     ``stall_ms``: the ``stall`` check's threshold; default :func:`default_stall_ms`.
+    ``expected_fatal``: members whose end on a fatal client error the scenario expects (``"any"``: every member);
+    ``member_fatal`` lists them in its info instead of reporting them.
     ``protocol``: "auto" (from each member's ``started`` event), "eager" or "cooperative": how ``assigned``
     events are read when rebuilding ownership. ``progress(phase, detail)`` is called per phase.
     Raises :class:`InputError` for bad input (message names the file and the column).
@@ -94,7 +96,8 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
             names.update(records.resolve_names(produced, consumed, missing["topic"], missing["member"]))
         records.name_rows(got, names)
         say("checks", "")
-        result = _checks(spark, run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms)
+        result = _checks(spark, run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms,
+                         expected_fatal=(expected_fatal,) if isinstance(expected_fatal, str) else tuple(expected_fatal or ()))
     except InputError:
         raise
     except Exception as exc:  # the scan itself failed: nothing is known
@@ -201,7 +204,7 @@ def scan_config(hist: history.History, own: history.Ownership, stall_ms: int) ->
     return cfg, names
 
 
-def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms) -> dict:
+def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms, expected_fatal=()) -> dict:
     out: dict = {"anomalies": [], "counts": {}}
     side = lambda k, i: (sides.get(k) or (0, None, None))[i]  # noqa: E731
     out["produced_ok"], out["produced_fail"] = side(records.PRODUCED, 0), side(records.FAILED, 0)
@@ -243,7 +246,8 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
                "acked_in_block": lambda arg: records.acked_in_block(produced, arg),
                "window_deliveries": lambda arg: records.window_deliveries(consumed, arg)}
     facts = C.Facts(hist, ctx, got, rows, need, records.steps_back(units, rows, own.period_of),
-                    lambda kind, arg: queries[kind](arg), stall_ms=stall_ms, observe_end=out["observe_end"])
+                    lambda kind, arg: queries[kind](arg), stall_ms=stall_ms, observe_end=out["observe_end"],
+                    expected_fatal=expected_fatal)
     for name, chk in C.REGISTRY.items():
         if name in run.checks:
             continue
@@ -301,7 +305,7 @@ def _nice_bin(ms: int) -> int:
 
 
 def _verdict(checks: dict, counts: dict) -> bool | str:
-    if any(counts.get(t, 0) > 0 for t in C.invalid_types()):
+    if any((counts.get(t) or 0) > 0 for t in C.invalid_types()):
         return False
     if any(c["status"] in ("crashed", "unknown") for c in checks.values()):
         return "unknown"

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from .checks import REGISTRY
+from .compare import check_ran
 from .errors import InputError
 from .spark import SparkUnavailable
 
@@ -51,6 +52,10 @@ def add_parser(subparsers) -> None:
                    help="a partition with records waiting and a live owner, outside any rebalance, that delivers "
                         "nothing for longer than MS stalls (default: five heartbeat intervals of the slowest member, "
                         "at least 5000; the scenario's analysis.stall_ms when the harness analyses its own run)")
+    p.add_argument("--expected-fatal", action="append", type=_member_names, default=None, metavar="MEMBER[,MEMBER]",
+                   help="members expected to end on a fatal client error (e.g. fenced on purpose), or `any`: listed in "
+                        "member_fatal's info, not reported (default: none; the scenario's analysis.expected_fatal when "
+                        "the harness analyses its own run; a fault that expects one says so in faults.jsonl)")
     p.add_argument("--protocol", choices=("auto", "eager", "cooperative"), default="auto",
                    help="how `assigned` events are read when rebuilding ownership (default: auto, from each "
                         "member's `started` event)")
@@ -69,13 +74,17 @@ def add_parser(subparsers) -> None:
     c.add_argument("--grace-ms", type=int, default=30_000, metavar="MS")
     c.set_defaults(handler=cmd_compare, func=cmd_compare)
 
-    t = subparsers.add_parser("trend", help="one HTML page of each scenario's figures across nightly runs",
+    t = subparsers.add_parser("trend", help="one HTML page of each series' figures across nightly runs",
                               description="Read every report/summary.json under the given run directories or "
-                                          "folders of runs (e.g. one per night) and write one page: per scenario, "
-                                          "the verdict of each run and lines of re-deliveries, lost records and "
-                                          "time to stable, oldest run first, so a regression shows as a break.")
+                                          "folders of runs (e.g. one per night) and write one page: per series (what "
+                                          "was run: run.json's source, client, version, protocol, assignor, "
+                                          "membership, a hash of the other settings), the verdict of each run and "
+                                          "lines of re-deliveries, lost records and time to stable, oldest run first, "
+                                          "so a regression shows as a break. A point outside the min-max of its "
+                                          "series' last 10 nights is marked, and listed in trend.json beside the page.",
+                              epilog="exit codes: 0 written, 2 bad input (the message names the file and field)")
     t.add_argument("runs", type=Path, nargs="+", metavar="RUNS", help="run directories, or folders holding them")
-    t.add_argument("--out", type=Path, default=Path("trend.html"), help="the page to write (default: ./trend.html)")
+    t.add_argument("--out", type=Path, default=Path("trend.html"), help="the page to write, trend.json beside it (default: ./trend.html)")
     t.set_defaults(handler=cmd_trend, func=cmd_trend)
 
     k = subparsers.add_parser("compact", help="rewrite a run's produced/ and consumed/ JSONL logs as Parquet",
@@ -87,6 +96,13 @@ def add_parser(subparsers) -> None:
                               epilog="exit codes: 0 done (files left as JSONL are listed), 2 no such run directory")
     k.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     k.set_defaults(handler=cmd_compact, func=cmd_compact)
+
+
+def _member_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected member names separated by commas, or `any`")
+    return names
 
 
 def _spark_args(p) -> None:
@@ -119,7 +135,7 @@ def text_summary(s: dict) -> str:
     lines.append(f"produced {f(s['produced_records'])} acked · consumed {f(s['consumed_rows'])} rows · "
                  f"{f(s['duplicated_offsets'])} duplicated offsets ({f(s['duplicate_extra_deliveries'])} extra deliveries) · "
                  f"{f(s['lost_records'])} lost · {f(s['rebalances'])} rebalances · {len(s['faults'])} faults")
-    skipped = [f"{k} ({v.get('reason')})" for k, v in s["checks"].items() if v["status"] in ("not_run", "skipped")]
+    skipped = [f"{k} ({v.get('reason')})" for k, v in s["checks"].items() if not check_ran(s, k) and v["status"] != "crashed"]
     broken = [f"{k} ({v.get('error') or v.get('reason')})" for k, v in s["checks"].items() if v["status"] in ("crashed", "unknown")]
     if skipped:
         lines.append("not run (could not verify): " + ", ".join(skipped))
@@ -159,6 +175,7 @@ def cmd_analyze(args) -> int:
     progress = Progress()
     summary, failed = _guarded("analyze", lambda: analyze_run(
         args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms, stall_ms=args.stall_ms,
+        expected_fatal=[n for names in args.expected_fatal or [] for n in names],
         protocol=args.protocol, max_examples=args.max_examples, progress=progress))
     if failed is not None:
         return failed
@@ -174,14 +191,10 @@ def cmd_compare(args) -> int:
     from .compare import compare, render_markdown
     table, failed = _guarded("compare", lambda: compare(
         args.runs, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
-        reanalyze=args.reanalyze, progress=Progress()))
+        reanalyze=args.reanalyze, progress=Progress(), out=args.out))
     if failed is not None:
         return failed
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "compare.json").write_text(json.dumps(table, indent=2, default=str) + "\n")
-    md = render_markdown(table)
-    (args.out / "compare.md").write_text(md)
-    print(md, end="")
+    print(render_markdown(table), end="")
     print(f"written: {args.out / 'compare.md'}, {args.out / 'compare.json'}")
     verdicts = [r["valid"] for r in table["runs"]]
     if any(v is False for v in verdicts):

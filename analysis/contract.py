@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .errors import InputError
 
-STRING, INT32, INT64, LIST, OBJECT = "string", "int32", "int64", "list", "object"
+STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info")
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "committed", "commit_failed", "fenced", "stopped",
                "crashed", "error")
@@ -47,11 +47,14 @@ EVENTS = (
     Column("client", STRING), Column("protocol", STRING), Column("assignor", STRING), Column("instance_id", STRING),
     Column("commit", STRING), Column("heartbeat_interval_ms", INT64), Column("client_version", STRING),
     Column("librdkafka_version", STRING),
+    # the error a member ended on (`fenced`, `error`; issue 22)
+    Column("error", STRING), Column("fatal", BOOL), Column("request", STRING),
 )
 FAULTS = (
     Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),
     Column("injected_at_ms", INT64, True), Column("healed_at_ms", INT64), Column("params", OBJECT),
     Column("hits", LIST),  # an rpc fault's requests acted on (faults/rpc.py): at_ms, member, api, ...
+    Column("expected_fatal", LIST),  # the members the fault means to end on a fatal client error (issue 22)
 )
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
@@ -61,7 +64,7 @@ READ = {
     "consumed": ("topic", "partition", "offset", "member", "consumed_at_ms", "generation", "producer_id", "seq"),
 }
 TIME_COLUMN = {"produced": "acked_at_ms", "consumed": "consumed_at_ms"}
-TYPE_WORDS = {STRING: "string", INT32: "int32", INT64: "int64", LIST: "a list", OBJECT: "an object"}
+TYPE_WORDS = {STRING: "string", INT32: "int32", INT64: "int64", LIST: "a list", OBJECT: "an object", BOOL: "true or false"}
 
 
 def spec(table: str, name: str) -> Column:
@@ -84,6 +87,8 @@ def _type_ok(value, typ: str) -> bool:
         return isinstance(value, list)
     if typ == OBJECT:
         return isinstance(value, dict)
+    if typ == BOOL:
+        return isinstance(value, bool)
     if isinstance(value, bool) or not isinstance(value, int):
         return False
     return -2**31 <= value < 2**31 if typ == INT32 else -2**63 <= value < 2**63

@@ -21,6 +21,7 @@ from .inputs import jsonl_objects, rel
 OPEN = 2**62  # "still owned at the end of the history"
 STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
                  "librdkafka_version")
+END_FACTS = ("error", "fatal", "request")  # of a `fenced` or `error` event: the error, as the member logged it
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Fault:
     healed_at_ms: int | None
     params: dict = field(default_factory=dict)
     hits: list[dict] = field(default_factory=list)  # an rpc fault's: the requests its rule acted on
+    expected_fatal: list[str] = field(default_factory=list)  # members the fault means to end on a fatal error
 
     def cause_window(self, open_end: int) -> tuple[int, int] | None:
         """From when to when this fault can have caused what follows (before any grace): inject to heal; for an
@@ -89,7 +91,7 @@ class Event:
     offsets: dict[tuple[str, int], int] | None
     detail: str | None
     order: int
-    facts: dict = field(default_factory=dict)  # started: client, protocol, assignor, instance_id, commit
+    facts: dict = field(default_factory=dict)  # started: STARTED_FACTS (as text); fenced, error: END_FACTS
 
 
 def group_protocol(e: Event) -> str | None:
@@ -177,7 +179,8 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
             if kind not in contract.EVENT_KINDS:
                 unknown[kind] = unknown.get(kind, 0) + 1
                 continue
-            facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else {}
+            facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else \
+                {k: obj[k] for k in END_FACTS if obj.get(k) is not None}
             events.append(Event(ts, member, kind, generation, parts, offsets,
                                 None if detail is None else str(detail), order, facts))
             order += 1
@@ -207,8 +210,10 @@ def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
                 f.healed_at_ms = healed if f.healed_at_ms is None else max(f.healed_at_ms, healed)
             f.params.update(params)
             f.hits = obj.get("hits") or f.hits
+            f.expected_fatal = [str(m) for m in obj.get("expected_fatal") or []] or f.expected_fatal
         else:
-            merged[fid] = Fault(fid, kind, target, injected, healed, dict(params), list(obj.get("hits") or []))
+            merged[fid] = Fault(fid, kind, target, injected, healed, dict(params), list(obj.get("hits") or []),
+                                [str(m) for m in obj.get("expected_fatal") or []])
     return sorted(merged.values(), key=lambda f: (f.injected_at_ms, f.id))
 
 

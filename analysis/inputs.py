@@ -49,9 +49,11 @@ class Records:
     def has(self, column: str) -> bool:
         return column in self.columns
 
-    def rows(self, condition: str | None = None):
+    def rows(self, condition: str | dict | None = None):
         """The rows matching the SQL ``condition`` (pushed down to the reader: Parquet row groups skipped on
-        their statistics, JSON rows dropped once parsed), with their place in the log (_fh, _blk, _pos)."""
+        their statistics, JSON rows dropped once parsed), with their place in the log (_fh, _blk, _pos).
+        ``condition`` may be one per format ({"parquet": ..., "jsonl": ...}; None: no row of that format), for
+        conditions only one reader can evaluate (Parquet's ``_metadata.row_index``)."""
         df = None
         for source in self.sources:
             part = _canonical(source, self.table, self.file_id, condition)
@@ -237,6 +239,8 @@ def _canonical(source: Source, table: str, file_id: str, condition: str | None =
     """Contract columns with their contract types, ``_bad`` (see bad_sql), ``ts``; for consumed rows also their
     place in the member's log: ``_fh`` (the file, see Records.file_id), ``_blk`` (JSONL: the split's first byte;
     Parquet: -1) and ``_pos`` (Parquet: the row's index in the file; JSONL: increasing inside a split)."""
+    if isinstance(condition, dict):
+        condition = condition.get(source.fmt) or "false"
     df = source.raw if condition is None else source.raw.where(condition)
     cols = []
     if table == "consumed":

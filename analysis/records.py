@@ -179,22 +179,24 @@ def read_rows(spark, consumed, units: list[dict], blocks: list[tuple], chunks: l
     64-offset ``blocks`` (duplicates, stalls), each looked for only in the log units that hold its records
     (``chunks``): Parquet row groups are skipped on their row indexes. One job; Arrow."""
     def in_unit(fh, blk, c):
-        if blk < 0:
+        if blk < 0:  # a Parquet file: only its reader has row indexes
             lo = c << CHUNK_BITS
             return f"{consumed.file_id} = {fh} AND _metadata.row_index BETWEEN {lo} AND {lo + (1 << CHUNK_BITS) - 1}"
         return f"{consumed.file_id} = {fh} AND _metadata.file_block_start = {blk}"
 
-    conds = [f"({in_unit(u['fh'], u['blk'], u['c'])} AND topic = {lit(u['topic'])} AND `partition` = {u['partition']} "
-             f"AND member = {lit(u['member'])})" for u in units]
+    conds = [(u["blk"], f"({in_unit(u['fh'], u['blk'], u['c'])} AND topic = {lit(u['topic'])} "
+                        f"AND `partition` = {u['partition']} AND member = {lit(u['member'])})") for u in units]
     wanted = set(blocks)
     unplaced = wanted - {(k["topic"], k["partition"], k["b"]) for k in chunks}
     assert not unplaced, f"no log unit holds the records of blocks {sorted(unplaced)[:3]}"
-    conds += [f"({in_unit(k['fh'], k['blk'], k['c'])} AND topic = {lit(k['topic'])} AND `partition` = {k['partition']} "
-              f"AND `offset` BETWEEN {k['b'] * 64} AND {k['b'] * 64 + 63})"
+    conds += [(k["blk"], f"({in_unit(k['fh'], k['blk'], k['c'])} AND topic = {lit(k['topic'])} "
+                         f"AND `partition` = {k['partition']} AND `offset` BETWEEN {k['b'] * 64} AND {k['b'] * 64 + 63})")
               for k in chunks if (k["topic"], k["partition"], k["b"]) in wanted]
     if not conds:
         return []
-    df = consumed.rows(" OR ".join(conds)).where("_bad IS NULL")
+    by_format = {"parquet": " OR ".join(c for blk, c in conds if blk < 0) or None,  # each unit in its own format
+                 "jsonl": " OR ".join(c for blk, c in conds if blk >= 0) or None}
+    df = consumed.rows(by_format).where("_bad IS NULL")
     return df.selectExpr("topic", "`partition`", "`offset`", "member", "ts", "generation", "_fh AS fh", "_blk AS blk",
                          "_pos AS pos", f"{epoch_expr(bounds)} AS epoch").toArrow().to_pylist()
 

@@ -9,7 +9,15 @@ hand-over that restarts below the last commit (duplicates over the budget), a co
 unhealed fault. The ground truth is computed from the generated arrays with numpy, independently of the
 analysis.
 
+The same run can be written in other layouts (the answer must not change, issue 23): ``--order interleaved``
+(rows of different partitions interleaved at random, each partition's rows in consumption order: several threads
+of one application writing to one log), ``--order shuffled`` (every row of a file at a random place: a log with
+no order at all; ``backwards`` then counts the steps back of that log), ``--files N`` (every member's rows merged
+in consumption time, as logs merged from many hosts, and cut into N files of consecutive rows; 0, the default:
+one file a member) and ``--format mixed`` (the files alternately Parquet and JSONL).
+
     python -m benchmarks.synth OUT_DIR --records 10000000 --format parquet
+    python -m benchmarks.synth OUT_DIR --records 1000000 --order shuffled --files 2 --partitions 64
 """
 from __future__ import annotations
 
@@ -23,6 +31,8 @@ import numpy as np
 
 T0 = 1_700_000_000_000
 TOPIC = "chaos"
+ORDERS = ("consumption", "interleaved", "shuffled")
+STALL_MS = 4_000                    # a planted stall: a partition's owner delivers nothing for this long
 
 
 @dataclass
@@ -35,8 +45,12 @@ class Plan:
     commit_every: int = 500
     stw_ms: int = 800               # stop-the-world time of a rebalance
     seed: int = 7
-    fmt: str = "parquet"            # parquet | jsonl
+    fmt: str = "parquet"            # parquet | jsonl | mixed (files alternately Parquet and JSONL)
     plant: bool = True
+    stall: bool = False             # plant a stall too (needs generations longer than 3 * STALL_MS)
+    order: str = "consumption"      # consumption | interleaved | shuffled: the order of rows inside a file
+    files: int = 0                  # consumed files: 0 = one a member, N = all members' rows cut into N files
+    row_group_rows: int = 256 * 1024
 
 
 @dataclass
@@ -51,6 +65,7 @@ class Truth:
     duplicate_over_budget: int = 0
     commit_regression: int = 0
     unhealed_fault: int = 0
+    stall: int = 0                  # planted stalls of STALL_MS (found by any stall_ms below it)
     rebalances: int = 0
     planted: list = field(default_factory=list)
 
@@ -68,9 +83,11 @@ def generate(out: Path, plan: Plan) -> Truth:
     truth = Truth(produced_records=n_per * P, rebalances=G)
     # planted anomalies: (kind, generation, partition)
     plants = {}
-    if plan.plant and G >= 4:
+    if plan.plant and G >= 4 and n_per >= 50 * G:  # fewer records a partition leave no room to plant them
         plants = {("lost_handover", 1, 0): 7, ("skip", 2, 1): 5, ("backwards", 2, 2): 40,
                   ("below_commit", 3, 3 % P): 25, ("commit_regression", 3, 4 % P): 1}
+        if plan.stall and duration // G > 3 * STALL_MS:
+            plants[("stall", 1, 5 % P)] = STALL_MS
     cons = {m: [] for m in members}                   # member -> list of (partition, offsets, times, generation)
     events = {m: [] for m in members}
     owner_prev_commit = np.zeros(P, dtype=np.int64)    # committed offset (next to consume) per partition
@@ -118,6 +135,11 @@ def generate(out: Path, plan: Plan) -> Truth:
                 lag = 20
                 t = np.maximum(acked[np.clip(offs, 0, n_per - 1)] + lag, start_t + np.arange(len(offs)) // 10)
                 t = np.maximum.accumulate(t)
+                if ("stall", g, p) in plants:  # the owner stops for a while in mid-generation, then catches up
+                    mid = len(offs) // 3
+                    t[mid:] = np.maximum(t[mid:], t[mid] + plants[("stall", g, p)] + np.arange(len(offs) - mid) // 10)
+                    t = np.maximum.accumulate(t)
+                    truth.planted.append({"kind": "stall", "partition": p, "after_offset": int(offs[mid - 1])})
                 cons[m].append((p, offs, t, gen))
                 last[p] = max(int(last[p]), int(offs.max()))
                 # commits every commit_every records: value = next offset to consume
@@ -153,8 +175,9 @@ def generate(out: Path, plan: Plan) -> Truth:
         faults.append({"id": "f-unhealed", "kind": "proxy_down", "target": "kafka-1", "injected_at_ms": bounds[-1] - 2000,
                        "healed_at_ms": None, "params": {}})
 
-    _write(out, plan, rng, n_per, acked, cons, events, faults)
+    logs = _write(out, plan, rng, n_per, acked, cons, events, faults)
     _truth(truth, plan, n_per, cons, plants, faults)
+    truth.backwards = steps_back(logs)
     (out / "truth.json").write_text(json.dumps(truth.__dict__, indent=2) + "\n")
     return truth
 
@@ -168,13 +191,13 @@ def _truth(truth: Truth, plan: Plan, n_per: int, cons, plants, faults) -> None:
     produced = np.concatenate([p * (1 << 40) + np.arange(n_per, dtype=np.int64) for p in range(plan.partitions)])
     truth.lost_records = int(len(produced) - np.isin(produced, uniq, assume_unique=True).sum())
     truth.skip = sum(v for (k, g, p), v in plants.items() if k == "skip")
-    truth.backwards = sum(1 for (k, g, p) in plants if k == "backwards")
+    truth.stall = sum(1 for (k, g, p) in plants if k == "stall")
     truth.duplicate_over_budget = (sum(v for (k, g, p), v in plants.items() if k in ("backwards", "below_commit")))
     truth.commit_regression = sum(1 for (k, g, p) in plants if k == "commit_regression")
     truth.unhealed_fault = sum(1 for f in faults if f["healed_at_ms"] is None)
 
 
-def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> None:
+def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> list[tuple[str, dict]]:
     import pyarrow as pa
     out.mkdir(parents=True, exist_ok=True)
     for sub in ("produced", "consumed", "events"):
@@ -198,26 +221,23 @@ def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> No
         "seq": pa.array(np.concatenate([seq[order], np.arange(n_bad) + 10**9])),
         "status": pa.array(["ok"] * len(order) + ["info", "fail"] * (n_bad // 2)),
     })
-    _table_out(produced, out / "produced" / f"producer-0.{plan.fmt}", plan.fmt)
-    for m, parts in cons.items():
-        if parts:
-            p = np.concatenate([np.full(len(o), pp, np.int32) for pp, o, t, g in parts])
-            o = np.concatenate([o for pp, o, t, g in parts])
-            t = np.concatenate([t for pp, o, t, g in parts])
-            g = np.concatenate([np.full(len(o), gg, np.int32) for pp, o, t, gg in parts])
-        else:
-            p, o, t, g = (np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32))
-        order = np.argsort(t, kind="stable")            # the member's log is in consumption order
-        p, o, t, g = p[order], o[order], t[order], g[order]
+    if plan.order != "consumption":  # the order of produced rows means nothing to the analysis: any will do
+        produced = produced.take(rng.permutation(produced.num_rows))
+    _table_out(produced, out / "produced" / f"producer-0.{'parquet' if plan.fmt == 'mixed' else plan.fmt}",
+               "parquet" if plan.fmt == "mixed" else plan.fmt, plan.row_group_rows)
+    logs = _logs(plan, rng, cons)
+    for i, (name, log) in enumerate(logs):
+        o, p = log["offset"], log["partition"]
         s = o * P + p
         table = pa.table({
             "topic": pa.array(np.full(len(o), TOPIC)), "partition": pa.array(p), "offset": pa.array(o),
-            "member": pa.array(np.full(len(o), m)), "consumed_at_ms": pa.array(t),
+            "member": pa.array(log["member"]), "consumed_at_ms": pa.array(log["t"]),
             "key": pa.array(np.char.add("k", s.astype(str))), "producer_id": pa.array(np.full(len(o), "producer-0")),
-            "seq": pa.array(s), "instance_id": pa.nulls(len(o), pa.string()), "generation": pa.array(g),
+            "seq": pa.array(s), "instance_id": pa.nulls(len(o), pa.string()), "generation": pa.array(log["generation"]),
             "client": pa.array(np.full(len(o), "librdkafka")),
         })
-        _table_out(table, out / "consumed" / f"{m}.{plan.fmt}", plan.fmt)
+        fmt = plan.fmt if plan.fmt != "mixed" else ("parquet", "jsonl")[i % 2]
+        _table_out(table, out / "consumed" / f"{name}.{fmt}", fmt, plan.row_group_rows)
     for m, evs in events.items():
         evs.sort(key=lambda e: e["ts_ms"])
         with open(out / "events" / f"{m}.jsonl", "w") as fh:
@@ -226,12 +246,77 @@ def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> No
         fh.writelines(json.dumps(f) + "\n" for f in faults)
     (out / "scenario.yaml").write_text(f"# synthetic run (benchmarks/synth.py)\nseed: {plan.seed}\nrecords: {plan.records}\n"
                                       f"partitions: {plan.partitions}\nmembers: {plan.members}\nassignor: range\nprotocol: classic\n")
+    return logs
 
 
-def _table_out(table, path: Path, fmt: str) -> None:
+def _logs(plan: Plan, rng, cons) -> list[tuple[str, dict]]:
+    """The consumed files (name, columns), in the order of the layout: one a member (``files`` 0) or every
+    member's rows merged by consumption time and cut into ``files`` pieces; rows inside a file in ``order``."""
+    members = sorted(cons)
+    cols = {"member": [], "partition": [], "offset": [], "t": [], "generation": []}
+    for m in members:
+        for p, o, t, g in cons[m]:
+            for k, v in (("member", np.full(len(o), m)), ("partition", np.full(len(o), p, np.int32)), ("offset", o),
+                         ("t", t), ("generation", np.full(len(o), g, np.int32))):
+                cols[k].append(v)
+    log = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
+    log["member"] = log["member"].astype(str)
+    mcode = np.searchsorted(members, log["member"])
+    by_time = np.lexsort((mcode, log["t"])) if plan.files else np.lexsort((log["t"], mcode))  # stable: log order kept
+    log = {k: v[by_time] for k, v in log.items()}
+    mcode = mcode[by_time]
+    if plan.files:
+        cuts = np.linspace(0, len(mcode), plan.files + 1).astype(np.int64)
+        pieces = [(f"log-{i:05d}", slice(a, z)) for i, (a, z) in enumerate(zip(cuts[:-1], cuts[1:]))]
+    else:
+        starts = np.searchsorted(mcode, np.arange(len(members) + 1))
+        pieces = [(m, slice(starts[i], starts[i + 1])) for i, m in enumerate(members) if starts[i] < starts[i + 1]]
+    out = []
+    for name, at in pieces:
+        piece = {k: v[at] for k, v in log.items()}
+        order = _row_order(plan.order, rng, np.searchsorted(members, piece["member"]) * plan.partitions + piece["partition"])
+        out.append((name, {k: v[order] for k, v in piece.items()}))
+    return out
+
+
+def _row_order(order: str, rng, stream: np.ndarray) -> np.ndarray:
+    """Where each row of a file goes. ``interleaved``: the streams (a member's partition: one consuming thread)
+    interleaved at random, each stream's rows kept in their order; ``shuffled``: anywhere."""
+    n = len(stream)
+    if order == "consumption":
+        return np.arange(n)
+    if order == "shuffled":
+        return rng.permutation(n)
+    r = rng.random(n)
+    key = np.empty(n)
+    key[np.argsort(stream, kind="stable")] = r[np.lexsort((r, stream))]  # each stream takes its sorted draws in turn
+    return np.argsort(key, kind="stable")
+
+
+def steps_back(logs: list[tuple[str, dict]]) -> int:
+    """The ``backwards`` truth of the written logs: inside each member's log (its files in the order of their
+    first record of the partition, rows in file order), the times one partition's next record in one generation
+    is not above the previous one. Counted here by one plain sort, independently of the analysis."""
+    if not logs:
+        return 0
+    cat = lambda k: np.concatenate([log[k] for _, log in logs])  # noqa: E731
+    member, p, g, o, t = cat("member"), cat("partition").astype(np.int64), cat("generation"), cat("offset"), cat("t")
+    f = np.concatenate([np.full(len(log["offset"]), i) for i, (_, log) in enumerate(logs)])
+    row = np.concatenate([np.arange(len(log["offset"])) for _, log in logs])
+    m = np.unique(member, return_inverse=True)[1].ravel()
+    file_of_stream = np.unique(np.stack([m, p, f]), axis=1, return_inverse=True)[1].ravel()
+    first = np.full(file_of_stream.max() + 1, np.iinfo(np.int64).max)
+    np.minimum.at(first, file_of_stream, t)
+    order = np.lexsort((row, f, first[file_of_stream], g, p, m))
+    m, p, g, o = m[order], p[order], g[order], o[order]
+    same = (m[1:] == m[:-1]) & (p[1:] == p[:-1]) & (g[1:] == g[:-1])
+    return int((same & (o[1:] <= o[:-1])).sum())
+
+
+def _table_out(table, path: Path, fmt: str, row_group_rows: int = 256 * 1024) -> None:
     if fmt == "parquet":
         import pyarrow.parquet as pq
-        pq.write_table(table, path, row_group_size=256 * 1024)
+        pq.write_table(table, path, row_group_size=row_group_rows)
         return
     if table.num_rows > 200_000:
         import duckdb
@@ -251,13 +336,21 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", type=Path)
     ap.add_argument("--records", type=int, default=100_000)
-    ap.add_argument("--format", choices=("parquet", "jsonl"), default="parquet")
+    ap.add_argument("--format", choices=("parquet", "jsonl", "mixed"), default="parquet")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--partitions", type=int, default=12)
+    ap.add_argument("--members", type=int, default=3)
+    ap.add_argument("--generations", type=int, default=8, help="rebalances (stop-the-world), each a generation")
+    ap.add_argument("--stall", action="store_true", help=f"plant a stall of {STALL_MS} ms too")
+    ap.add_argument("--order", choices=ORDERS, default="consumption", help="the order of rows inside a consumed file")
+    ap.add_argument("--files", type=int, default=0, help="consumed files: 0 = one a member; N = every member's rows "
+                    "merged by consumption time and cut into N files")
     ap.add_argument("--clean", action="store_true", help="no planted anomalies (duplicates inside the budget only)")
     a = ap.parse_args(argv)
     t = time.monotonic()
-    truth = generate(a.out, Plan(records=a.records, fmt=a.format, seed=a.seed, partitions=a.partitions, plant=not a.clean))
+    truth = generate(a.out, Plan(records=a.records, fmt=a.format, seed=a.seed, partitions=a.partitions, members=a.members,
+                                 generations=a.generations, plant=not a.clean, stall=a.stall, order=a.order,
+                                 files=a.files))
     print(json.dumps({k: v for k, v in truth.__dict__.items() if k != "planted"}))
     print(f"written {a.out} in {time.monotonic() - t:.1f}s")
     return 0

@@ -10,6 +10,11 @@ from __future__ import annotations
 import random
 
 RANDOM_TARGETS = {"random": "brokers", "random-member": "members"}
+MAX_FAULTS = 10_000
+
+
+class ScheduleTooLong(ValueError):
+    """More than MAX_FAULTS faults before until_s: a schedule nobody meant (or one that would never end)."""
 
 
 def random_schedule(menu: list[dict], *, seed: int, start_s: float, until_s: float,
@@ -20,6 +25,9 @@ def random_schedule(menu: list[dict], *, seed: int, start_s: float, until_s: flo
     pools = {"brokers": sorted(brokers), "members": sorted(members)}
     schedule, t = [], start_s
     while t < until_s:
+        if len(schedule) == MAX_FAULTS:
+            raise ScheduleTooLong(f"more than {MAX_FAULTS} faults would start before {until_s:g} s "
+                                  f"(the {MAX_FAULTS}th at {t:g} s)")
         entry = dict(rng.choice(menu))
         if entry.get("target") in RANDOM_TARGETS:
             entry["target"] = rng.choice(pools[RANDOM_TARGETS[entry["target"]]])

@@ -195,8 +195,10 @@ class TopicCreate(Trigger):
 
 class DuplicateInstance(Trigger):
     """A second process starts with member M's group.instance.id (on M's lane): one of the two is
-    fenced (FENCED_INSTANCE_ID; the KIP-848 protocol fences the new one) and exits as Kafka intends.
-    The duplicate is stopped at the heal if it is still running."""
+    fenced and exits as Kafka intends: the classic protocol fences the old one (FENCED_INSTANCE_ID, KIP-345),
+    KIP-848 refuses the new one while the id is held (UNRELEASED_INSTANCE_ID). The row in faults.jsonl names
+    that member (`expected_fatal`), so the analysis does not report its end. The duplicate is stopped at the
+    heal if it is still running."""
     kind = "duplicate_instance"
 
     class Params(FaultParams):
@@ -207,7 +209,8 @@ class DuplicateInstance(Trigger):
     def _inject(self) -> None:
         original = resolve_member(self.ctx.members, self.target, self.ctx.rng)
         name = f"{original.name}-dup"
-        self.note(member=original.name, duplicate=name)
+        fenced = original.name if original.config.protocol == "classic" else name
+        self.note(member=original.name, duplicate=name, expected_fatal=[fenced])
         self.duplicate = self.ctx.pool.start(name, lane=original.name, instance=int(original.name.rsplit("-", 1)[1]))
 
     def _heal(self) -> None:

@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     zoo.add_argument("--merge", type=Path, nargs="+", metavar="ZOO_JSON", help="run nothing: merge zoo.json tables "
                      "measured in parts (different bugs or days) into one table with their dates, written to --out "
                      "(default: printed only)")
+    zoo.add_argument("--rejudge", action="store_true", help="with --merge: judge the recorded runs again by the "
+                     "signatures of the zoo files in --dir now (after a signature changed; no run is made again, "
+                     "every run directory must still exist)")
     zoo.add_argument("--dir", type=Path, default=CATALOG / "zoo", help="the zoo folder (default: the project's scenarios/zoo/)")
     zoo.set_defaults(handler=cmd_zoo)
 
@@ -125,8 +128,12 @@ def cmd_validate(args) -> int:
 
 
 def cmd_scenarios(args) -> int:
-    from harness.scenario import catalog
+    from harness.scenario import ScenarioError, catalog
+    if not args.dir.is_dir():
+        raise ScenarioError(f"--dir: {args.dir} is not a folder")
     entries = catalog(args.dir)
+    if not entries:
+        raise ScenarioError(f"--dir: {args.dir} has no scenario file (*.yaml)")
     width = max((len(path.name) for path, _ in entries), default=0)
     for path, scenario in entries:
         print(f"{path.name:<{width}}  {scenario.description or '(no description)'}")
@@ -146,6 +153,8 @@ def cmd_zoo(args) -> int:
     if args.list:
         print(zoo.listing(chosen))
         return EXIT_OK
+    _check_folder(args.runs_dir, "--runs-dir")
+    _check_folder(args.out, "--out")
     for path, s in chosen:  # every release's scenario is valid before anything starts
         for _, version in s.zoo.releases:
             parse_scenario(zoo.on_release(s, version), f"{path} on {version}")
@@ -166,6 +175,7 @@ def _zoo_merge(args) -> int:
 
     from harness import zoo
     from harness.scenario import ScenarioError
+    _check_folder(args.out, "--out")
     tables = []
     for path in args.merge:
         try:
@@ -173,6 +183,15 @@ def _zoo_merge(args) -> int:
             results = zoo.merge(tables)
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
             raise ScenarioError(f"{path}: not a zoo.json table ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+    if args.rejudge:
+        specs = {s.zoo.bug: s.zoo for _, s in zoo.select([], args.dir)}
+        missing = [r.spec.bug for r in results if r.spec.bug not in specs]
+        if missing:
+            raise ScenarioError(f"--rejudge: {missing[0]} has no file in {args.dir}")
+        try:
+            results = [zoo.rejudge(r, specs[r.spec.bug]) for r in results]
+        except (OSError, ValueError) as exc:
+            raise ScenarioError(f"--rejudge: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     date = time.strftime("%Y-%m-%d")
     if args.out:
         print(f"table: {zoo.write(args.out, results, date)}")
@@ -193,19 +212,35 @@ def cmd_gate(args) -> int:
 
 
 def cmd_clean(args) -> int:
-    from harness.cluster import sweep_stale_containers
+    from harness.cluster import NoDockerEngine, sweep_stale_containers
     from workloads.services import sweep_stale_workloads
     from analysis import service
-    print(f"removed {sweep_stale_containers(include_live=args.all)} container(s), "
-          f"thawed {sweep_stale_workloads()} frozen workload process(es) of dead runs"
+    try:
+        containers = f"removed {sweep_stale_containers(include_live=args.all)} container(s)"
+    except NoDockerEngine as exc:  # nothing of ours can be running (as `make clean` says)
+        containers = f"{exc}: no container to remove"
+    print(f"{containers}, thawed {sweep_stale_workloads()} frozen workload process(es) of dead runs"
           f"{', stopped the analysis service' if service.stop() else ''}")
     return EXIT_OK
 
 
+def _check_folder(path: Path | None, flag: str) -> None:
+    """A folder the command writes into is one, or can be made: no part of its path is a file."""
+    from harness.scenario import ScenarioError
+    if path is None:
+        return
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                raise ScenarioError(f"{flag}: {part} is a file, not a folder")
+            return
+
+
 def cmd_run(args) -> int:
-    from harness.run import run_scenario
+    from harness.run import run_scenario, scenario_source
     from harness.scenario import ScenarioError, load_scenario
     scenario = load_scenario(args.scenario)  # a bad scenario fails here, before anything starts
+    _check_folder(args.runs_dir, "--runs-dir")
     if args.schedule:
         from harness.run import load_schedule
         scenario = scenario.with_schedule(load_schedule(args.schedule), str(args.schedule))
@@ -218,9 +253,10 @@ def cmd_run(args) -> int:
         from harness.external import ExternalCluster
         lanes = scenario.client_lanes()
         with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, lanes) as cluster:
-            outcome = run_scenario(scenario, args.runs_dir, cluster=cluster, on_drain=on_drain)
+            outcome = run_scenario(scenario, args.runs_dir, cluster=cluster, on_drain=on_drain,
+                                   source=scenario_source(args.scenario))
     else:
-        outcome = run_scenario(scenario, args.runs_dir, on_drain=on_drain)
+        outcome = run_scenario(scenario, args.runs_dir, on_drain=on_drain, source=scenario_source(args.scenario))
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK
     if analyse:

@@ -538,14 +538,27 @@ class KafkaCluster:
                 pass
 
 
-def check_engine_and_images(kafka: str) -> None:
-    """Fail before starting anything, with what to do about it (the brokers of another Kafka release are
-    built on first use: harness/kafka_release.py)."""
+class NoDockerEngine(ClusterError):
+    """No Docker engine answers."""
+
+
+def docker_client() -> docker.DockerClient:
+    """A client of the Docker engine that answers; NoDockerEngine when none does."""
     try:
         client = docker.from_env()
         client.ping()
     except Exception as exc:
-        raise ClusterError(f"no Docker engine answers ({exc}); `make setup` starts one (as root)") from None
+        raise NoDockerEngine(f"no Docker engine answers ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    return client
+
+
+def check_engine_and_images(kafka: str) -> None:
+    """Fail before starting anything, with what to do about it (the brokers of another Kafka release are
+    built on first use: harness/kafka_release.py)."""
+    try:
+        client = docker_client()
+    except NoDockerEngine as exc:
+        raise ClusterError(f"{exc}; `make setup` starts one (as root)") from None
     for image in (kafka, toxiproxy_image()):
         try:
             client.images.get(image)
@@ -603,7 +616,7 @@ def _remove(container: DockerContainer) -> None:
 
 def sweep_stale_containers(include_live: bool = False) -> int:
     """Remove containers and networks of ours whose owning harness process is gone (or all, if asked)."""
-    client = docker.from_env()
+    client = docker_client()
     removed = 0
 
     def stale(labels: dict[str, str]) -> bool:

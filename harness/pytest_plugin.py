@@ -13,6 +13,8 @@ cluster you run (`--kafka-backend external --bootstrap-servers HOST:PORT [--toxi
 (under the test's tmp_path, or `--keep-runs DIR`). It returns a run whose `assert_*` methods
 (harness/assertions.py) fail with what happened and the report's path. A failing test prints its runs'
 directories and reports; the JUnit XML (`--junitxml`) carries each run's summary as properties.
+`load_chaos_run(run_dir)` gives the same ChaosRun, report and properties for a run directory that already exists,
+with no cluster.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.assertions import ChaosRun
-from harness.scenario import ClusterSpec, parse_scenario, unique_names
+from harness.assertions import ChaosRun, undecided_checks
+from harness.scenario import ClusterSpec, parse_with_unique_names
 
 # The session cluster starts before any scenario is known: lanes for up to 8 members and the producer.
 SESSION_LANES = tuple(f"member-{n}" for n in range(1, 9)) + ("producer-1",)
@@ -87,30 +89,41 @@ def chaos_run(kafka_cluster, request, tmp_path):
     from harness.run import run_scenario
     keep = request.config.getoption("keep_runs")
     runs_root = keep / re.sub(r"[^\w.-]+", "_", request.node.name) if keep else tmp_path / "runs"
-    runs = request.node.stash.setdefault(RUNS_KEY, [])
 
     def run(scenario: dict, analyze: bool = True) -> ChaosRun:
         kafka_cluster.reset_faults()  # one test's leftovers must not poison the next
-        parsed = parse_scenario(unique_names(scenario, secrets.token_hex(3)), "chaos_run")
-        outcome = run_scenario(parsed, runs_root, cluster=kafka_cluster)
+        parsed = parse_with_unique_names(scenario, secrets.token_hex(3), "chaos_run")
+        outcome = run_scenario(parsed, runs_root, cluster=kafka_cluster, source=request.node.nodeid)
         if analyze and parsed.analysis.enabled:
             from analysis import analyze as analyze_run
             outcome.summary = analyze_run(outcome.run_dir, **parsed.analysis.options())
         result = ChaosRun(outcome.run_dir, outcome.summary, outcome.phases, outcome.skipped_faults, outcome.errors,
                           outcome.drained)
-        runs.append(result)
-        _record_properties(request.node, result)
-        return result
+        return _shown(request.node, result)
 
     return run
 
 
-def _record_properties(node, run: ChaosRun) -> None:
-    """JUnit XML properties: where the run is, and its summary's headline figures."""
+@pytest.fixture
+def load_chaos_run(request):
+    """A run directory that already exists (kept with --keep-runs, or written by your own application and
+    analysed) as a ChaosRun, with no cluster: shown on failure and in the JUnit XML like a chaos_run's."""
+    def load(run_dir) -> ChaosRun:
+        return _shown(request.node, ChaosRun.load(Path(run_dir)))
+
+    return load
+
+
+def _shown(node, run: ChaosRun) -> ChaosRun:
+    """The test's run, listed in its failure report and in its JUnit XML properties: where the run is, its summary's
+    headline figures and the checks that gave no verdict (a `valid` of true with checks not decided verified less)."""
+    node.stash.setdefault(RUNS_KEY, []).append(run)
     node.user_properties.append(("kafka_chaos.run_dir", str(run.run_dir)))
     if run.summary is not None:
         node.user_properties.append(("kafka_chaos.report", str(run.report)))
         node.user_properties += [(f"kafka_chaos.{key}", str(run.summary.get(key))) for key in JUNIT_FIELDS]
+        node.user_properties.append(("kafka_chaos.checks_not_decided", undecided_checks(run.summary.get("checks", {}))))
+    return run
 
 
 @pytest.hookimpl(wrapper=True)

@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-import yaml
-
 from faults.base import REQUIREMENTS, Fault
 from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
@@ -26,7 +24,7 @@ from harness.group import GroupWatcher
 from harness.kafka_release import KafkaVersionError
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError
+from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError, read_yaml
 from harness.versions import kafka_image, kafka_version
 from workloads.config import ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
@@ -40,6 +38,13 @@ GROUP_STABLE_TIMEOUT_S = 60
 
 
 NOT_CAUGHT_UP = "the group had not caught up after"
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def scenario_source(path) -> str:
+    """A scenario file as run.json's `source` names it: relative to the repository when inside it."""
+    path = Path(path).resolve()
+    return str(path.relative_to(REPOSITORY)) if path.is_relative_to(REPOSITORY) else str(path)
 
 
 @dataclass
@@ -50,6 +55,7 @@ class RunOutcome:
     errors: list[str] = field(default_factory=list)
     skipped_faults: list[dict] = field(default_factory=list)
     summary: dict | None = None
+    source: str | None = None   # the scenario file (scenario_source) or the pytest test id that built it
 
     @property
     def failures(self) -> list[str]:
@@ -58,8 +64,8 @@ class RunOutcome:
         return [e for e in self.errors if not e.startswith(NOT_CAUGHT_UP)]
 
     def to_json(self) -> dict:
-        return {"run_dir": str(self.run_dir), "phases_s": self.phases, "drained": self.drained, "errors": self.errors,
-                "skipped_faults": self.skipped_faults}
+        return {"run_dir": str(self.run_dir), "source": self.source, "phases_s": self.phases, "drained": self.drained,
+                "errors": self.errors, "skipped_faults": self.skipped_faults}
 
 
 @contextmanager
@@ -231,14 +237,18 @@ def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
 
 
 def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | None = None,
-                 on_drain=None) -> RunOutcome:
+                 on_drain=None, source: str | None = None) -> RunOutcome:
     """Run one scenario; starts (and removes) its own cluster unless one is given. ``on_drain()`` is called as the
-    group starts to drain (the CLI starts its analysis service then: the faults are healed, nothing is timed)."""
+    group starts to drain (the CLI starts its analysis service then: the faults are healed, nothing is timed).
+    ``source`` (run.json) says what the scenario came from; the trend page keys its series by it."""
     run_id = new_run_id(scenario.name)
-    run_dir = create_run_dir(runs_root, run_id)
+    try:
+        run_dir = create_run_dir(runs_root, run_id)
+    except OSError as exc:  # a file where a folder should be, no permission
+        raise ScenarioError(f"{runs_root}: cannot make a run directory there: {exc.strerror or exc}") from None
     (run_dir / "scenario.yaml").write_text(scenario.to_yaml())
     write_schedule(run_dir / SCHEDULE_FILE, scenario)
-    outcome = RunOutcome(run_dir)
+    outcome = RunOutcome(run_dir, source=source)
     phase = partial(timed_phase, outcome)
     say(f"run {run_id}: {run_dir}")
     own_cluster = cluster is None
@@ -294,10 +304,7 @@ def write_schedule(path: Path, scenario: Scenario) -> None:
 
 def load_schedule(path: Path) -> list[dict]:
     """A schedule.json a run wrote, or a YAML/JSON list of fault entries."""
-    try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ScenarioError(f"{path}: cannot read the schedule: {exc}") from None
+    data = read_yaml(path, "schedule")
     entries = data.get("faults") if isinstance(data, dict) else data
     if not isinstance(entries, list):
         raise ScenarioError(f"{path}: a schedule is a list of fault entries (or a run's {SCHEDULE_FILE})")

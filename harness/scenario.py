@@ -6,6 +6,7 @@ Every field is validated before anything starts; a bad value gives one error tha
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -15,7 +16,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, 
 from faults.base import Fault, FaultParams
 from faults.context import ScenarioFacts
 from faults.kinds import fault_kinds
-from faults.schedule import random_schedule
+from faults.schedule import ScheduleTooLong, random_schedule
 from faults.targets import TARGET_CHECKS
 from harness.client_versions import version_tuple
 from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
@@ -25,6 +26,11 @@ from harness.zoo_spec import ZooSpec
 
 class ScenarioError(ValueError):
     """A scenario that cannot run; the message names the field."""
+
+
+MAX_SCHEDULE_S = 7 * 24 * 3600  # no fault starts later than a week into the run (a run that would never end)
+MAX_ERRORS_SHOWN = 5
+MAX_FILE_BYTES = 16 << 20  # a scenario or a schedule file
 
 
 class Strict(BaseModel):
@@ -224,7 +230,7 @@ class FaultEntry(Strict):
     """What every scenario fault entry has; each kind adds its own parameters (its `Params`), flat."""
     kind: str
     target: str = Field(description="what it hits: see the kind's target kind in faults/targets.py")
-    at_s: float = Field(ge=0, description="seconds after the workload starts")
+    at_s: float = Field(ge=0, le=MAX_SCHEDULE_S, description="seconds after the workload starts")
     duration_s: float = Field(gt=0, le=3600, description="from the end of the inject until the heal")
 
     @property
@@ -247,11 +253,11 @@ FaultSpec = Annotated[Union[tuple(_entry_model(k, c) for k, c in FAULT_KINDS.ite
 FAULT_ENTRY = TypeAdapter(FaultSpec)
 
 
-def _range(lo_min: float):
+def _range(lo_min: float, hi_max: float):
     def check(value: tuple[float, float]) -> tuple[float, float]:
         lo, hi = value
-        if lo < lo_min or hi < lo:
-            raise ValueError(f"must be [low, high] with {lo_min:g} <= low <= high, got [{lo:g}, {hi:g}]")
+        if not lo_min <= lo <= hi <= hi_max:  # also refuses NaN
+            raise ValueError(f"must be [low, high] with {lo_min:g} <= low <= high <= {hi_max:g}, got [{lo:g}, {hi:g}]")
         return value
     return check
 
@@ -260,10 +266,11 @@ class RandomFaultsSpec(Strict):
     """A seeded random schedule drawn from a menu of faults (faults/schedule.py)."""
     faults: list[dict[str, Any]] = Field(min_length=1, description="the menu: fault entries without at_s and duration_s")
     seed: int | None = Field(None, description="default: run.seed")
-    start_s: float = Field(5, ge=0, description="when the first fault may start")
-    until_s: float | None = Field(None, gt=0, description="no fault starts after this; default: the producer's planned time")
-    interval_s: Annotated[tuple[float, float], AfterValidator(_range(0))] = Field((5, 15), description="quiet gap after each heal")
-    duration_s: Annotated[tuple[float, float], AfterValidator(_range(0.1))] = Field((3, 10), description="each fault's length")
+    start_s: float = Field(5, ge=0, le=MAX_SCHEDULE_S, description="when the first fault may start")
+    until_s: float | None = Field(None, gt=0, le=MAX_SCHEDULE_S,
+                                  description="no fault starts after this; default: the producer's planned time")
+    interval_s: Annotated[tuple[float, float], AfterValidator(_range(0, 3600))] = Field((5, 15), description="quiet gap after each heal")
+    duration_s: Annotated[tuple[float, float], AfterValidator(_range(0.1, 3600))] = Field((3, 10), description="each fault's length")
 
     @model_validator(mode="after")
     def _menu_entries_are_faults(self):
@@ -298,10 +305,22 @@ class AnalysisSpec(Strict):
     stall_ms: int | None = Field(None, ge=100, le=3_600_000, description=(
         "the `stall` check's threshold: a partition with acked records waiting, an owner that is alive and no "
         "rebalance under way, and no delivery for longer than this; default: five heartbeat intervals (at least 5 s)"))
+    expected_fatal: list[Annotated[str, Field(pattern=r"^(any|member-\d+(-dup)?)$")]] = Field(
+        default_factory=list, max_length=64, description=(
+            "members the scenario expects to end on a fatal client error (e.g. fenced by a duplicate_instance "
+            "trigger), or `any`: the member_fatal check lists them instead of reporting them"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_name(cls, data):
+        """`expected_fatal: any` (or one member) is the one-name form of the list."""
+        if isinstance(data, dict) and isinstance(data.get("expected_fatal"), str):
+            data = {**data, "expected_fatal": [data["expected_fatal"]]}
+        return data
 
     def options(self) -> dict:
         """The keyword arguments of analysis.analyze this section sets."""
-        return {"grace_ms": self.grace_ms, "stall_ms": self.stall_ms}
+        return {"grace_ms": self.grace_ms, "stall_ms": self.stall_ms, "expected_fatal": list(self.expected_fatal)}
 
 
 class Scenario(Strict):
@@ -358,6 +377,7 @@ class Scenario(Strict):
             _check_fault(fault, facts, f"faults[{i}]")
         for i, fault in enumerate(self.random_faults.menu() if self.random_faults else []):
             _check_fault(fault, facts, f"random_faults.faults[{i}]")
+        self._random_entries()  # a random schedule that would not end is refused here
         if self.zoo is not None:
             _check_zoo(self.zoo, self)
         if self.run.rpc_proxy is False and self.has_rpc_faults:
@@ -376,15 +396,25 @@ class Scenario(Strict):
 
     def schedule(self) -> list[FaultEntry]:
         """Every fault of the run in time order: the listed ones and the seeded random ones."""
-        drawn = []
-        if self.random_faults:
-            spec, facts = self.random_faults, self.facts()
-            planned_s = self.producer.records / self.producer.rate if self.producer.rate else 60
-            drawn = [FAULT_ENTRY.validate_python(entry) for entry in random_schedule(
+        drawn = [FAULT_ENTRY.validate_python(entry) for entry in self._random_entries()]
+        return sorted([*self.faults, *drawn], key=lambda f: f.at_s)
+
+    def _random_entries(self) -> list[dict]:
+        """The seeded random faults, drawn; a schedule of more than MAX_FAULTS is refused, naming what sets its end."""
+        if not self.random_faults:
+            return []
+        spec, facts = self.random_faults, self.facts()
+        planned_s = self.producer.records / self.producer.rate if self.producer.rate else 60
+        try:
+            return random_schedule(
                 spec.faults, seed=self.run.seed if spec.seed is None else spec.seed, start_s=spec.start_s,
                 until_s=spec.until_s or planned_s, interval_s=spec.interval_s, duration_s=spec.duration_s,
-                brokers=list(facts.broker_names), members=list(facts.members))]
-        return sorted([*self.faults, *drawn], key=lambda f: f.at_s)
+                brokers=list(facts.broker_names), members=list(facts.members))
+        except ScheduleTooLong as exc:
+            if spec.until_s:
+                raise ValueError(f"random_faults.until_s: {exc}; set a nearer until_s or a longer interval_s") from None
+            raise ValueError(f"producer.records: the random schedule runs for the producer's planned time "
+                             f"({planned_s:g} s), and {exc}; set random_faults.until_s") from None
 
     def with_schedule(self, entries: list[dict], source: str) -> "Scenario":
         """This scenario with exactly these faults (a schedule file being replayed), checked like a scenario."""
@@ -513,9 +543,13 @@ def _located(item, where: str = "") -> str:
     return f"{path}: {message}"
 
 
-def _describe(error: ValidationError, source: str) -> str:
+def _describe(error: ValidationError, source: str, data: dict) -> str:
+    """One line: the file, then each wrong field with what is wrong with it."""
     lines = [_located(item) for item in error.errors() if not _other_branch(item)]
-    return f"{source}: invalid scenario\n  " + "\n  ".join(lines)
+    if "topic" in data and "topics" not in data:  # name the field the way the file wrote it
+        lines = [re.sub(r"^topics\[0\]([.:])", r"topic\1", line) for line in lines]
+    more = f"; and {len(lines) - MAX_ERRORS_SHOWN} more" if len(lines) > MAX_ERRORS_SHOWN else ""
+    return f"{source}: " + "; ".join(lines[:MAX_ERRORS_SHOWN]) + more
 
 
 def parse_scenario(data: object, source: str = "scenario") -> Scenario:
@@ -526,23 +560,68 @@ def parse_scenario(data: object, source: str = "scenario") -> Scenario:
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        message = _describe(exc, source)
-        if "topic" in data and "topics" not in data:  # name the field the way the file wrote it
-            message = message.replace("\n  topics[0].", "\n  topic.")
-        raise ScenarioError(message) from None
+        raise ScenarioError(_describe(exc, source, data)) from None
+
+
+class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml's safe loader: 100 times faster
+    """The safe loader, refusing a key given twice in one mapping (YAML would keep the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: its keys may be overridden
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, Hashable):
+                continue  # the safe constructor refuses it, saying where
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"the key {key!r} is given twice", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def read_text(path: Path, what: str) -> str:
+    """A file's UTF-8 text; ScenarioError (one line, naming the file) when it cannot be read or is not text."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)  # /dev/zero is a file too
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise ScenarioError(f"{path}: the {what} is larger than {MAX_FILE_BYTES >> 20} MB; is it the right file?")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: the {what} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                            f"{exc.start})") from None
+
+
+def read_yaml(path: Path, what: str) -> object:
+    """A YAML file's content; ScenarioError (one line, naming the file and where the YAML breaks) when it is not."""
+    text = read_text(path, what)
+    try:
+        data = yaml.load(text, Loader=UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ScenarioError(f"{path}: the {what} is not valid YAML{where}: {problem}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: the {what} nests too deeply") from None
+    if data is None:
+        raise ScenarioError(f"{path}: the {what} is empty")
+    return data
 
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ScenarioError(f"{path}: cannot read the scenario: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"{path}: not valid YAML: {exc}") from None
-    return parse_scenario(data, str(path))
+    return parse_scenario(read_yaml(path, "scenario"), str(path))
+
+
+def parse_with_unique_names(data: object, suffix: str, source: str) -> Scenario:
+    """The scenario checked as its author wrote it (an error names their own names), then with unique names."""
+    parse_scenario(data, source)
+    return parse_scenario(unique_names(data, suffix), source)
 
 
 def unique_names(scenario: dict, suffix: str) -> dict:

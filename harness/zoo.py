@@ -181,6 +181,7 @@ def on_release(scenario: Scenario, version: str) -> dict:
 def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> BugResult:
     """`repeat` runs on each release, on a cluster of that release's own (brokers swapped) or of the file's."""
     from harness.cluster import KafkaCluster
+    from harness.run import scenario_source
     zoo = scenario.zoo
     result = BugResult(path.name, zoo, {})
     for side, version in zoo.releases:
@@ -192,7 +193,7 @@ def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> Bug
                 for i in range(repeat):
                     say(f"zoo {zoo.bug}: {side} release {version}, run {i + 1} of {repeat}")
                     tally.started += 1
-                    _one_run(scenario, release, version, cluster, runs_root, tally)
+                    _one_run(scenario, release, version, cluster, runs_root, tally, scenario_source(path))
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
@@ -203,7 +204,8 @@ def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> Bug
     return result
 
 
-def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_root: Path, tally: Tally) -> None:
+def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_root: Path, tally: Tally,
+             source: str) -> None:
     """One run on the shared cluster, analysed and matched; any failure is recorded as a failed run."""
     from analysis import analyze, signature
     from harness.run import run_scenario
@@ -212,7 +214,7 @@ def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_
         cluster.reset_faults()
         run = parse_scenario(unique_names(on_release(scenario, version), secrets.token_hex(3)),
                              f"{release.name} on {version}")  # names of its own: runs share the cluster
-        outcome = run_scenario(run, runs_root, cluster=cluster)
+        outcome = run_scenario(run, runs_root, cluster=cluster, source=source)
         run_dir = outcome.run_dir
         if outcome.failures:
             tally.add(run_dir, failure=f"harness: {outcome.failures[0].splitlines()[0]}")
@@ -258,12 +260,32 @@ def merge(tables: list[dict]) -> list[BugResult]:
     return list(merged.values())
 
 
+def rejudge(result: BugResult, spec: ZooSpec) -> BugResult:
+    """The same recorded runs judged by another signature (the zoo file's current one): no run is made again.
+    Each run is matched over its own directory, with thresholds from its own scenario.yaml."""
+    import yaml
+
+    from analysis import signature
+    again = BugResult(result.file, spec, {}, result.dates)
+    for side, old in result.tallies.items():
+        t = again.tallies[side] = Tally(side, old.version, started=old.started)
+        for run in old.runs:
+            run_dir = Path(run["run_dir"]) if run.get("run_dir") else None
+            if "failure" in run or run_dir is None:
+                t.add(run_dir, failure=run.get("failure") or "no run directory")
+                continue
+            settings = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
+            t.add(run_dir, signature.find(run_dir, spec.resolved(settings)), run.get("drained", True))
+    return again
+
+
 def not_run(summary: dict, zoo: ZooSpec) -> str | None:
     """The first check the signature reads that did not run in this analysis (with why), or None: a signature
     over a check that did not run is "could not verify", never "not shown"."""
+    from analysis.compare import check_ran
     for p in zoo.signature:
-        c = summary.get("checks", {}).get(p.anomaly) if p.anomaly else None
-        if c is not None and not c.get("ran", c.get("status") in ("ran", "unknown")):
+        if p.anomaly and not check_ran(summary, p.anomaly):
+            c = summary.get("checks", {}).get(p.anomaly) or {}
             return f"the {p.anomaly} check did not run ({c.get('reason') or c.get('error') or c.get('status')})"
     return None
 

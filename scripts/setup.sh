@@ -54,6 +54,18 @@ install_chromium() {
   step_done "installed"
 }
 
+ACTIONLINT_VERSION=v1.7.12
+# actionlint checks .github/workflows/ (tests/test_workflows.py), which cannot run here; a Go module, built once
+# into the cache. Without Go the workflow test is skipped, nothing else needs it.
+install_actionlint() {
+  local bin=$CACHE_DIR/bin/actionlint
+  step "actionlint $ACTIONLINT_VERSION (checks the GitHub workflows)"
+  if [[ $("$bin" -version 2>/dev/null | head -1) == "$ACTIONLINT_VERSION" ]]; then step_done "present"; return; fi
+  if ! command -v go >/dev/null; then step_done "skipped: no Go toolchain"; return; fi
+  run_logged actionlint env GOBIN="$CACHE_DIR/bin" go install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+  step_done "installed in $CACHE_DIR/bin"
+}
+
 install_compose() {
   step "docker-compose (compose.yaml, and the external-cluster test that brings it up)"
   if command -v docker-compose >/dev/null; then step_done "present"; return; fi
@@ -67,6 +79,7 @@ if ((main)); then
   spark_class_archive
   LOG_TAG=setup "$ROOT/scripts/docker-engine.sh"
   install_compose
+  install_actionlint
   LOG_TAG=setup "$ROOT/scripts/build-images.sh"
 fi
 if ((browser)); then install_chromium; fi

@@ -7,6 +7,18 @@ import time
 from pathlib import Path
 
 
+# How the group refuses a duplicated group.instance.id: classic fences the old member (KIP-345), KIP-848 refuses
+# the new one while the instance id is held. A member that ends on one of these logs `fenced`.
+FENCING = ("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID")
+
+
+def end_event(error: str, text: str, fatal: bool, request: str | None) -> tuple[str, dict]:
+    """The kind and fields of the event a member logs when an error ends it (either client, the events contract):
+    the Kafka error name, whether the client marked it fatal, and the group request that drew it (None: unknown)."""
+    return ("fenced" if error in FENCING else "error"), {"error": error, "fatal": fatal, "request": request,
+                                                         "detail": f"{error}: {text}"}
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

@@ -11,17 +11,21 @@ killed; the harness converts once more after the run, for a launcher that was ki
 """
 from __future__ import annotations
 
+import glob
 import json
+import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import zipfile
 from pathlib import Path
 
 from workloads import config as workload_config
 from workloads.config import MemberConfig
-from workloads.history import drop_unterminated_tail
-from workloads.verifiable import FACTS_EVENT, Converter
+from workloads.history import drop_unterminated_tail, now_ms
+from workloads.verifiable import FACTS_EVENT, Converter, FatalWatch
 
 ASSIGNORS = {
     "range": "org.apache.kafka.clients.consumer.RangeAssignor",
@@ -69,6 +73,46 @@ def client_properties(cfg: MemberConfig) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
+def kafka_clients_jars(classpath: str):
+    for entry in classpath.split(os.pathsep):
+        if entry.endswith("*"):
+            yield from sorted(glob.glob(os.path.join(os.path.dirname(entry), "kafka-clients-*.jar")))
+        elif os.path.basename(entry).startswith("kafka-clients-"):
+            yield entry
+
+
+def kafka_clients_version(classpath: str) -> str | None:
+    """The release of the kafka-clients jar on the classpath, as its own AppInfoParser reports it
+    (kafka/kafka-version.properties in the jar), pinned or not; None when no such jar is found."""
+    for jar in kafka_clients_jars(classpath):
+        try:
+            with zipfile.ZipFile(jar) as archive:
+                text = archive.read("kafka/kafka-version.properties").decode()
+        except (OSError, KeyError, zipfile.BadZipFile):
+            continue
+        pairs = (line.partition("=") for line in text.splitlines())
+        version = next((value.strip() for key, _, value in pairs if key.strip() == "version"), None)
+        if version:
+            return version
+    return None
+
+
+def watch_log(stderr, raw: Path) -> None:
+    """Copy the JVM's log to ours (the member's log file) and append the exception that ended VerifiableConsumer
+    to the raw event file, as one whole line (O_APPEND: between the JVM's own lines, never inside one)."""
+    watch = FatalWatch(now_ms)
+    for line in iter(stderr.readline, b""):
+        sys.stderr.buffer.write(line)
+        sys.stderr.buffer.flush()
+        event = watch.line(line.decode(errors="replace"))
+        if event is not None:
+            fd = os.open(raw, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, (json.dumps(event) + "\n").encode())
+            finally:
+                os.close(fd)
+
+
 def main() -> int:
     cfg = workload_config.decode(MemberConfig)
     run_dir = Path(cfg.run_dir)
@@ -81,9 +125,12 @@ def main() -> int:
         events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
                                   "protocol": cfg.protocol, "assignor": cfg.assignor or cfg.remote_assignor,
                                   "instance_id": cfg.instance_id, "commit": cfg.commit, "heartbeat_interval_ms": cfg.heartbeat_interval_ms,
-                                  "client_version": cfg.release.client_version}) + "\n").encode())
+                                  "client_version": kafka_clients_version(cfg.release.classpath)
+                                  or cfg.release.client_version}) + "\n").encode())
         events.flush()
-        jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events)
+        jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events, stderr=subprocess.PIPE)
+    log_watch = threading.Thread(target=watch_log, args=(jvm.stderr, raw), name="jvm-log", daemon=True)
+    log_watch.start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_IGN)  # the JVM got the same signal; wait for its clean exit
     workload_config.on_harness_exit(jvm.terminate, force=jvm.kill)
@@ -91,6 +138,7 @@ def main() -> int:
     while jvm.poll() is None:
         converter.poll()
         time.sleep(CONVERT_EVERY_S)
+    log_watch.join(timeout=5)  # the JVM's last log lines, and the fatal event they may hold
     converter.close()
     return jvm.returncode
 

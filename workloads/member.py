@@ -7,6 +7,7 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 from __future__ import annotations
 
 import random
+import re
 import struct
 import sys
 import time
@@ -19,7 +20,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from workloads import config as workload_config
 from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
-from workloads.history import JsonlLog, now_ms
+from workloads.history import JsonlLog, end_event, now_ms
 from workloads.security import security_config
 
 CLIENT = "librdkafka"
@@ -98,10 +99,10 @@ class Processing:
         time.sleep(ms / 1000)
 
 
-# How the group refuses a duplicated group.instance.id: classic fences the old member (KIP-345),
-# KIP-848 refuses the new one while the instance id is held.
-FENCING = {KafkaError(code).name(): KafkaError(code).str()
-           for code in (KafkaError.FENCED_INSTANCE_ID, KafkaError.UNRELEASED_INSTANCE_ID)}
+# The group requests librdkafka may name in a fatal error's text ("ConsumerGroupHeartbeat fatal error: ...",
+# "OffsetCommit failed: ...").
+GROUP_REQUESTS = ("ConsumerGroupHeartbeat", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
+                  "OffsetFetch", "FindCoordinator")
 
 
 def is_fatal(error: KafkaError) -> bool:
@@ -109,12 +110,38 @@ def is_fatal(error: KafkaError) -> bool:
     return error.fatal() or error.code() == KafkaError._FATAL
 
 
-def fencing(error: KafkaError) -> str | None:
-    """FENCED_INSTANCE_ID or UNRELEASED_INSTANCE_ID, also when librdkafka reports it wrapped as a fatal
-    error (_FATAL, the reason only in the text); None for any other error."""
-    if error.name() in FENCING:
+def _descriptions() -> list[tuple[str, str]]:
+    """(librdkafka's text, Kafka error name) of every error code, the longest text first."""
+    codes = {v for k, v in vars(KafkaError).items() if k.isupper() and not k.startswith("_") and isinstance(v, int)}
+    return sorted(((KafkaError(c).str(), KafkaError(c).name()) for c in codes), key=lambda d: -len(d[0]))
+
+
+def error_name(error: KafkaError) -> str:
+    """The Kafka error name, also when librdkafka reports the error wrapped as a fatal one (_FATAL, the
+    reason only in the text: "Fatal error: Broker: Static consumer fenced by ...")."""
+    if error.code() != KafkaError._FATAL:
         return error.name()
-    return next((name for name, text in FENCING.items() if is_fatal(error) and text in error.str()), None)
+    return next((name for text, name in _descriptions() if f"Fatal error: {text}" in error.str()), error.name())
+
+
+def named_request(error: KafkaError) -> str | None:
+    """The group request that drew a fatal error, when librdkafka's text names it."""
+    match = re.search(r"\b(\w+) (?:fatal error|failed)\b", error.str())
+    return match.group(1) if match and match.group(1) in GROUP_REQUESTS else None
+
+
+def package_version() -> str:
+    """confluent-kafka's release: version() is (text, number) before 2.16 and the text from 2.16 on."""
+    version = confluent_kafka.version()
+    return version if isinstance(version, str) else version[0]
+
+
+class FatalError(Exception):
+    """A fatal client error, with the group request that drew it when the member knows it."""
+
+    def __init__(self, error: KafkaError, request: str | None) -> None:
+        super().__init__(error.str())
+        self.error, self.request = error, request
 
 
 class Member:
@@ -163,7 +190,7 @@ class Member:
         # typed facts of the client contract; the analysis reads these fields, detail is for people
         self.event("started", client=CLIENT, protocol=cfg.protocol,
                    assignor=cfg.assignor or cfg.remote_assignor, instance_id=cfg.instance_id,
-                   commit=cfg.commit, heartbeat_interval_ms=cfg.heartbeat_interval_ms, client_version=confluent_kafka.version()[0],
+                   commit=cfg.commit, heartbeat_interval_ms=cfg.heartbeat_interval_ms, client_version=package_version(),
                    librdkafka_version=confluent_kafka.libversion()[0], detail=f"commit={cfg.commit}")
         try:
             while not self.stopping:
@@ -173,10 +200,11 @@ class Member:
                     self._handle(records)
                 elif self.uncommitted:
                     self._commit_positions()
+        except FatalError as exc:
+            self._end_on(exc.error, exc.request)
+            return 3
         except KafkaException as exc:
-            error = exc.args[0]
-            code = fencing(error)
-            self.event("fenced" if code else "error", detail=f"{code}: {error.str()}" if code else error_detail(error))
+            self._end_on(exc.args[0], None)
             return 3
         finally:
             self.consumed.close()
@@ -184,6 +212,12 @@ class Member:
         self.event("stopped")
         self.events.close()
         return 0
+
+    def _end_on(self, error: KafkaError, request: str | None) -> None:
+        """The member's last event: the error it ends on, whether the client marked it fatal, and the request that
+        drew it (the member's own call, else the one librdkafka's text names)."""
+        kind, fields = end_event(error_name(error), error.str(), is_fatal(error), request or named_request(error))
+        self.event(kind, **fields)
 
     def _handle(self, records) -> None:
         """Process (the configured delay), log, commit, in the order the commit mode says:
@@ -211,7 +245,7 @@ class Member:
             return False
         if error.code() != KafkaError._PARTITION_EOF:
             if is_fatal(error):  # logged once, by run(), as what it is (e.g. fenced); the member exits
-                raise KafkaException(error)
+                raise FatalError(error, None)
             self.event("error", detail=error_detail(error))
         return True
 
@@ -261,8 +295,11 @@ class Member:
             self.uncommitted = False
             self.event("committed", offsets=committed, requested_at_ms=requested_at)
         except KafkaException as exc:
+            error = exc.args[0]
             self.uncommitted = True
-            self.event("commit_failed", offsets=committed, requested_at_ms=requested_at, detail=error_detail(exc.args[0]))
+            self.event("commit_failed", offsets=committed, requested_at_ms=requested_at, detail=error_detail(error))
+            if is_fatal(error):  # the commit's own answer, unless librdkafka's fatal state was set before (_FATAL)
+                raise FatalError(error, "OffsetCommit" if error.code() != KafkaError._FATAL else None) from None
 
     def on_commit(self, err, partitions) -> None:
         """Result of an asynchronous commit."""

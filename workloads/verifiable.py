@@ -2,12 +2,21 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from workloads.history import JsonlLog
+from workloads.history import JsonlLog, end_event
 
 CLIENT = "java"
 FACTS_EVENT = "kafka_chaos_member"  # written by workloads/java_member.py before the JVM starts
+FATAL_EVENT = "kafka_chaos_fatal"   # written by workloads/java_member.py when the JVM's log shows what ended it
+# VerifiableConsumer's own log line when an exception ends its loop (it then closes and prints shutdown_complete,
+# and the JVM exits 0 as after a requested stop: this line is the only difference).
+TERMINATING = "Error during processing, terminating consumer process"
+# The Java client's own ERROR lines that name the group request an error came back on (Kafka's ApiExceptions carry
+# no stack trace, so the exception itself cannot say where it was thrown).
+REQUEST_HINTS = (("Offset commit failed", "OffsetCommit"), ("error in heartbeat thread", "Heartbeat"))
+KAFKA_ERRORS = "org.apache.kafka.common.errors."
 
 
 def _partitions(event: dict) -> list[str]:
@@ -89,8 +98,42 @@ class Converter:
                 self._event(ts, "committed", offsets=offsets, requested_at_ms=requested_at)
             else:
                 self._event(ts, "commit_failed", offsets=offsets, requested_at_ms=requested_at, detail=e.get("error"))
+        elif name == FATAL_EVENT:
+            kind, fields = end_event(e.get("error"), e.get("message") or "", True, e.get("request"))
+            self._event(ts, kind, **fields)
         elif name == "shutdown_complete":
             self._event(ts, "stopped")
+
+
+def kafka_error_name(exception: str) -> str:
+    """org.apache.kafka.common.errors.FencedInstanceIdException -> FENCED_INSTANCE_ID (Kafka names its error codes
+    and their exceptions alike); any other class keeps its own simple name."""
+    simple = exception.rsplit(".", 1)[-1]
+    if not exception.startswith(KAFKA_ERRORS) or not simple.endswith("Exception"):
+        return simple
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", simple[:-len("Exception")]).upper()
+
+
+class FatalWatch:
+    """Reads VerifiableConsumer's log (its stderr) line by line and gives the raw FATAL_EVENT of the exception that
+    ended its loop, once: the exception's Kafka error name and message (the line after TERMINATING), and the group
+    request the client's last ERROR line before it names (REQUEST_HINTS), else None."""
+
+    def __init__(self, now_ms) -> None:
+        self.now_ms, self.request, self.pending, self.done = now_ms, None, None, False
+
+    def line(self, text: str) -> dict | None:
+        text = text.rstrip("\n")
+        if self.done:
+            return None
+        if self.pending is None:
+            self.request = next((api for hint, api in REQUEST_HINTS if hint in text), self.request)
+            if TERMINATING in text:
+                self.pending = {"name": FATAL_EVENT, "timestamp": self.now_ms(), "request": self.request}
+            return None
+        exception, _, message = text.partition(": ")  # the trace's first line: "<exception class>: <message>"
+        self.done = True
+        return {**self.pending, "error": kafka_error_name(exception.strip()), "message": message.strip()}
 
 
 def _done_marker(raw_path: Path) -> Path:

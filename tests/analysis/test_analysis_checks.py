@@ -185,7 +185,9 @@ def test_reordering_inside_one_block_is_backwards_at_1m_records(tmp_path, spark,
     s = analyze(rd, spark=spark)
     back = of(s, "backwards")
     assert [(a["partition"], a["from_offset"], a["to_offset"]) for a in back] == [(2, 64 * 777 + 21, 64 * 777 + 20)]
-    assert s["anomaly_counts"] == {**{k: 0 for k in s["anomaly_counts"]}, "backwards": 1}
+    # no faults.jsonl, no producer_id/seq: those checks did not run, so their counts are unknown (None), never 0
+    assert s["anomaly_counts"] == {**{k: 0 for k in s["anomaly_counts"]}, "backwards": 1, "unhealed_fault": None,
+                                   "duplicate_write": None}
     assert s["consumed_rows"] == n and s["lost_records"] == 0
 
 
@@ -318,7 +320,8 @@ def test_a_crashing_check_gives_unknown_not_a_stack_trace(tmp_path, spark, monke
     rd = handover(tmp_path / "run", "jsonl").write()
     s = analyze(rd, spark=spark)
     assert s["valid"] == "unknown"
-    assert s["checks"]["commit_regression"] == {"status": "crashed", "error": "RuntimeError: simulated checker bug"}
+    assert s["checks"]["commit_regression"] == {"ran": False, "status": "crashed", "error": "RuntimeError: simulated checker bug"}
+    assert s["anomaly_counts"]["commit_regression"] is None
     assert s["checks"]["duplicate"]["status"] == "ran" and s["lost_records"] == 0
     assert "simulated checker bug" in (rd / "report" / "index.html").read_text()
 

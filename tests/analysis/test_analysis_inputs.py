@@ -1,12 +1,17 @@
 """Bad input gives one InputError whose message names the file and the column (issue 2 item 5, issue 3 item 7)."""
 import json
 import os
+import pwd
+import shutil
+import tempfile
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from analysis import InputError, analyze
+from analysis.inputs import precheck
 from analysis_runs import Run
 
 
@@ -124,11 +129,43 @@ def test_unreadable_parquet(tmp_path, spark):
     check(rd, spark, "consumed/m2.parquet", "unreadable Parquet file")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_unreadable_permission(tmp_path, spark):
-    rd = small_run(tmp_path / "run", "jsonl").write()
-    (rd / "consumed" / "m1.jsonl").chmod(0)
-    check(rd, spark, "consumed/m1.jsonl", "unreadable")
+def test_unreadable_permission():
+    """A record log the analysing user may not read. Root reads files whatever their mode, and CI runs as root, so the
+    check that analyze makes before Spark starts (inputs.precheck) runs in a child that drops to nobody first."""
+    shared = Path(tempfile.mkdtemp(prefix="unreadable-"))  # tmp_path's parents are closed to other users
+    try:
+        shared.chmod(0o755)
+        rd = small_run(shared / "run", "jsonl").write()
+        (rd / "consumed" / "m1.jsonl").chmod(0)
+        assert error_as_nobody(precheck, rd, "consumed") == "InputError: consumed/m1.jsonl: unreadable file (permission denied)"
+        assert error_as_nobody(precheck, rd, "produced") == "no error"
+    finally:
+        shutil.rmtree(shared)
+
+
+def error_as_nobody(fn, *args) -> str:
+    """What fn(*args) raised ("no error" if nothing), called in a forked child running as nobody (as the current
+    user when that is not root). Forked, not executed: the interpreter may live where nobody cannot reach it."""
+    nobody = pwd.getpwnam("nobody")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(nobody.pw_gid)
+                os.setuid(nobody.pw_uid)
+            fn(*args)
+            said = "no error"
+        except BaseException as exc:  # noqa: BLE001  everything goes back to the parent as text
+            said = f"{type(exc).__name__}: {exc}"
+        os.write(write, said.encode())
+        os._exit(0)  # no cleanup of the parent's pytest session in the child
+    os.close(write)
+    with os.fdopen(read) as fh:
+        said = fh.read()
+    os.waitpid(pid, 0)
+    return said
 
 
 def test_invalid_json_line_in_the_middle(tmp_path, spark):

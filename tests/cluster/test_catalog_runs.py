@@ -1,7 +1,8 @@
 """Catalog scenarios whose test is a comparison or a failover: a member joining under each assignor (with the
 stop-the-world table), the Java eager StickyAssignor, coordinator, controller and leader failover, a broker
 isolated from the others, and the zombie window by client and protocol (with its table). Each runs the file
-in scenarios/ that users run; the tables are printed (pytest -s) and written beside the runs."""
+in scenarios/ that users run; the tables are printed (pytest -s) and written beside the runs (--keep-runs DIR:
+DIR/tables/, so `make nightly` keeps them in the night's folder; else the test's tmp_path)."""
 import pytest
 
 from run_logs import owned_before, rows
@@ -19,6 +20,14 @@ def revoked_between(run, member, t0, t1):
             and t0 < e["ts_ms"] < t1 for p in e["partitions"]}
 
 
+@pytest.fixture
+def tables(request, tmp_path):
+    keep = request.config.getoption("keep_runs")
+    folder = keep / "tables" if keep else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def write_table(path, title, header, lines) -> str:
     table = "\n".join([f"{title}", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
                        *("| " + " | ".join(str(c) for c in line) + " |" for line in lines)])
@@ -32,7 +41,7 @@ JOINS = [("range", "member-join", {}), ("roundrobin", "member-join", {"assignor"
 
 
 @pytest.mark.slow
-def test_a_member_joining_under_each_assignor_and_the_stop_the_world_table(chaos_run, tmp_path):
+def test_a_member_joining_under_each_assignor_and_the_stop_the_world_table(chaos_run, tables):
     """Eager assignors revoke everything from every old member; cooperative-sticky only what moves; the Java
     StickyAssignor, eager too, gives each old member back only partitions it had."""
     lines = []
@@ -61,7 +70,7 @@ def test_a_member_joining_under_each_assignor_and_the_stop_the_world_table(chaos
         rebalances = next(f["rebalances"] for f in run.summary["faults"] if f["kind"] == "member_join")
         lines.append((label, rebalances, revoked_total, f"{max((e - s for s, e in windows), default=0) / 1000:.2f}",
                       f"{sum(e - s for s, e in windows) / 1000:.2f}"))
-    write_table(tmp_path / "member-join.md", "member-4 joins a group of 3 (6 partitions): the stop-the-world table",
+    write_table(tables / "member-join.md", "member-4 joins a group of 3 (6 partitions): the stop-the-world table",
                 ["assignor", "rebalances", "partitions revoked from members that stayed", "longest without owner s",
                  "partition-seconds without owner"], lines)
 
@@ -106,7 +115,7 @@ ZOMBIES = [("librdkafka", "classic"), ("librdkafka", "consumer"), ("java", "clas
 
 
 @pytest.mark.slow
-def test_the_zombie_window_by_client_and_protocol(chaos_run, tmp_path):
+def test_the_zombie_window_by_client_and_protocol(chaos_run, tables):
     """member-3 frozen 16 s against a 10 s session: how many records each client hands to the application for
     partitions it no longer owns once it thaws, and for how long."""
     lines = []
@@ -124,6 +133,6 @@ def test_the_zombie_window_by_client_and_protocol(chaos_run, tmp_path):
         lines.append((client, protocol, zombie["records"] if zombie else 0,
                       f"{zombie['window_ms'] / 1000:.2f}" if zombie else "–",
                       f"{(zombie['first_ms'] - freeze['healed_at_ms']) / 1000:.2f}" if zombie else "–"))
-    write_table(tmp_path / "zombie-window.md", "member-3 frozen 16 s past a 10 s session: the zombie window",
+    write_table(tables / "zombie-window.md", "member-3 frozen 16 s past a 10 s session: the zombie window",
                 ["client", "protocol", "records handed over for partitions it no longer owned", "for s",
                  "first one, s after the thaw"], lines)

@@ -15,7 +15,7 @@ from harness.scenario import ScenarioError, parse_scenario
 def test_a_release_the_harness_cannot_run_is_one_error_naming_the_field(cluster, group, words):
     with pytest.raises(ScenarioError) as error:
         parse_scenario({"cluster": cluster, "consumer_group": group})
-    assert f"\n  {words}" in str(error.value), str(error.value)
+    assert f"scenario: {words}" in str(error.value), str(error.value)
 
 
 def test_a_release_maven_central_does_not_have_is_refused_before_a_cluster_starts(tmp_path):
