@@ -218,7 +218,8 @@ class Server:
                 self._exit("asked to stop")
             if request.get("code") != self.code:
                 _send(conn, {"stale": True})
-                self._exit("its code changed")
+                with self.busy:  # the analysis under way ends first, and none begins after (a client that connected
+                    self._exit("its code changed")  # meanwhile sees the service gone, not an answer cut short)
             with self.busy:
                 self.last = time.monotonic()
                 try:
