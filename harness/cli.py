@@ -177,12 +177,13 @@ def _zoo_merge(args) -> int:
     from harness.scenario import ScenarioError
     _check_folder(args.out, "--out")
     tables = []
-    for path in args.merge:
+    for path in args.merge:  # each table read and checked alone, so an error names its file
         try:
             tables.append(json.loads(path.read_text(encoding="utf-8")))
-            results = zoo.merge(tables)
+            zoo.merge(tables[-1:])
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            raise ScenarioError(f"{path}: not a zoo.json table ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+            raise ScenarioError(f"{path}: not a zoo.json table ({zoo.one_line(exc)})") from None
+    results = zoo.merge(tables)
     if args.rejudge:
         specs = {s.zoo.bug: s.zoo for _, s in zoo.select([], args.dir)}
         missing = [r.spec.bug for r in results if r.spec.bug not in specs]
@@ -191,7 +192,7 @@ def _zoo_merge(args) -> int:
         try:
             results = [zoo.rejudge(r, specs[r.spec.bug]) for r in results]
         except (OSError, ValueError) as exc:
-            raise ScenarioError(f"--rejudge: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+            raise ScenarioError(f"--rejudge: {zoo.one_line(exc)}") from None
     date = time.strftime("%Y-%m-%d")
     if args.out:
         print(f"table: {zoo.write(args.out, results, date)}")

@@ -28,6 +28,12 @@ STATUS_WORDS = {"reproduced": "reproduced", "intermittent": "intermittent", "not
                 "no_runs": "no runs"}
 
 
+def one_line(exc: BaseException) -> str:
+    """An error as one line of a table or a message: its type and the first line of its text."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """The 95 % Wilson score interval of a rate of k in n."""
     if n == 0:
@@ -197,7 +203,7 @@ def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> Bug
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
-            reason = f"cluster: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            reason = f"cluster: {one_line(exc)}"
             while tally.started < repeat:
                 tally.started += 1
                 tally.add(None, failure=reason)
@@ -231,8 +237,7 @@ def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_
     except KeyboardInterrupt:
         raise
     except Exception as exc:
-        text = str(exc).strip()
-        tally.add(run_dir, failure=f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}")
+        tally.add(run_dir, failure=one_line(exc))
         say(f"zoo {scenario.zoo.bug} {version}: run failed: {traceback.format_exc(limit=3)}")
 
 
