@@ -179,6 +179,7 @@ class Server:
         self.path, self.idle_s, self.code = path, idle_s, code_version()
         self.busy = threading.Lock()
         self.last = time.monotonic()
+        self.leaving = False
 
     def serve(self) -> None:
         if self.path.exists():
@@ -201,11 +202,28 @@ class Server:
 
     def _exit(self, why: str) -> None:
         print(f"analysis service exits: {why}", flush=True)
-        try:
-            self.path.unlink()
-        except OSError:
-            pass
+        self._unlink()
         os._exit(0)
+
+    def _unlink(self) -> None:
+        if not self.leaving:  # once leaving, the socket at the path may be a newer service's
+            try:
+                self.path.unlink()
+            except OSError:
+                pass
+
+    def _leave(self, conn, why: str) -> None:
+        """Tell the client that this service is stale and serve no new request from then on: new clients find no
+        socket and start a service of their code, one that connected meanwhile is closed unanswered (it tries again);
+        the analysis under way ends first."""
+        self._unlink()
+        self.leaving = True
+        try:
+            _send(conn, {"stale": True})
+        except OSError:
+            pass  # the client went away; the service leaves all the same
+        with self.busy:
+            self._exit(why)
 
     def _handle(self, conn) -> None:
         with conn:
@@ -217,10 +235,10 @@ class Server:
             if op == "stop":
                 self._exit("asked to stop")
             if request.get("code") != self.code:
-                _send(conn, {"stale": True})
-                with self.busy:  # the analysis under way ends first, and none begins after (a client that connected
-                    self._exit("its code changed")  # meanwhile sees the service gone, not an answer cut short)
+                self._leave(conn, "its code changed")
             with self.busy:
+                if self.leaving:
+                    return
                 self.last = time.monotonic()
                 try:
                     _send(conn, self._work(op, request, lambda phase, detail="": _send(conn, {"progress": [phase, detail]})))

@@ -85,6 +85,7 @@ def test_a_service_of_other_code_steps_aside_and_an_idle_one_exits(tmp_path, env
         conn.connect(str(service.socket_path()))
         conn.sendall(json.dumps({"op": "analyze", "run_dir": str(rd), "options": {}, "code": "other"}).encode() + b"\n")
         assert json.loads(conn.makefile().readline()) == {"stale": True}
+    assert not service.running()  # from its answer on, no client reaches it (one would be served by stale code)
     assert service.analyze(rd)["valid"] is True  # a new service, of this code
     assert pid_of_service() != old
     deadline = time.monotonic() + 60
