@@ -110,7 +110,8 @@ def test_a_killed_harness_leaves_nothing_behind_for_long(tmp_path):
         consumed, events = run_dir / "consumed" / f"{member}.jsonl", run_dir / "events" / f"{member}.jsonl"
         assert len(consumed.read_text().splitlines()) == sum(e.get("name") == "record_data" for e in printed)
         assert "started" in {json.loads(line)["kind"] for line in events.read_text().splitlines()}
-    assert sweep_stale_containers() >= 4  # 3 brokers (one of them paused) and Toxiproxy
+    sweep_stale_containers()  # the run's 3 brokers (one paused) and Toxiproxy: their owner is gone. (Not counted:
+    # another harness starting meanwhile on the same engine sweeps them too, and may be first.)
     assert docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"}) == []
 
 
