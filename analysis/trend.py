@@ -166,19 +166,18 @@ def _settings_hash(scenario: dict) -> str:
         if isinstance(group.get("members"), list):
             rest["consumer_group"]["members"] = [{k: v for k, v in m.items() if k not in GROUP_KEYS}
                                                  if isinstance(m, dict) else m for m in group["members"]]
-    text = json.dumps(_unsuffixed(rest, suffix), sort_keys=True, default=str)
+    text = json.dumps(_canonical(rest, suffix), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
-def _unsuffixed(value, suffix: str | None):
-    """The settings with the run's unique suffix taken off its names (and the pattern's `(…)-suffix` undone)."""
-    if suffix is None:
-        return value
+def _canonical(value, suffix: str | None):
+    """The settings with the run's unique suffix taken off its names (and the pattern's `(…)-suffix` undone), and
+    without null settings: a setting added to the scenario model later, unset, does not split a series."""
     if isinstance(value, dict):
-        return {k: _unsuffixed(v, suffix) for k, v in value.items()}
+        return {k: _canonical(v, suffix) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_unsuffixed(v, suffix) for v in value]
-    if isinstance(value, str) and value.endswith(f"-{suffix}"):
+        return [_canonical(v, suffix) for v in value]
+    if suffix is not None and isinstance(value, str) and value.endswith(f"-{suffix}"):
         value = value[:-len(suffix) - 1]
         return value[1:-1] if value.startswith("(") and value.endswith(")") else value
     return value

@@ -89,6 +89,21 @@ def test_the_unique_suffixes_of_a_run_do_not_change_its_settings_hash(tmp_path):
     assert [s.identity["settings"] for s in collect([changed]).values()] != list(hashes)
 
 
+
+def test_a_setting_added_later_and_left_unset_keeps_the_series(tmp_path):
+    """scenario.yaml of a newer harness writes every optional setting, null when unset (e.g. admin_probe)."""
+    def settings_of(name: str, scenario: dict) -> str:
+        run = tmp_path / name
+        (run / "report").mkdir(parents=True)
+        (run / "scenario.yaml").write_text(yaml.safe_dump(scenario))
+        (run / "report" / "summary.json").write_text(json.dumps({"valid": True}))
+        [series] = collect([run]).values()
+        return series.identity["settings"]
+    old = {"name": "n", "producer": {"records": 10}, "consumer_group": {"client": "librdkafka", "members": 2}}
+    new = {**old, "consumer_group": {**old["consumer_group"], "admin_probe": None}, "faults": None}
+    assert settings_of("old", old) == settings_of("new", new)
+    assert settings_of("set", {**old, "faults": []}) != settings_of("old2", old)  # a value, even empty, is a setting
+
 def ten_quiet_nights_then(tmp_path, lost_last: int):
     for day in range(1, 12):
         night(tmp_path, day, "static-bounce", lost=lost_last if day == 11 else day % 3, stable_ms=4000 + day % 2 * 100,
