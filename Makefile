@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 LABEL := org.kafka-chaos.project=kafka-chaos
 
-.PHONY: help setup setup-browser engine images demo test nightly clean
+.PHONY: help setup setup-browser engine images spark-image demo test nightly clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -19,6 +19,9 @@ engine: ## make sure a Docker engine answers (installs and starts dockerd as roo
 
 images: ## build the kafka-chaos/* images (or pull the ones named elsewhere in versions.env)
 	@scripts/build-images.sh
+
+spark-image: ## build kafka-chaos/spark (the venv's Spark, for `kafka-chaos spark-cluster`); on demand, not in setup
+	@scripts/build-images.sh spark
 
 demo: setup ## run the default scenario
 	.venv/bin/kafka-chaos run scenarios/default.yaml

@@ -44,7 +44,7 @@ class _Run:
             return None
 
 
-def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | None = None,
+def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | None = None, conf: dict | None = None,
             grace_ms: int = DEFAULT_GRACE_MS, protocol: str = "auto", max_examples: int = DEFAULT_MAX_EXAMPLES,
             stall_ms: int | None = None, expected_fatal=(), progress=None) -> dict:
     """Check one run directory (contract v1, DESIGN.md) and write ``report/summary.json`` and ``report/index.html``.
@@ -57,6 +57,7 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     ``member_fatal`` lists them in its info instead of reporting them.
     ``protocol``: "auto" (from each member's ``started`` event), "eager" or "cooperative": how ``assigned``
     events are read when rebuilding ownership. ``progress(phase, detail)`` is called per phase.
+    ``master``/``remote``/``conf``: where Spark runs (spark.get_session).
     Raises :class:`InputError` for bad input (message names the file and the column).
     """
     t_start = time.monotonic()
@@ -69,9 +70,9 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     inputs.precheck(run_dir, "consumed")
     hist = history.build(run_dir, protocol)
     if spark is None:
-        if not is_started(master, remote):
+        if not is_started(master, remote, conf):
             say("starting Spark", remote or master or "local[*]")
-        spark = get_session(master, remote)
+        spark = get_session(master, remote, conf)
     apply_runtime_conf(spark)
     produced = inputs.load(spark, run_dir, "produced")
     consumed = inputs.load(spark, run_dir, "consumed")
@@ -96,7 +97,7 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
             names.update(records.resolve_names(produced, consumed, missing["topic"], missing["member"]))
         records.name_rows(got, names)
         say("checks", "")
-        result = _checks(spark, run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms,
+        result = _checks(spark, run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms, (cfg, names),
                          expected_fatal=(expected_fatal,) if isinstance(expected_fatal, str) else tuple(expected_fatal or ()))
     except InputError:
         raise
@@ -204,7 +205,7 @@ def scan_config(hist: history.History, own: history.Ownership, stall_ms: int) ->
     return cfg, names
 
 
-def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms, expected_fatal=()) -> dict:
+def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms, scan, expected_fatal=()) -> dict:
     out: dict = {"anomalies": [], "counts": {}}
     side = lambda k, i: (sides.get(k) or (0, None, None))[i]  # noqa: E731
     out["produced_ok"], out["produced_fail"] = side(records.PRODUCED, 0), side(records.FAILED, 0)
@@ -230,22 +231,23 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
         rate[b] = rate.get(b, 0) + r["n"]
     out["rate"] = sorted(rate.items())
 
-    # records read back, only where the groups could not settle a check (one job, when needed)
+    # the log pass: every step back, and the records of the blocks the groups could not settle (one job)
     ctx = C.Context.build(hist)
     need = C.duplicate_blocks_needing_rows(ctx, got.get("groups", []))
-    units = got.get("order", [])
     blocks = need | {(r["topic"], r["partition"], r["b"]) for r in got.get("stall_blocks", [])}
-    rows = run.guarded(("duplicate", "backwards", "stall"), records.read_rows, spark, consumed, units, sorted(blocks),
-                       got.get("chunks", []), own.bounds) or []
+    cfg, names = scan
+    rows, steps = run.guarded(("duplicate", "backwards", "stall"), records.log_pass, consumed, cfg, own.bounds, blocks,
+                              names, hist.has_events) or ([], [])
     for r in rows:
         r["period"] = own.period_of(r["member"], r["topic"], r["partition"], r["epoch"])
-    out["drilled_blocks"], out["drilled_rows"] = len(blocks) + len(units), len(rows)
+    out["drilled_blocks"], out["drilled_rows"] = len(blocks), len(rows)
 
     queries = {"unacked": lambda arg: records.unacked_rows(consumed, arg),
                "copies": lambda arg: records.write_copies(spark, produced.df, consumed.df, arg),
                "acked_in_block": lambda arg: records.acked_in_block(produced, arg),
-               "window_deliveries": lambda arg: records.window_deliveries(consumed, arg)}
-    facts = C.Facts(hist, ctx, got, rows, need, records.steps_back(units, rows, own.period_of),
+               "window_deliveries": lambda arg: records.window_deliveries(consumed, arg),
+               "commits_ahead": lambda arg: records.commits_ahead(produced, consumed, arg)}
+    facts = C.Facts(hist, ctx, got, rows, need, steps,
                     lambda kind, arg: queries[kind](arg), stall_ms=stall_ms, observe_end=out["observe_end"],
                     expected_fatal=expected_fatal)
     for name, chk in C.REGISTRY.items():
@@ -331,13 +333,12 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_ex
             if f.id in a.get("fault_ids", []) and a["type"] != "unhealed_fault":
                 attributed[a["type"]] = attributed.get(a["type"], 0) + a["count"]
         rec = (fig.get("recovery") or {}).get(f.id, {})
-        faults.append({"id": f.id, "kind": f.kind, "target": f.target, "injected_at_ms": f.injected_at_ms,
+        faults.append({"id": f.id, "kind": f.kind, "label": f.label, "target": f.target, "injected_at_ms": f.injected_at_ms,
                        "healed_at_ms": f.healed_at_ms, "params": f.params,
                        "duration_ms": None if f.healed_at_ms is None else f.healed_at_ms - f.injected_at_ms,
                        "anomalies": attributed, "rebalances": rec.get("rebalances"),
                        "time_to_stable_ms": rec.get("time_to_stable_ms"),
-                       **({"hits": len(f.hits), "first_hit_ms": f.first_hit_ms}
-                          if f.kind == "rpc" else {})})
+                       **({"hits": len(f.hits), "first_hit_ms": f.first_hit_ms} if f.counts_hits else {})})
     rounds = fig.get("rounds") or []
     no_owner = fig.get("no_owner") or {}
     valid = _verdict(checks, counts) if res else "unknown"

@@ -1,6 +1,6 @@
 """The checks, each declared once in REGISTRY: its name, the inputs it needs, whether its findings make a
 run invalid, its count unit, its colour in the report, and a function from the facts of one run (``Facts``:
-the history, what records.check_partition reported, the records read back) to its anomalies.
+the history, what records.check_groups reported, the records read back) to its anomalies.
 
 Every anomaly has one shape::
 
@@ -17,10 +17,10 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from . import figures
-from .history import OPEN, Commit, History, Period, commit_mode
+from .history import OPEN, Commit, History, Period, commit_mode, periods_by_key
 from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, merge_spans
 from .records import bits_of as bits
 
@@ -33,6 +33,26 @@ class Delivery:
     t1: int          # latest
     gens: tuple
     order: tuple = ()
+
+
+class DupRange(NamedTuple):
+    """Offsets first..last of one partition, each delivered to exactly the same deliveries, with one budget verdict
+    (first and last stand third and fourth, as :func:`_merge` reads them)."""
+    topic: str
+    partition: int
+    first: int
+    last: int
+    deliveries: int
+    members: tuple
+    gens: tuple
+    budget: str          # within, over or unknown
+    reason: str
+    t0: int
+    t1: int
+
+    @property
+    def width(self) -> int:
+        return self.last - self.first + 1
 
 
 @dataclass
@@ -163,7 +183,7 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
     for g in groups:
         by_block[(g["topic"], g["partition"], g["b"])].append(g)
     cache: dict = {}
-    items = []         # (topic, partition, first, last, deliveries, members, gens, budget, reason, t0, t1)
+    items: list[DupRange] = []
     keep = []  # caches are keyed by id(): keep every delivery alive so that no id is reused meanwhile
 
     def add(topic, partition, lo, hi, ds):
@@ -179,7 +199,7 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
             unknown = [r for v, r in verdicts if v == "unknown"]
             budget = "over" if over else ("unknown" if unknown else "within")
             reason = over[0] if over else (unknown[0] if unknown else verdicts[0][1])
-            items.append((topic, partition, a, z - 1, len(ds), members, gens, budget, reason, t0, t1))
+            items.append(DupRange(topic, partition, a, z - 1, len(ds), members, gens, budget, reason, t0, t1))
 
     for key in sorted(by_block):
         topic, partition, b = key
@@ -205,20 +225,19 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
         for run in _merge(repeated, lambda it: it[1]):  # consecutive offsets with the same deliveries: one range
             add(topic, partition, b * 64 + run[0][2], b * 64 + run[-1][3], run[0][0])
     dup, over_list = [], []
-    for group in _merge(items, lambda it: (it[0], it[1], it[5], it[6], it[7], it[8])):
-        topic, partition = group[0][0], group[0][1]
-        base = {"topic": topic, "partition": partition, "offsets": [group[0][2], group[-1][3]],
-                "count": sum(it[3] - it[2] + 1 for it in group),
-                "extra_deliveries": sum((it[4] - 1) * (it[3] - it[2] + 1) for it in group), "members": list(group[0][5]),
-                "generations": list(group[0][6]), "time_ms": [min(it[9] for it in group), max(it[10] for it in group)]}
-        budget, reason = group[0][7], group[0][8]
-        dup.append({"type": "duplicate", **base, "budget": budget, "reason": reason})
-        if budget == "over":
-            over_list.append({"type": "duplicate_over_budget", **base, "reason": reason})
-    width = lambda it: it[3] - it[2] + 1  # noqa: E731
-    stats = {"duplicated_offsets": sum(map(width, items)), "extra_deliveries": sum((it[4] - 1) * width(it) for it in items),
-             "over_budget_offsets": sum(width(it) for it in items if it[7] == "over"),
-             "unknown_budget_offsets": sum(width(it) for it in items if it[7] == "unknown")}
+    for group in _merge(items, lambda it: (it.topic, it.partition, it.members, it.gens, it.budget, it.reason)):
+        head = group[0]
+        base = {"topic": head.topic, "partition": head.partition, "offsets": [head.first, group[-1].last],
+                "count": sum(it.width for it in group),
+                "extra_deliveries": sum((it.deliveries - 1) * it.width for it in group), "members": list(head.members),
+                "generations": list(head.gens), "time_ms": [min(it.t0 for it in group), max(it.t1 for it in group)]}
+        dup.append({"type": "duplicate", **base, "budget": head.budget, "reason": head.reason})
+        if head.budget == "over":
+            over_list.append({"type": "duplicate_over_budget", **base, "reason": head.reason})
+    stats = {"duplicated_offsets": sum(it.width for it in items),
+             "extra_deliveries": sum((it.deliveries - 1) * it.width for it in items),
+             "over_budget_offsets": sum(it.width for it in items if it.budget == "over"),
+             "unknown_budget_offsets": sum(it.width for it in items if it.budget == "unknown")}
     return dup, over_list, stats
 
 
@@ -250,7 +269,7 @@ def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
 # -------------------------------------------------------------------------------------- the facts of a run
 @dataclass
 class Facts:
-    """What the checks read: the history, the per-partition results of records.check_partition (``got``),
+    """What the checks read: the history, the per-partition results of records.check_groups (``got``),
     the records read back (``rows``, with their period), and a way to ask Spark for more (``query``)."""
     history: History
     ctx: Context
@@ -327,10 +346,11 @@ class LossWindow:
 
 
 def crashes(h: History) -> dict[str, list[int]]:
-    """member -> times its process was killed (a member_crash fault, or a ``crashed`` event it logged)."""
+    """member -> times its process was killed (a fault that ends its target's process, or a ``crashed`` event it
+    logged)."""
     out = defaultdict(list)
     for f in h.faults:
-        if f.kind == "member_crash":
+        if f.ends_process:
             out[f.target].append(f.injected_at_ms)
     for e in h.events:
         if e.kind == "crashed":
@@ -467,9 +487,9 @@ def skips(x: Facts):
 @check("backwards", needs=("events",), unit="times a member's next consumed record (in its log) was not above the "
        "previous one inside one ownership", color="#9467bd")
 def backwards(x: Facts):
-    """Exact at every size: records.check_partition finds the log units that are out of order, their records
-    are read back, and every step back between two records that follow each other in the member's log is
-    reported (records.steps_back)."""
+    """Exact at every size and in any row order: the log pass (records.log_pass) finds every step back between two
+    records that follow each other in the member's log, inside each piece of a file in an executor and across the
+    pieces on the driver (records.stitch_steps)."""
     out = []
     for member, topic, partition, period, prev, nxt in x.steps:
         out.append({"type": "backwards", "topic": topic, "partition": partition, "offsets": [nxt[0], prev[0]], "count": 1,
@@ -497,6 +517,120 @@ def commit_regressions(x: Facts):
                             "time_ms": [prev.eff_ts, cur.eff_ts], "from_offset": prev.offset, "to_offset": cur.offset,
                             "by": cur.member})
     return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok)}
+
+
+# ------------------------------------------------------------------------------------------ commit ahead
+def _known(generation) -> bool:
+    return generation is not None and generation >= 0
+
+
+def ownership_of(by_key: dict, c: Commit) -> Period | None:
+    """The ownership a commit belongs to: the member's last ownership of the partition begun by the time it logged
+    the commit (a commit on revocation is logged after the ``revoked`` event), passing over one of a later
+    generation than the commit's own (a revocation's commit logged after the partition was assigned again)."""
+    return next((p for p in reversed(by_key.get((c.member, c.topic, c.partition), []))
+                 if p.start <= c.ts and not (_known(c.generation) and _known(p.generation) and p.generation > c.generation)),
+                None)
+
+
+def start_position(cs: list[Commit], times: list[int], own: set, until: int) -> int:
+    """Where a member began to fetch in an ownership: the partition's committed offset, the last successful commit
+    of it (``cs``, in log order; ``times``, their times) logged by ``until`` that is not one of that ownership's
+    own; 0 (the earliest offset) when there is none."""
+    i = bisect.bisect_right(times, until) - 1
+    while i >= 0 and id(cs[i]) in own:
+        i -= 1
+    return cs[i].offset if i >= 0 else 0
+
+
+def commit_spans(x: Facts) -> list[tuple[Commit, Period, int]]:
+    """(commit, its ownership, lo) for every successful commit that vouches for offsets [lo, commit.offset): lo is the
+    member's previous commit in that ownership, or its start position (:func:`start_position`, looked up by the
+    member's first delivery in the ownership, so that a previous owner's commit logged a little late still counts)."""
+    h, by_key = x.history, periods_by_key(x.history.periods)
+    first = {(r["member"], r["topic"], r["partition"], r["period"]): r["tmin"] for r in x.got.get("periods", [])}
+    ok = sorted((c for c in h.commits if c.ok), key=lambda c: (c.ts, c.line))
+    by_tp, by_period = defaultdict(list), defaultdict(list)
+    for c in ok:
+        by_tp[(c.topic, c.partition)].append(c)
+        p = ownership_of(by_key, c)
+        if p is not None:
+            by_period[p.id].append((c, p))
+    times = {tp: [c.ts for c in cs] for tp, cs in by_tp.items()}
+    out = []
+    for cs in by_period.values():
+        own, done = {id(c) for c, _ in cs}, -1
+        for c, p in cs:
+            until = min(c.ts, first.get((c.member, c.topic, c.partition, p.id), OPEN))
+            tp = (c.topic, c.partition)
+            lo = max(start_position(by_tp[tp], times[tp], own, until), done)
+            if c.offset > lo:
+                out.append((c, p, lo))
+            done = max(done, c.offset)
+    return out
+
+
+def _cleared(x: Facts, c: Commit, p: Period, lo: int) -> bool:
+    """The groups prove that the member consumed every known record of [lo, c.offset) in its ownership: the range
+    lies inside the offsets it consumed there, and no known record inside those was skipped."""
+    r = x.once("consumed_ranges", lambda: {(r["member"], r["topic"], r["partition"], r["period"]): r
+                                            for r in x.got.get("periods", [])}).get((c.member, c.topic, c.partition, p.id))
+    if r is None or lo < r["omin"] or c.offset - 1 > r["omax"]:
+        return False
+    holes = x.once("holes", lambda: _holes(x.got.get("skip", []))).get((c.member, c.topic, c.partition, p.id), [])
+    i = bisect.bisect_left(holes, lo)
+    return i == len(holes) or holes[i] >= c.offset
+
+
+def _holes(rows: list[dict]) -> dict[tuple, list[int]]:
+    out = defaultdict(list)
+    for r in rows:
+        out[(r["member"], r["topic"], r["partition"], r["period"])] += [r["b"] * 64 + j for j in bits(r["bits"])]
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _fetching_until(by_key: dict, p: Period) -> int:
+    """The end of an ownership by the member's own log: its logged end, or its next ownership of the partition."""
+    later = [q.start for q in by_key.get((p.member, p.topic, p.partition), []) if q.start > p.start]
+    return min([p.logged_end] + [t - 1 for t in later])
+
+
+@check("commit_ahead", needs=("events",), unit="successful commits past an acked record the member never consumed in "
+       "that ownership", color="#ad494a")
+def commit_ahead(x: Facts):
+    """A member committed offset C on a partition while an ok-acked record o with lo <= o < C was never consumed by
+    it in that ownership; lo is its previous commit in the ownership, or where it began to fetch (the partition's
+    committed offset then, 0 when none). Only acked records count: offsets that are no record (transaction markers,
+    aborted or compacted records) or whose write is not known to have succeeded are not skipped records.
+    Invalidating: a commit is the member's promise that every record below it was processed; under at-least-once,
+    committing past an unprocessed record is how one gets lost once the partition moves (librdkafka#4844), even when
+    a rebalance or reset later delivers it to someone. Records in an at-most-once member's loss budget (committed,
+    then killed before it logged them: ``lost_within_budget``) are not reported. The groups clear almost every
+    commit; the rest are settled by one Spark query (``records.commits_ahead``). One row per commit: the committed
+    offset, the last offset the member had consumed in [lo, C) by then (null: none), the first acked offset it
+    skipped, and how many acked records it skipped (``skipped``)."""
+    spans = [s for s in commit_spans(x) if not _cleared(x, *s)]
+    by_key = periods_by_key(x.history.periods)
+    asked = [(i, c.member, c.topic, c.partition, p.start, _fetching_until(by_key, p), lo, c.offset, c.ts)
+             for i, (c, p, lo) in enumerate(spans)]
+    found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
+    budgets = loss_windows(x.ctx)
+    out = []
+    for i, (c, p, lo) in enumerate(spans):
+        r = found.get(i)
+        if r is None or any(w.member == c.member and w.lo <= r["first"] and r["last"] <= w.hi
+                            for w in budgets.get((c.topic, c.partition), [])):
+            continue
+        gens = [c.generation] if _known(c.generation) else list(x.ctx.period_gens(p.id))
+        last = r["last_consumed"]
+        out.append({"type": "commit_ahead", "topic": c.topic, "partition": c.partition, "offsets": [r["first"], r["last"]],
+                    "count": 1, "members": [c.member], "generations": gens, "time_ms": [c.ts, c.ts],
+                    "committed_offset": c.offset, "from_offset": lo, "last_consumed": last, "first_skipped": r["first"],
+                    "skipped": r["n"], "period": p.id,
+                    "reason": f"{c.member} committed {c.offset} having consumed "
+                              f"{'nothing' if last is None else f'up to {last}'} since {lo}: {r['n']} acked record(s) "
+                              f"from {r['first']} never consumed in that ownership"})
+    return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok), "queried": len(asked)}
 
 
 @check("duplicate_over_budget", needs=("events",), unit="duplicated offsets not explained by a revoked owner's "
@@ -598,6 +732,21 @@ def assignment_waits(x: Facts) -> list[dict]:
     return out
 
 
+class Gap(NamedTuple):
+    """A partition's time without a delivery: from ``last`` (a delivery, or None) to ``nxt`` (the next delivery, or
+    observe_end); ``top``: the highest offset delivered before it (-1: none)."""
+    topic: str
+    partition: int
+    last: int | None
+    nxt: int
+    top: int
+
+    @property
+    def waiting_key(self) -> tuple[str, int, int]:
+        """Its key in the first-ack bounds: the first record above ``top`` is the one that waits."""
+        return self.topic, self.partition, self.top
+
+
 def _waiting_since(bounds: tuple, last: int | None, nxt: int):
     """When a gap from ``last`` (a delivery, or None) to ``nxt`` began to hold back acked records, given bounds
     (lo, hi) on when the first record above everything delivered was acked (None: none was, or not before nxt);
@@ -623,17 +772,17 @@ def stall(x: Facts):
     :func:`assignment_waits` (KAFKA-14024: a join stuck until max.poll.interval.ms)."""
     waits = assignment_waits(x)
     spans = delivery_spans(x)
-    gaps = []  # (topic, partition, last delivery before or None, next delivery or observe_end, highest delivered)
+    gaps: list[Gap] = []
     for r in x.got.get("stats", []):
         tp, top = (r["topic"], r["partition"]), -1
         ss = spans.get((r["topic"], r["partition"]), [])
         prev = None
         for a, z, o in ss + [(x.observe_end, x.observe_end, -1)]:
             if a - (prev if prev is not None else -OPEN) > x.stall_ms:
-                gaps.append((*tp, prev, a, top))
+                gaps.append(Gap(*tp, prev, a, top))
             prev, top = z, max(top, o)
     acked = {(r["topic"], r["partition"], r["top"]): (r["lo"], r["hi"]) for r in x.got.get("acks", [])}
-    unsure = {g[:2] + (g[4],) for g in gaps if _waiting_since(acked.get(g[:2] + (g[4],), (0, None)), *g[2:4]) is ...}
+    unsure = {g.waiting_key for g in gaps if _waiting_since(acked.get(g.waiting_key, (0, None)), g.last, g.nxt) is ...}
     if unsure:  # exact: the first ack above a block's end (the executor's), and the block's own rows above top
         rows = defaultdict(list)
         for r in x.query("acked_in_block", unsure):
@@ -708,8 +857,10 @@ ANY_MEMBER = "any"
 
 def fatal_ends(h: History) -> list:
     """The events on which a member ended on a client error it could not go on after: an ``error`` marked
-    ``fatal``, and ``fenced`` (always an end; run directories written before ``fatal`` existed carry no flag)."""
-    return [e for e in h.events if e.kind in ("fenced", "error") and e.facts.get("fatal", e.kind == "fenced") is True]
+    ``fatal``, ``fenced`` (always an end; run directories written before ``fatal`` existed carry no flag), and a
+    ``crashed`` with a ``signal``: the harness logs a death by a signal it did not send (an abort in the client)."""
+    return [e for e in h.events if (e.kind in ("fenced", "error") and e.facts.get("fatal", e.kind == "fenced") is True)
+            or (e.kind == "crashed" and e.facts.get("signal"))]
 
 
 def _drawn_by(h: History, member: str, error: str, at: int) -> tuple[dict, str] | None:
@@ -738,7 +889,7 @@ def member_fatal(x: Facts):
     h = x.history
     out, expected = [], []
     for e in fatal_ends(h):
-        error = str(e.facts.get("error") or (e.detail or "").partition(": ")[0] or e.kind)  # detail: "NAME: text"
+        error = str(e.facts.get("error") or e.facts.get("signal") or (e.detail or "").partition(": ")[0] or e.kind)  # detail: "NAME: text"
         text = (e.detail or "").removeprefix(f"{error}: ")
         drawn = _drawn_by(h, e.member, error, e.ts)
         generation = e.generation if e.generation is not None and e.generation >= 0 else \

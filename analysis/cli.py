@@ -46,6 +46,10 @@ def add_parser(subparsers) -> None:
         epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory (runs/<run-id>/)")
     _spark_args(p)
+    p.add_argument("--conf", action="append", type=_spark_property, default=None, metavar="KEY=VALUE",
+                   help="a Spark property for the --master session, as spark-submit's --conf (repeatable), e.g. "
+                        "spark.executor.memory=4g, spark.pyspark.python=/usr/bin/python3 (the executors' Python), "
+                        "spark.driver.host=ADDRESS (where executors reach this process)")
     p.add_argument("--grace-ms", type=int, default=30_000, metavar="MS",
                    help="an anomaly belongs to a fault if it happens before heal + MS (default: 30000)")
     p.add_argument("--stall-ms", type=int, default=None, metavar="MS",
@@ -105,6 +109,13 @@ def _member_names(text: str) -> list[str]:
     return names
 
 
+def _spark_property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip().startswith("spark."):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a Spark property KEY=VALUE, KEY starting with spark.")
+    return key.strip(), value
+
+
 def _spark_args(p) -> None:
     p.add_argument("--master", metavar="URL", help="Spark master (default: local[*])")
     p.add_argument("--remote", metavar="sc://HOST:PORT", help="Spark Connect server instead of a local session")
@@ -161,20 +172,25 @@ def _guarded(command: str, work):
         return None, EXIT_UNKNOWN
 
 
-def analyze_run(run_dir, *, master=None, remote=None, progress=None, **options) -> dict:
+def analyze_run(run_dir, *, master=None, remote=None, conf=None, progress=None, **options) -> dict:
     """One analysis as the CLIs run it: by the warm analysis service (analysis/service.py) unless it is off or
-    --master/--remote name a Spark of their own, else in this process."""
+    --master/--remote/--conf name a Spark of their own, else in this process."""
     from . import service
-    if service.enabled() and not master and not remote:
+    if service.enabled() and not master and not remote and not conf:
         return service.analyze(run_dir, progress=progress, **options)
     from .api import analyze
-    return analyze(run_dir, master=master, remote=remote, progress=progress, **options)
+    return analyze(run_dir, master=master, remote=remote, conf=conf, progress=progress, **options)
 
 
 def cmd_analyze(args) -> int:
+    if args.conf and args.remote:
+        print("kafka-chaos analyze: bad input: --conf sets a --master session's properties; a Spark Connect server "
+              "(--remote) has its own", file=sys.stderr)
+        return EXIT_BAD_INPUT
     progress = Progress()
     summary, failed = _guarded("analyze", lambda: analyze_run(
-        args.run_dir, master=args.master, remote=args.remote, grace_ms=args.grace_ms, stall_ms=args.stall_ms,
+        args.run_dir, master=args.master, remote=args.remote, conf=dict(args.conf or []),
+        grace_ms=args.grace_ms, stall_ms=args.stall_ms,
         expected_fatal=[n for names in args.expected_fatal or [] for n in names],
         protocol=args.protocol, max_examples=args.max_examples, progress=progress))
     if failed is not None:

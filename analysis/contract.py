@@ -14,8 +14,10 @@ from .errors import InputError
 STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info")
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "committed", "commit_failed", "fenced", "stopped",
-               "crashed", "error")
+               "crashed", "error", "admin_call")
+MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
 RECORD_SUFFIXES = (".parquet", ".jsonl")
+EFFECT_FROM = ("inject", "first_hit", "never")  # a fault's window of effect opens at its inject, its first hit, never
 
 
 @dataclass(frozen=True)
@@ -49,12 +51,16 @@ EVENTS = (
     Column("librdkafka_version", STRING),
     # the error a member ended on (`fenced`, `error`; issue 22)
     Column("error", STRING), Column("fatal", BOOL), Column("request", STRING),
+    # who logged it (absent: a member), and a death by a signal the harness logged for the process (issue 22)
+    Column("role", STRING), Column("signal", STRING), Column("exit_code", INT64), Column("elapsed_ms", INT64),
 )
 FAULTS = (
     Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),
     Column("injected_at_ms", INT64, True), Column("healed_at_ms", INT64), Column("params", OBJECT),
     Column("hits", LIST),  # an rpc fault's requests acted on (faults/rpc.py): at_ms, member, api, ...
     Column("expected_fatal", LIST),  # the members the fault means to end on a fatal client error (issue 22)
+    # what the fault is, so that the analysis names no kind (issue 24; a row without them: history.fault_facts)
+    Column("ends_process", BOOL), Column("effect_from", STRING, values=EFFECT_FROM), Column("label", STRING),
 )
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;

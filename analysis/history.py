@@ -21,7 +21,8 @@ from .inputs import jsonl_objects, rel
 OPEN = 2**62  # "still owned at the end of the history"
 STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
                  "librdkafka_version")
-END_FACTS = ("error", "fatal", "request")  # of a `fenced` or `error` event: the error, as the member logged it
+END_FACTS = ("error", "fatal", "request", "signal")  # of a `fenced` or `error` event: the error, as the member logged
+# it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not send
 
 
 @dataclass
@@ -65,16 +66,25 @@ class Fault:
     params: dict = field(default_factory=dict)
     hits: list[dict] = field(default_factory=list)  # an rpc fault's: the requests its rule acted on
     expected_fatal: list[str] = field(default_factory=list)  # members the fault means to end on a fatal error
+    # the facts its row declares (old rows: fault_facts); the analysis reads these, never the kind
+    ends_process: bool = False      # it killed its target's process: a crash at inject
+    effect_from: str = "inject"     # inject, first_hit or never (see cause_window)
+    label: str = ""                 # what it did, for people
 
     def cause_window(self, open_end: int) -> tuple[int, int] | None:
-        """From when to when this fault can have caused what follows (before any grace): inject to heal; for an
-        rpc rule, from its first hit (one that never hit, or only observed, changed nothing)."""
+        """From when to when this fault can have caused what follows (before any grace): inject to heal, or from
+        its first hit (one never hit changed nothing), or never (an observation)."""
         end = self.healed_at_ms if self.healed_at_ms is not None else open_end
-        if self.kind != "rpc":
+        if self.effect_from == "inject":
             return self.injected_at_ms, end
-        if self.params.get("action") == "observe" or self.first_hit_ms is None:
+        if self.effect_from == "never" or self.first_hit_ms is None:
             return None
         return self.first_hit_ms, end
+
+    @property
+    def counts_hits(self) -> bool:
+        """Its window follows the requests it acted on (or it only observed them): the summary counts its hits."""
+        return self.effect_from != "inject"
 
     @property
     def first_hit_ms(self) -> int | None:
@@ -92,6 +102,7 @@ class Event:
     detail: str | None
     order: int
     facts: dict = field(default_factory=dict)  # started: STARTED_FACTS (as text); fenced, error: END_FACTS
+    role: str = contract.MEMBER_ROLE  # who logged it: a group member, or a process beside the group (admin_probe)
 
 
 def group_protocol(e: Event) -> str | None:
@@ -131,6 +142,7 @@ class History:
     has_faults: bool = False
     protocols: dict[str, str] = field(default_factory=dict)   # member -> eager / cooperative
     warnings: list[str] = field(default_factory=list)
+    beside: list[Event] = field(default_factory=list)  # events of processes that are no group member (admin probes)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -182,12 +194,41 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
             facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else \
                 {k: obj[k] for k in END_FACTS if obj.get(k) is not None}
             events.append(Event(ts, member, kind, generation, parts, offsets,
-                                None if detail is None else str(detail), order, facts))
+                                None if detail is None else str(detail), order, facts,
+                                str(obj.get("role") or contract.MEMBER_ROLE)))
             order += 1
     for kind, n in sorted(unknown.items()):
         warnings.append(f"events/: {n} event(s) of unknown kind '{kind}' ignored")
     events.sort(key=lambda e: (e.ts, e.order))
     return events
+
+
+FAULT_FACTS = ("ends_process", "effect_from", "label")
+
+
+def _rpc_rule_facts(params: dict) -> dict:
+    """An rpc rule's row before the facts: blamed from its first hit (an observe rule never), labelled as
+    RpcFault.label labels it today (the analysis cannot import faults/)."""
+    what = " ".join(str(x) for x in ("rpc", params.get("api"), params.get("action"), params.get("error"),
+                                     f"{params['delay_ms']} ms" if params.get("delay_ms") else None) if x)
+    return {"effect_from": "never" if params.get("action") == "observe" else "first_hit", "label": what}
+
+
+# What a row written before faults declared their facts means, by its kind: the only fault kinds the analysis names.
+OLD_KIND_FACTS = {
+    "member_crash": lambda params: {"ends_process": True},
+    "broker_crash": lambda params: {"ends_process": True},
+    "rpc": _rpc_rule_facts,
+}
+
+
+def fault_facts(obj: dict) -> dict:
+    """ends_process, effect_from and label of a faults.jsonl row: as the row declares them; a row without them (an
+    older run, a user's own run directory) is read with the meaning its kind had then (OLD_KIND_FACTS)."""
+    kind, params = str(obj["kind"]), obj.get("params") or {}
+    old = {"ends_process": False, "effect_from": "inject", "label": kind,
+           **OLD_KIND_FACTS.get(kind, lambda _: {})(params)}
+    return {k: obj[k] if obj.get(k) is not None else old[k] for k in FAULT_FACTS}
 
 
 def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
@@ -211,9 +252,12 @@ def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
             f.params.update(params)
             f.hits = obj.get("hits") or f.hits
             f.expected_fatal = [str(m) for m in obj.get("expected_fatal") or []] or f.expected_fatal
+            for k in FAULT_FACTS:
+                if obj.get(k) is not None:
+                    setattr(f, k, obj[k])
         else:
             merged[fid] = Fault(fid, kind, target, injected, healed, dict(params), list(obj.get("hits") or []),
-                                [str(m) for m in obj.get("expected_fatal") or []])
+                                [str(m) for m in obj.get("expected_fatal") or []], **fault_facts(obj))
     return sorted(merged.values(), key=lambda f: (f.injected_at_ms, f.id))
 
 
@@ -231,9 +275,10 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
     warnings: list[str] = []
     events = read_events(run_dir, warnings)
     faults = read_faults(run_dir, warnings)
-    h = History(events=events or [], faults=faults or [], has_events=events is not None,
-                has_faults=faults is not None, warnings=warnings)
-    if events:
+    members = [e for e in events or [] if e.role == contract.MEMBER_ROLE]  # no check judges a process beside the group
+    h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
+                warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE])
+    if members:
         rebuild_ownership(h, protocol)
     return h
 

@@ -3,20 +3,22 @@ checks each partition's groups in an executor. The driver only collects what the
 
 Every produced and consumed row is folded into a group keyed by
 
-    (side, topic, partition, epoch, member, b = offset >> 6, log chunk)
+    (side, topic, partition, epoch, member, b = offset >> 6)
 
-holding its row count ``n``, the 64-bit set ``mask`` of its offsets, min/max of ``ts << 6 | offset & 63``
-and, for consumed rows, where in the member's log it sits: the file (``fh``, a hash of its path), the split
-(``blk``, JSONL only) and the chunk ``c`` of 512 log positions, the set ``p0..p7`` of positions it occupies
-in that chunk and ``s`` = sum of ``(offset & 63) * (position & 511)``. The offsets and the positions of a group
-are both known exactly (two bit sets), so whether the group was consumed in offset order is exact arithmetic
-(the rearrangement inequality: ``s`` is the largest pairing sum only for the sorted pairing). Groups of one
-ownership, ordered by their place in the log, must follow each other; where they do not (or a group is not
-sorted), those log chunks are read back and the steps back are found record by record. So ``backwards`` is
-exact at every size, and a log that is in order costs only the aggregation.
+holding its row count ``n``, the 64-bit set ``mask`` of its offsets, min/max of ``ts << 6 | offset & 63`` and the
+highest generation. None of it depends on where a row sits in its file, so neither the groups nor their number
+depend on the row order or the file layout.
+
+The one thing that does depend on the log's order, ``backwards`` (a member's next record not above the previous one
+inside one ownership), comes from a second, order-only pass over the consumed rows (:func:`log_pass`): each task
+cuts its rows into pieces (consecutive rows of one file split), finds the steps back inside every (stream, piece)
+with numpy, and returns each piece's first and last record; the driver stitches the pieces of each stream in log
+order (:func:`stitch_steps`). The same pass returns the records of the few blocks the groups cannot settle
+(duplicates, stalls), picked by a broadcast set of (topic, partition, block) keys. No shuffle, no predicate a unit.
 
 The epoch of a row is the number of ownership boundaries at or before its time (a balanced CASE tree); the
-ownership period of a group is looked up from its epoch (``history.Ownership``: the one period rule).
+ownership period of a row or group is looked up from its epoch (:func:`periods_of`, ``history.Ownership``: the
+one period rule).
 """
 from __future__ import annotations
 
@@ -26,7 +28,6 @@ import numpy as np
 
 CONSUMED, PRODUCED, FAILED, INFO, BAD_PRODUCED, BAD_CONSUMED = 0, 1, 2, 3, 8, 9
 NO_EVENTS_PERIOD, OUTSIDE_PERIOD = -2, -1
-CHUNK_BITS, WORDS = 9, 8                      # log chunks of 512 positions: 8 words of 64 bits
 U64 = (1 << 64) - 1
 BIG, SMALL = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
@@ -56,23 +57,18 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
     key = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
     base = ["count(1) AS n", "bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT))) AS mask",
             "min(shiftleft(ts, 6) | (`offset` & 63)) AS kmin", "max(shiftleft(ts, 6) | (`offset` & 63)) AS kmax"]
-    pw = [f"bit_or(CASE WHEN (_pos >> 6) & {WORDS - 1} = {w} THEN shiftleft(1L, CAST(_pos & 63 AS INT)) END) AS p{w}"
-          for w in range(WORDS)]
     c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                           epoch_expr(bounds)),
                                f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", "`offset` >> 6 AS b",
-                               "_fh AS fh", "_blk AS blk", f"_pos >> {CHUNK_BITS} AS c", "`offset`", "ts", "generation",
-                               "_pos")
-    c = c.groupBy("k", "th", "mh", "b", "fh", "blk", "c").agg(*[F.expr(x) for x in (
-        *base, "max(generation) AS gmax", *pw, f"sum((`offset` & 63) * (_pos & {(1 << CHUNK_BITS) - 1})) AS s")])
+                               "`offset`", "ts", "generation")
+    c = c.groupBy("k", "th", "mh", "b").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax")])
     p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
                                f"{hashed('topic')} AS th", "`offset` >> 6 AS b", "`offset`", "ts")
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "fh", "blk", "c", "n", "mask", "kmin",
-        "kmax", "gmax", *[f"p{w}" for w in range(WORDS)], "s")
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax")
 
 
 def hashed(column: str) -> str:
@@ -130,9 +126,9 @@ def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> di
 
 
 def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
-    """Every partition's groups checked by :func:`check_partition` in an executor: the groups are hashed to tasks by
-    (topic, partition) and each task splits what it got by partition itself (no sort before the Python stage, which
-    applyInArrow would add). Nothing is cached: the aggregation feeds this one job. The small results are collected
+    """Every partition's groups checked by :func:`check_groups` in an executor: the groups are hashed to tasks by
+    (topic, partition) and each task checks all it got at once (no sort before the Python stage, which applyInArrow
+    would add). Nothing is cached: the aggregation feeds this one job. The small results are collected
     once, as Arrow."""
     import pyspark.cloudpickle as cp
 
@@ -158,47 +154,155 @@ def side_totals(got: dict[str, list[dict]]) -> dict[int, tuple]:
 
 
 def _check_task(batches, cfg):
-    """One executor task: its groups split by (topic, partition), each checked; one batch of results a partition."""
+    """One executor task: every (topic, partition) it got, checked at once; one batch of results."""
     import pyarrow as pa
     table = pa.Table.from_batches(list(batches))
-    if table.num_rows == 0:
-        return
-    th, part = np.asarray(table.column("th")), np.asarray(table.column("partition"))
-    order = np.lexsort((part, th))
-    table, th, part = table.take(order), th[order], part[order]
-    starts = np.flatnonzero(np.r_[True, (th[1:] != th[:-1]) | (part[1:] != part[:-1])])
-    for a, z in zip(starts, np.r_[starts[1:], len(th)]):
-        rows = check_partition(table.slice(a, z - a), cfg)
+    rows = check_groups(table, cfg)
+    if rows:
         yield pa.RecordBatch.from_pydict({"q": pa.array([q for q, _ in rows], pa.string()),
                                           "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
 
 
-def read_rows(spark, consumed, units: list[dict], blocks: list[tuple], chunks: list[dict], bounds: list[int]):
-    """Record-level rows, read back only where the groups could not settle a check: the log units of
-    ``units`` (order; Parquet: 512 rows of one file, JSONL: one split of one member's partition) and the
-    64-offset ``blocks`` (duplicates, stalls), each looked for only in the log units that hold its records
-    (``chunks``): Parquet row groups are skipped on their row indexes. One job; Arrow."""
-    def in_unit(fh, blk, c):
-        if blk < 0:  # a Parquet file: only its reader has row indexes
-            lo = c << CHUNK_BITS
-            return f"{consumed.file_id} = {fh} AND _metadata.row_index BETWEEN {lo} AND {lo + (1 << CHUNK_BITS) - 1}"
-        return f"{consumed.file_id} = {fh} AND _metadata.file_block_start = {blk}"
+SEGMENT, STEP, ROW = 0, 1, 2            # the kinds of row the log pass returns
+LOG_SCHEMA = ("kind int, mh bigint, th bigint, `partition` int, period bigint, fh bigint, blk bigint, pos bigint, "
+              "`offset` bigint, ts bigint, generation int, epoch int, pos2 bigint, offset2 bigint, ts2 bigint, tmin bigint")
+LOG_ROWS = 1 << 20                       # rows a task folds at once (its memory bound): pieces are stitched anyway
 
-    conds = [(u["blk"], f"({in_unit(u['fh'], u['blk'], u['c'])} AND topic = {lit(u['topic'])} "
-                        f"AND `partition` = {u['partition']} AND member = {lit(u['member'])})") for u in units]
-    wanted = set(blocks)
-    unplaced = wanted - {(k["topic"], k["partition"], k["b"]) for k in chunks}
-    assert not unplaced, f"no log unit holds the records of blocks {sorted(unplaced)[:3]}"
-    conds += [(k["blk"], f"({in_unit(k['fh'], k['blk'], k['c'])} AND topic = {lit(k['topic'])} "
-                         f"AND `partition` = {k['partition']} AND `offset` BETWEEN {k['b'] * 64} AND {k['b'] * 64 + 63})")
-              for k in chunks if (k["topic"], k["partition"], k["b"]) in wanted]
-    if not conds:
-        return []
-    by_format = {"parquet": " OR ".join(c for blk, c in conds if blk < 0) or None,  # each unit in its own format
-                 "jsonl": " OR ".join(c for blk, c in conds if blk >= 0) or None}
-    df = consumed.rows(by_format).where("_bad IS NULL")
-    return df.selectExpr("topic", "`partition`", "`offset`", "member", "ts", "generation", "_fh AS fh", "_blk AS blk",
-                         "_pos AS pos", f"{epoch_expr(bounds)} AS epoch").toArrow().to_pylist()
+
+def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order: bool = True) -> tuple[list[dict], list[tuple]]:
+    """One job over the consumed rows, no shuffle: the rows of the 64-offset ``blocks`` (topic, partition, b) the
+    groups could not settle (duplicates, stalls), picked in the executors by a broadcast set of keys, and, when
+    ``order``, every step back of every member's log (:func:`stitch_steps`). Returns (rows, steps), named."""
+    if not order and not blocks:
+        return [], []
+    import pyspark.cloudpickle as cp
+
+    from . import records as me
+    cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
+    wanted = {(name_hash(t), p, b) for t, p, b in blocks}
+    fn = lambda batches: _log_task(batches, cfg, wanted, order)  # noqa: E731
+    df = consumed.df.where("_bad IS NULL").selectExpr(
+        f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", f"{epoch_expr(bounds)} AS epoch",
+        "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation")
+    table = df.mapInArrow(fn, LOG_SCHEMA).toArrow()
+    kind = np.asarray(table.column("kind"))
+    name = lambda column, h: names[(column, h)]  # noqa: E731
+    rows = table.filter(kind == ROW).select(["th", "partition", "offset", "mh", "ts", "generation", "fh", "blk", "pos",
+                                             "epoch"]).to_pylist()
+    for r in rows:
+        r["topic"], r["member"] = name("topic", r.pop("th")), name("member", r.pop("mh"))
+    steps = stitch_steps(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)), _file_ranks(consumed))
+    return rows, [(name("member", m), name("topic", t), p, period, before, after) for m, t, p, period, before, after in steps]
+
+
+def _file_ranks(consumed) -> dict[int, int]:
+    """File id (``_fh``) -> its place in the sorted file names: how two files whose first records of a partition
+    share a millisecond are ordered. Only when no two files share a name (the id is then the name's hash); else
+    such ties fall to the id, an arbitrary but fixed order."""
+    names = sorted(p.name for p in consumed.files)
+    return {name_hash(n): i for i, n in enumerate(names)} if len(set(names)) == len(names) else {}
+
+
+def _columns(table) -> dict:
+    return {c: np.asarray(table.column(c).fill_null(-1).to_numpy(zero_copy_only=False)).astype(np.int64)
+            for c in table.column_names}
+
+
+def _log_task(batches, cfg, wanted, order):
+    """One executor task of :func:`log_pass`: its rows folded LOG_ROWS at a time."""
+    import pyarrow as pa
+    buf, n = [], 0
+    for batch in batches:
+        buf.append(batch)
+        n += batch.num_rows
+        if n >= LOG_ROWS:
+            yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order)
+            buf, n = [], 0
+    if n:
+        yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order)
+
+
+def _log_rows(table, cfg, wanted, order):
+    """The wanted blocks' rows; and, cut into pieces (consecutive rows of one file split, positions increasing),
+    the steps back inside every (stream, piece) and each such segment's first and last record. A stream is one
+    ownership period of one (member, topic, partition); rows outside every ownership have none."""
+    import pyarrow as pa
+    c = _columns(table)
+    mh, th, part, epoch, fh, blk, pos, off, ts = (c[k] for k in ("mh", "th", "partition", "epoch", "fh", "blk", "pos",
+                                                                 "offset", "ts"))
+    period = periods_of(mh, th, part, epoch, cfg)
+    batch = lambda kind, at, **more: _batch(  # noqa: E731
+        {"kind": np.full(len(at), kind, np.int32), "mh": mh[at], "th": th[at], "partition": part[at].astype(np.int32),
+         "period": period[at], **more}, len(at))
+    if wanted:
+        hit = _in_blocks(th, part, off >> 6, wanted)
+        if len(hit):
+            yield batch(ROW, hit, fh=fh[hit], blk=blk[hit], pos=pos[hit], offset=off[hit], ts=ts[hit],
+                        generation=c["generation"][hit].astype(np.int32), epoch=epoch[hit].astype(np.int32))
+    if not order:
+        return
+    new_piece = np.ones(len(pos), bool)
+    new_piece[1:] = (fh[1:] != fh[:-1]) | (blk[1:] != blk[:-1]) | (pos[1:] <= pos[:-1])
+    piece = np.cumsum(new_piece)
+    sel = np.flatnonzero(period >= 0)
+    if len(sel) == 0:
+        return
+    stream = _codes(mh[sel], th[sel], part[sel], period[sel])[0]
+    k = np.lexsort((piece[sel], stream))                 # stable: each (stream, piece) keeps the log's order
+    o, stream = sel[k], stream[k]
+    same = (stream[1:] == stream[:-1]) & (piece[o][1:] == piece[o][:-1])
+    back = same & (off[o][1:] <= off[o][:-1])
+    i, j = o[:-1][back], o[1:][back]
+    if len(j):
+        yield batch(STEP, j, offset=off[i], ts=ts[i], offset2=off[j], ts2=ts[j])
+    first = np.flatnonzero(np.r_[True, ~same])
+    last = np.r_[first[1:] - 1, len(o) - 1]
+    a, z = o[first], o[last]
+    yield batch(SEGMENT, a, fh=fh[a], blk=blk[a], pos=pos[a], offset=off[a], ts=ts[a], pos2=pos[z], offset2=off[z],
+                ts2=ts[z], tmin=np.minimum.reduceat(ts[o], first))
+
+
+def _batch(columns: dict, n: int):
+    """One batch of LOG_SCHEMA: the given columns, the others null."""
+    import pyarrow as pa
+    types = {"int": pa.int32(), "bigint": pa.int64()}
+    fields = [(f.split()[0].strip("`"), types[f.split()[1]]) for f in LOG_SCHEMA.split(", ")]
+    return pa.RecordBatch.from_arrays([pa.array(columns[k], t) if k in columns else pa.nulls(n, t) for k, t in fields],
+                                      names=[k for k, _ in fields])
+
+
+def _in_blocks(th, part, b, wanted) -> np.ndarray:
+    """Indexes of the rows whose (topic hash, partition, block) is in ``wanted``."""
+    pb = part.astype(np.int64) << 40 | b
+    cand = np.flatnonzero(np.isin(pb, np.fromiter((p << 40 | x for _, p, x in wanted), np.int64, len(wanted))))
+    return cand[[(t, p, x) in wanted for t, p, x in zip(th[cand].tolist(), part[cand].tolist(), b[cand].tolist())]] \
+        if len(cand) else cand
+
+
+def stitch_steps(seg: dict, inner: dict, file_ranks: dict | None = None) -> list[tuple]:
+    """Every step back of every member's log: those inside a (stream, piece) segment (``inner``), and those between
+    consecutive segments of one stream, in log order: a member's files in the order of their first record of the
+    partition (inside an ownership; ties by ``file_ranks``, file id -> rank), a file's splits by their first byte, a
+    split's rows by position.
+    (member hash, topic hash, partition, period, (offset, ts) before, (offset, ts) after), sorted."""
+    out = list(zip(inner["mh"].tolist(), inner["th"].tolist(), inner["partition"].tolist(), inner["period"].tolist(),
+                   zip(inner["offset"].tolist(), inner["ts"].tolist()), zip(inner["offset2"].tolist(), inner["ts2"].tolist())))
+    if len(seg["mh"]):
+        mh, th, part, period = seg["mh"], seg["th"], seg["partition"], seg["period"]
+        file_code = _codes(mh, th, part, seg["fh"])[0]
+        file_first = np.full(file_code.max() + 1, BIG, np.int64)
+        np.minimum.at(file_first, file_code, seg["tmin"])
+        stream = _codes(mh, th, part, period)[0]
+        ranks = file_ranks or {}
+        rank = np.fromiter((ranks.get(f, -1) for f in seg["fh"].tolist()), np.int64, len(seg["fh"]))
+        o = np.lexsort((seg["pos"], seg["blk"], seg["fh"], rank, file_first[file_code], stream))
+        i, j = o[:-1], o[1:]
+        back = (stream[i] == stream[j]) & (seg["offset"][j] <= seg["offset2"][i])
+        i, j = i[back], j[back]
+        out += zip(mh[j].tolist(), th[j].tolist(), part[j].tolist(), period[j].tolist(),
+                   zip(seg["offset2"][i].tolist(), seg["ts2"][i].tolist()), zip(seg["offset"][j].tolist(), seg["ts"][j].tolist()))
+    out.sort()
+    return out
 
 
 def write_copies(spark, produced_df, consumed_df, pairs):
@@ -247,6 +351,35 @@ def unacked_rows(consumed, keys):
     conds = " OR ".join(f"(topic = {lit(t)} AND `partition` = {p} AND `offset` = {o})" for t, p, o in sorted(keys))
     return (consumed.rows(conds).where("_bad IS NULL AND producer_id IS NOT NULL AND seq IS NOT NULL")
             .select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
+
+
+def commits_ahead(produced, consumed, commits):
+    """For each commit (id, member, topic, partition, t0, t1, lo, hi, ts): the ok-acked offsets in [lo, hi) that
+    the member did not consume between t0 and t1 (``n``, ``first``, ``last``), and the highest offset in [lo, hi)
+    it consumed between t0 and ts (``last_consumed``). Pushed down as offset and time ranges; asked only for the
+    commits the groups cannot clear (checks.commit_ahead)."""
+    from pyspark.sql import functions as F
+    if not commits:
+        return []
+    k = produced.df.sparkSession.createDataFrame(
+        commits, "id int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint, kts bigint")
+    near = "topic = {} AND `partition` = {} AND `offset` BETWEEN {} AND {}"
+    where = [near.format(lit(t), p, lo, hi - 1) for _, _, t, p, _, _, lo, hi, _ in commits]
+    on_k = "topic = kt AND `partition` = kp AND `offset` >= lo AND `offset` < hi"
+    acked = (produced.rows(" OR ".join(f"({w})" for w in where)).where("_bad IS NULL AND (status IS NULL OR status = 'ok')")
+             .join(F.broadcast(k), F.expr(on_k)).select("id", "offset").distinct())
+    read = " OR ".join(f"({w} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {t1})"
+                       for w, (_, m, _, _, t0, t1, *_) in zip(where, commits))
+    mine = (consumed.rows(read).where("_bad IS NULL")
+            .join(F.broadcast(k), F.expr(f"{on_k} AND member = km AND ts BETWEEN t0 AND t1")).select("id", "offset", "ts", "kts"))
+    missing = (acked.join(mine.select("id", "offset"), ["id", "offset"], "left_anti").groupBy("id")
+               .agg(F.count("*").alias("n"), F.min("offset").alias("first"), F.max("offset").alias("last")))
+    last = mine.where("ts <= kts").groupBy("id").agg(F.max("offset").alias("last_consumed"))
+    out = {r["id"]: {**r, "last_consumed": None} for r in missing.toArrow().to_pylist()}
+    for r in last.toArrow().to_pylist():
+        if r["id"] in out:
+            out[r["id"]]["last_consumed"] = r["last_consumed"]
+    return list(out.values())
 
 
 # --------------------------------------------------------------------------------- in the executor: numpy
@@ -313,162 +446,140 @@ def _reduce(cols: dict, keys: list[str], ops: dict) -> dict:
     return out
 
 
-def _bits(words: np.ndarray) -> np.ndarray:
-    """One row of 64 booleans per 64-bit word, bit 0 first."""
-    return np.unpackbits(words.view(np.uint64).view(np.uint8).reshape(-1, 8), axis=1, bitorder="little").view(bool)
+def _codes(*cols) -> tuple[np.ndarray, np.ndarray]:
+    """Dense codes (0..k-1, in sorted order) of the distinct tuples of equal-length integer columns, and the index of
+    one row of each. Runs of equal tuples (a log in order has long ones) are coded once."""
+    n = len(cols[0])
+    change = np.ones(n, bool)
+    if n:
+        change[1:] = np.logical_or.reduce([c[1:] != c[:-1] for c in cols])
+    starts = np.flatnonzero(change)
+    code, size = np.zeros(len(starts), np.int64), 1
+    for c in cols:
+        u, inv = np.unique(c[starts], return_inverse=True)
+        if size * len(u) >= 1 << 62:  # re-number before the packed code could overflow
+            u0, code = np.unique(code, return_inverse=True)
+            code, size = code.ravel().astype(np.int64), len(u0)
+        code, size = code * len(u) + inv.ravel(), size * len(u)
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return np.repeat(inv.ravel(), np.diff(np.r_[starts, n])), starts[first]
 
 
-def _chunk_sorted(mask, n, pw, s) -> np.ndarray:
-    """Per group: offsets and log positions are both known exactly (bit sets); the group was consumed in
-    offset order iff every offset came once and s equals the pairing of both in sorted order."""
-    pcount = sum(popcount(w) for w in pw)
-    ok = (popcount(mask) == n) & (pcount == n)
-    idx = np.nonzero(ok)[0]
-    if len(idx):
-        o = np.flatnonzero(_bits(mask[idx]))  # row-major: the k-th offset of a group pairs with its k-th position
-        words = np.stack([w[idx] for w in pw], axis=1)
-        gi, wi = np.nonzero(words)           # only the words a group occupies are unpacked
-        cell = np.flatnonzero(_bits(words[gi, wi]))
-        pos = wi[cell >> 6] * 64 + (cell & 63)
-        smax = np.bincount(o >> 6, weights=((o & 63) * pos).astype(np.float64), minlength=len(idx))
-        ok[idx] = np.rint(smax).astype(np.int64) == s[idx]
-    return ok
+def periods_of(mh, th, partition, epoch, cfg: dict) -> np.ndarray:
+    """The ownership period of each row or group (member hash, topic hash, partition, epoch), one look-up per distinct
+    tuple in ``cfg["periods"]`` (history.Ownership's periods by epochs): OUTSIDE_PERIOD for a member with events
+    outside all of them, NO_EVENTS_PERIOD for a member without events."""
+    if len(mh) == 0:
+        return np.zeros(0, np.int64)
+    code, first = _codes(mh, th, partition, epoch)
+    values = []
+    for m, t, p, e in zip(mh[first].tolist(), th[first].tolist(), partition[first].tolist(), epoch[first].tolist()):
+        value = OUTSIDE_PERIOD if m in cfg["with_events"] else NO_EVENTS_PERIOD
+        values.append(next((pid for lo, hi, pid in cfg["periods"].get((m, t, p), ()) if lo <= e <= hi), value))
+    return np.asarray(values, np.int64)[code]
 
 
-def _pos_bounds(pw) -> tuple[np.ndarray, np.ndarray]:
-    lo = np.full(len(pw[0]), BIG, np.int64)
-    hi = np.full(len(pw[0]), -1, np.int64)
-    for w, word in enumerate(pw):
-        has = word != 0
-        lo = np.where(has & (lo == BIG), w * 64 + lowbit(word), lo)
-        hi = np.where(has, w * 64 + highbit(word), hi)
-    return lo, hi
-
-
-def check_partition(table, cfg: dict) -> list[tuple[str, dict]]:
-    """All checks over one partition's groups (pyarrow table of :func:`aggregate`'s columns). ``cfg``:
+def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
+    """All checks over the groups of every (topic, partition) in ``table`` (pyarrow, :func:`aggregate`'s columns) at
+    once: numpy over all partitions, keyed by a partition code ``tp``, never a Python loop a partition. ``cfg``:
     ``periods`` {(member hash, topic hash, partition): [(first epoch, last epoch, period id)]}, ``with_events``
-    (hashes of the members that logged events), ``stall_ms``. Returns (kind, row) pairs; topics and members
-    are their hashes (:func:`name_rows`)."""
+    (hashes of the members that logged events), ``stall_ms``. Returns (kind, row) pairs; topics and members are
+    their hashes (:func:`name_rows`). A partition with only rows that break the contract (diagnose names them) is
+    only counted."""
     if table.num_rows == 0:
         return []
-    col = lambda name, fill=0: np.asarray(table.column(name).fill_null(fill).to_numpy(zero_copy_only=False))  # noqa: E731
-    topic, partition = int(table.column("th")[0].as_py()), int(table.column("partition")[0].as_py())
-    side, b = col("side").astype(np.int64), col("b").astype(np.int64)
-    out = _sides(side, col("n").astype(np.int64), col("kmin", BIG).astype(np.int64), col("kmax", SMALL).astype(np.int64))
-    if (side >= BAD_PRODUCED).all():  # rows that break the contract (diagnose names them) are only counted
-        return out
-    cons = np.nonzero(side == CONSUMED)[0]
-    prod = np.nonzero(side == PRODUCED)[0]
-    names, mcode = np.unique(col("mh")[cons].astype(np.int64), return_inverse=True)
-    mcode = mcode.ravel().astype(np.int64)
-    names = names.tolist()
-    epoch = col("epoch")[cons].astype(np.int64)
-    pairs, inv = np.unique(mcode << 32 | epoch, return_inverse=True)
-    values = []
-    for m, e in zip((pairs >> 32).tolist(), (pairs & 0xFFFFFFFF).tolist()):  # one lookup per (member, epoch)
-        value = OUTSIDE_PERIOD if names[m] in cfg["with_events"] else NO_EVENTS_PERIOD
-        values.append(next((pid for lo, hi, pid in cfg["periods"].get((names[m], topic, partition), ())
-                            if lo <= e <= hi), value))
-    period = np.asarray(values, np.int64)[inv.ravel()] if len(cons) else np.zeros(0, np.int64)
-    g = {"m": mcode, "period": period, "b": b[cons], "n": col("n")[cons].astype(np.int64),
-         "mask": col("mask")[cons].astype(np.int64), "kmin": col("kmin")[cons].astype(np.int64),
-         "kmax": col("kmax")[cons].astype(np.int64), "fh": col("fh")[cons].astype(np.int64),
-         "blk": col("blk")[cons].astype(np.int64), "c": col("c")[cons].astype(np.int64),
-         "s": col("s")[cons].astype(np.int64), "gmax": col("gmax", -1)[cons].astype(np.int64)}
+    col = lambda name, fill=0: np.asarray(table.column(name).fill_null(fill).to_numpy(zero_copy_only=False)).astype(np.int64)  # noqa: E731
+    side, th, part, b = col("side"), col("th"), col("partition"), col("b")
+    out = _sides(side, col("n"), col("kmin", BIG), col("kmax", SMALL))
+    tp, first = _codes(th, part)
+    P = {"th": th[first], "partition": part[first]}  # a partition code's topic hash and partition
+    good = np.zeros(len(first), bool)
+    good[tp[side < BAD_PRODUCED]] = True
+    where = lambda t: {"topic": int(P["th"][t]), "partition": int(P["partition"][t])}  # noqa: E731
+    cons, prod = np.flatnonzero(side == CONSUMED), np.flatnonzero(side == PRODUCED)
+    mh = col("mh")[cons]
+    g = {"tp": tp[cons], "m": mh, "period": periods_of(mh, th[cons], part[cons], col("epoch")[cons], cfg), "b": b[cons],
+         "n": col("n")[cons], "mask": col("mask")[cons], "kmin": col("kmin")[cons], "kmax": col("kmax")[cons],
+         "gmax": col("gmax", -1)[cons]}
     g["gmin"] = np.where(g["gmax"] < 0, BIG, g["gmax"])
-    for w in range(WORDS):
-        g[f"p{w}"] = col(f"p{w}")[cons].astype(np.int64)
-    # several epochs inside one period and one log chunk: one group
-    ops = {"n": "sum", "mask": "or", "kmin": "min", "kmax": "max", "s": "sum", "gmin": "min", "gmax": "max",
-           **{f"p{w}": "or" for w in range(WORDS)}}
-    g = _reduce(g, ["m", "period", "fh", "blk", "c", "b"], ops)
-    out += [("order", r) for r in _order(g, topic, partition, names)]
-
-    # one group per (member, period, block): the deliveries the other checks reason about
-    bg = _reduce(g, ["m", "period", "b"], {k: ops[k] for k in ("n", "mask", "kmin", "kmax", "gmin", "gmax")})
+    # one group per (partition, member, period, block): the deliveries the other checks reason about (several
+    # epochs inside one period fold into one)
+    bg = _reduce(g, ["tp", "m", "period", "b"], {"n": "sum", "mask": "or", "kmin": "min", "kmax": "max",
+                                                 "gmin": "min", "gmax": "max"})
     bg["tmin"], bg["tmax"] = bg["kmin"] >> 6, bg["kmax"] >> 6
     bg["omin"], bg["omax"] = bg["b"] * 64 + lowbit(bg["mask"]), bg["b"] * 64 + highbit(bg["mask"])
+    bg["K"] = bg["tp"] << 40 | bg["b"]
 
-    # blocks: everything consumed and acked ok per 64 offsets
-    pb = {"b": b[prod], "mask": col("mask")[prod].astype(np.int64), "n": col("n")[prod].astype(np.int64),
-          "kmin": col("kmin")[prod].astype(np.int64), "kmax": col("kmax")[prod].astype(np.int64)}
-    pb = _reduce(pb, ["b"], {"mask": "or", "n": "sum", "kmin": "min", "kmax": "max"})
-    pb["tmin"], pb["tmax"] = pb["kmin"] >> 6, pb["kmax"] >> 6
-    cb = _reduce(bg, ["b"], {"mask": "or", "n": "sum", "tmin": "min", "tmax": "max", "omax": "max"})
-    allb = np.union1d(pb["b"], cb["b"])
-    ip, ic = np.searchsorted(pb["b"], allb), np.searchsorted(cb["b"], allb)
-    hasp = (ip < len(pb["b"])) & (pb["b"][np.minimum(ip, len(pb["b"]) - 1)] == allb) if len(pb["b"]) else np.zeros(len(allb), bool)
-    hasc = (ic < len(cb["b"])) & (cb["b"][np.minimum(ic, len(cb["b"]) - 1)] == allb) if len(cb["b"]) else np.zeros(len(allb), bool)
-    take = lambda d, i, has, k, fill: np.where(has, d[k][np.minimum(i, max(len(d[k]) - 1, 0))] if len(d[k]) else fill, fill)  # noqa: E731
-    B = {"b": allb, "pmask": take(pb, ip, hasp, "mask", 0), "pn": take(pb, ip, hasp, "n", 0),
-         "ptmin": take(pb, ip, hasp, "tmin", BIG), "ptmax": take(pb, ip, hasp, "tmax", SMALL),
-         "cmask": take(cb, ic, hasc, "mask", 0), "cn": take(cb, ic, hasc, "n", 0),
-         "ctmin": take(cb, ic, hasc, "tmin", BIG), "ctmax": take(cb, ic, hasc, "tmax", SMALL)}
+    # blocks: everything consumed and acked ok per 64 offsets of each partition, keyed K = tp << 40 | b
+    pb = {"tp": tp[prod], "b": b[prod], "mask": col("mask")[prod], "n": col("n")[prod], "kmin": col("kmin")[prod],
+          "kmax": col("kmax")[prod]}
+    pb = _reduce(pb, ["tp", "b"], {"mask": "or", "n": "sum", "kmin": "min", "kmax": "max"})
+    pb["tmin"], pb["tmax"], pb["K"] = pb["kmin"] >> 6, pb["kmax"] >> 6, pb["tp"] << 40 | pb["b"]
+    cb = _reduce(bg, ["K"], {"mask": "or", "n": "sum", "tmin": "min", "tmax": "max"})
+    allK = np.union1d(pb["K"], cb["K"])
+    B = {"tp": allK >> 40, "b": allK & ((1 << 40) - 1), **_merge_keyed(allK, pb, {"mask": ("pmask", 0), "n": ("pn", 0),
+         "tmin": ("ptmin", BIG), "tmax": ("ptmax", SMALL)}), **_merge_keyed(allK, cb, {"mask": ("cmask", 0),
+         "n": ("cn", 0), "tmin": ("ctmin", BIG), "tmax": ("ctmax", SMALL)})}
     known = B["pmask"] | B["cmask"]
     extra = B["cn"] - popcount(B["cmask"])
-    lostmask = B["pmask"] & ~B["cmask"]
-    unacked = B["cmask"] & ~B["pmask"]
-    out.append(("stats", {"topic": topic, "partition": partition, "produced": int(B["pn"].sum()),
-                          "consumed_rows": int(B["cn"].sum()), "consumed_distinct": int(popcount(B["cmask"]).sum()),
-                          "extra": int(extra.sum()), "lost": int(popcount(lostmask).sum()),
-                          "unacked": int(popcount(unacked).sum()),
-                          "produced_repeats": int((B["pn"] - popcount(B["pmask"])).sum())}))
+    lostmask, unacked = B["pmask"] & ~B["cmask"], B["cmask"] & ~B["pmask"]
+    per = {"produced": B["pn"], "consumed_rows": B["cn"], "consumed_distinct": popcount(B["cmask"]), "extra": extra,
+           "lost": popcount(lostmask), "unacked": popcount(unacked), "produced_repeats": B["pn"] - popcount(B["pmask"])}
+    stats = {k: np.bincount(B["tp"], weights=v, minlength=len(first)) for k, v in per.items()}  # < 2^53: exact
+    out += [("stats", {**where(t), **{k: int(v[t]) for k, v in stats.items()}}) for t in np.flatnonzero(good)]
     none = lambda v, sentinel: None if v == sentinel else int(v)  # noqa: E731
-    for i in np.nonzero((lostmask != 0) | (unacked != 0))[0]:
-        out.append(("dirty", {"topic": topic, "partition": partition, "b": int(allb[i]), "lostmask": int(lostmask[i]),
+    for i in np.flatnonzero((lostmask != 0) | (unacked != 0)):
+        out.append(("dirty", {**where(B["tp"][i]), "b": int(B["b"][i]), "lostmask": int(lostmask[i]),
                               "unackedmask": int(unacked[i]), "ptmin": none(B["ptmin"][i], BIG),
                               "ptmax": none(B["ptmax"][i], SMALL), "ctmax": none(B["ctmax"][i], SMALL)}))
-    for i in np.nonzero(np.isin(bg["b"], allb[extra > 0]))[0]:
-        out.append(("groups", {"topic": topic, "partition": partition, "b": int(bg["b"][i]),
-                               "member": names[bg["m"][i]], "period": int(bg["period"][i]), "n": int(bg["n"][i]),
-                               "mask": int(bg["mask"][i]), "tmin": int(bg["tmin"][i]), "tmax": int(bg["tmax"][i]),
+    for i in np.flatnonzero(np.isin(bg["K"], allK[extra > 0])):
+        out.append(("groups", {**where(bg["tp"][i]), "b": int(bg["b"][i]), "member": int(bg["m"][i]),
+                               "period": int(bg["period"][i]), "n": int(bg["n"][i]), "mask": int(bg["mask"][i]),
+                               "tmin": int(bg["tmin"][i]), "tmax": int(bg["tmax"][i]),
                                "gmin": none(bg["gmin"][i], BIG), "gmax": none(bg["gmax"][i], -1)}))
-    ps = _reduce(bg, ["m", "period"], {"n": "sum", "tmin": "min", "tmax": "max"})
-    out += [("periods", {"member": names[m], "topic": topic, "partition": partition, "period": int(p), "n": int(n),
-                         "tmin": int(t0), "tmax": int(t1)})
-            for m, p, n, t0, t1 in zip(ps["m"], ps["period"], ps["n"], ps["tmin"], ps["tmax"])]
-    out += _rate(bg["tmin"], bg["n"], topic, partition)
-    out += [("skip", r) for r in _skips(bg, allb, known, topic, partition, names)]
-    spans = _delivery_spans(bg, topic, partition, cfg["stall_ms"])
-    # every offset that can be the top of a gap: -1, the running top at each span's end, and any offset of a block
-    # read back for the stall check; what the blocks cannot say of them, the block's end (exact) and its rows can
-    tops = np.maximum.accumulate([-1] + [r["omax"] for q, r in spans if q == "spans"])
-    ends = [t | 63 for t in tops if t >= 0] + [r["b"] * 64 + 63 for q, r in spans if q == "stall_blocks"]
-    out += [("acks", {"topic": topic, "partition": partition, "top": int(t), **first_ack(pb, int(t))})
-            for t in np.unique(np.concatenate([tops, np.asarray(ends, np.int64)]))]
-    # where in the logs the records of each block that may be read back lie (re-delivered or slow blocks)
-    wanted = np.union1d(allb[extra > 0], [r["b"] for q, r in spans if q == "stall_blocks"])
-    at = _reduce({k: g[k][np.isin(g["b"], wanted)] for k in ("b", "fh", "blk", "c", "n")}, ["b", "fh", "blk", "c"], {"n": "sum"})
-    out += [("chunks", {"topic": topic, "partition": partition, "b": int(x), "fh": int(f), "blk": int(k), "c": int(c)})
-            for x, f, k, c in zip(at["b"], at["fh"], at["blk"], at["c"])]
-    return out + spans
+    ps = _reduce(bg, ["tp", "m", "period"], {"n": "sum", "tmin": "min", "tmax": "max", "omin": "min", "omax": "max"})
+    out += [("periods", {"member": m, **where(t), "period": p, "n": n, "tmin": t0, "tmax": t1, "omin": o0, "omax": o1})
+            for t, m, p, n, t0, t1, o0, o1 in zip(*(ps[k].tolist() for k in ("tp", "m", "period", "n", "tmin", "tmax",
+                                                                             "omin", "omax")))]
+    out += _rate(bg["tp"], bg["tmin"], bg["n"])
+    out += [("skip", {**where(r.pop("tp")), **r}) for r in _skips(bg, allK, known)]
+    spans, stall_blocks = _delivery_spans(bg, cfg["stall_ms"])
+    out += [("stall_blocks", {**where(t), "b": x}) for t, x in stall_blocks]
+    out += [("spans", {**where(t), "start": a, "end": z, "omax": o}) for t, a, z, o in spans]
+    out += [("acks", {**where(t), "top": top, **first_ack(pb_t, top)}) for t, top, pb_t in _gap_tops(good, spans, stall_blocks, pb)]
+    return out
+
+
+def _merge_keyed(keys, d: dict, columns: dict) -> dict:
+    """``d``'s columns (sorted by its ``K``) at each of the sorted ``keys``, renamed; ``fill`` where ``d`` has no row."""
+    i = np.searchsorted(d["K"], keys)
+    has = (i < len(d["K"])) & (d["K"][np.minimum(i, max(len(d["K"]) - 1, 0))] == keys) if len(d["K"]) else np.zeros(len(keys), bool)
+    i = np.minimum(i, max(len(d["K"]) - 1, 0))
+    return {name: np.where(has, d[c][i] if len(d[c]) else fill, fill).astype(np.int64) for c, (name, fill) in columns.items()}
 
 
 def _sides(side, n, kmin, kmax) -> list[tuple[str, dict]]:
-    """Rows and time range of each side (consumed, produced ok, failed, info, bad input) of this partition."""
-    out = []
-    for s in np.unique(side).tolist():
-        at = side == s
-        lo, hi = int(kmin[at].min()), int(kmax[at].max())
-        out.append(("sides", {"side": s, "n": int(n[at].sum()),
-                              "tmin": None if lo == BIG else lo >> 6, "tmax": None if hi == SMALL else hi >> 6}))
-    return out
+    """Rows and time range of each side (consumed, produced ok, failed, info, bad input)."""
+    r = _reduce({"side": side, "n": n, "kmin": kmin, "kmax": kmax}, ["side"], {"n": "sum", "kmin": "min", "kmax": "max"})
+    return [("sides", {"side": s, "n": k, "tmin": None if lo == BIG else lo >> 6, "tmax": None if hi == SMALL else hi >> 6})
+            for s, k, lo, hi in zip(*(r[c].tolist() for c in ("side", "n", "kmin", "kmax")))]
 
 
 RATE_BINS = 400
 
 
-def _rate(tmin, n, topic, partition) -> list[tuple[str, dict]]:
-    """Deliveries per time bin (by each block group's first delivery): bins of 100 * 2^k ms from the epoch, the
-    smallest with at most RATE_BINS over this partition, so that every partition's bins nest in the largest."""
+def _rate(tp, tmin, n) -> list[tuple[str, dict]]:
+    """Deliveries per time bin (by each block group's first delivery): bins of 100 * 2^k ms from the epoch, for each
+    partition the smallest with at most RATE_BINS over it, so that every partition's bins nest in the largest."""
     if len(tmin) == 0:
         return []
-    size = 100
-    while (int(tmin.max()) - int(tmin.min())) // size >= RATE_BINS:
-        size *= 2
-    r = _reduce({"bin": tmin // size, "n": n}, ["bin"], {"n": "sum"})
-    return [("rate", {"start": int(x) * size, "size": size, "n": int(k)}) for x, k in zip(r["bin"], r["n"])]
+    r = _reduce({"tp": tp, "lo": tmin, "hi": tmin}, ["tp"], {"lo": "min", "hi": "max"})
+    size = np.full(len(r["tp"]), 100, np.int64)
+    while ((r["hi"] - r["lo"]) // size >= RATE_BINS).any():
+        size = np.where((r["hi"] - r["lo"]) // size >= RATE_BINS, size * 2, size)
+    row_size = size[np.searchsorted(r["tp"], tp)]
+    x = _reduce({"tp": tp, "bin": tmin // row_size, "size": row_size, "n": n}, ["tp", "bin"], {"n": "sum", "size": "first"})
+    return [("rate", {"start": k * s, "size": s, "n": c}) for k, s, c in zip(*(x[c].tolist() for c in ("bin", "size", "n")))]
 
 
 def first_ack(pb: dict, top: int) -> dict:
@@ -493,115 +604,81 @@ def first_ack(pb: dict, top: int) -> dict:
     return {"lo": None if lo == BIG else lo, "hi": None if hi == BIG else hi}
 
 
-def _delivery_spans(bg, topic, partition, stall_ms) -> list[tuple[str, dict]]:
-    """When the partition was delivered, folded into spans with no gap above ``stall_ms`` inside, each with the
-    highest offset delivered in it (the ``stall`` check's input). A group whose own time span is above
-    ``stall_ms`` may hide such a gap: its block is returned (``stall_blocks``) to be read back record by record."""
+def _gap_tops(good, spans, stall_blocks, pb):
+    """(partition, top, its produced blocks) for every offset that can be the top of a gap of a partition: -1, the
+    running top at each span's end, their block ends, and the end of any block read back for the stall check;
+    what the blocks cannot say of them, the block's end (exact) and its rows can."""
+    tops = [(t, -1) for t in np.flatnonzero(good).tolist()]
+    if spans:
+        t, omax = (np.asarray(v, np.int64) for v in zip(*[(s[0], s[3]) for s in spans]))
+        top = _segmented_cummax(t, omax)  # spans come sorted by (partition, time)
+        tops += zip(t.tolist(), top.tolist())
+        tops += zip(t.tolist(), (top | 63).tolist())
+    tops += [(t, x * 64 + 63) for t, x in stall_blocks]
+    lo = np.searchsorted(pb["tp"], np.arange(len(good)))
+    hi = np.searchsorted(pb["tp"], np.arange(len(good)), side="right")
+    for t, top in sorted(set(tops)):
+        yield t, top, {k: pb[k][lo[t]:hi[t]] for k in ("b", "mask", "tmin", "tmax", "kmin", "kmax")}
+
+
+def _segmented_cummax(key, v) -> np.ndarray:
+    """Running maximum of ``v`` restarted at each new value of ``key`` (rows sorted by key), exact for any values:
+    the running maximum of (key, rank of v) pairs packed in one integer."""
+    if len(v) == 0:
+        return v
+    u, rank = np.unique(v, return_inverse=True)
+    seg = np.cumsum(np.r_[True, key[1:] != key[:-1]]) - 1
+    return u[np.maximum.accumulate(seg * len(u) + rank.ravel()) - seg * len(u)]
+
+
+def _delivery_spans(bg, stall_ms) -> tuple[list[tuple], list[tuple]]:
+    """When each partition was delivered, folded into spans with no gap above ``stall_ms`` inside, each with the
+    highest offset delivered in it (the ``stall`` check's input): [(partition code, from, to, highest offset)]. A
+    group whose own time span is above ``stall_ms`` may hide such a gap: its block (partition code, b) is returned
+    to be read back record by record."""
     long = (bg["tmax"] - bg["tmin"]) > stall_ms
-    out = [("stall_blocks", {"topic": topic, "partition": partition, "b": int(b)}) for b in np.unique(bg["b"][long])]
-    return out + [("spans", {"topic": topic, "partition": partition, "start": a, "end": z, "omax": o})
-                  for a, z, o in merge_spans(bg["tmin"][~long], bg["tmax"][~long], bg["omax"][~long], stall_ms)]
+    blocks = sorted(set(zip(bg["tp"][long].tolist(), bg["b"][long].tolist())))
+    short = ~long
+    return merge_spans(bg["tmin"][short], bg["tmax"][short], bg["omax"][short], stall_ms, key=bg["tp"][short]), blocks
 
 
-def merge_spans(t0, t1, omax, gap_ms: int) -> list[tuple[int, int, int]]:
+def merge_spans(t0, t1, omax, gap_ms: int, key=None) -> list[tuple]:
     """Time spans [t0, t1] (each with a highest offset) merged wherever no gap above ``gap_ms`` separates them:
-    [(from, to, highest offset)], in time order. The one span rule of the ``stall`` check (executor and driver)."""
+    [(from, to, highest offset)], in time order; with ``key``, only spans of one key merge: [(key, from, to,
+    highest offset)], by key and time. The one span rule of the ``stall`` check (executor and driver)."""
     t0, t1, omax = (np.asarray(v, np.int64) for v in (t0, t1, omax))
+    k = np.zeros(len(t0), np.int64) if key is None else np.asarray(key, np.int64)
     if len(t0) == 0:
         return []
-    order = np.argsort(t0, kind="stable")
-    t0, t1, omax = t0[order], t1[order], omax[order]
+    order = np.lexsort((t0, k))
+    k, t0, t1, omax = k[order], t0[order], t1[order], omax[order]
+    reach = _segmented_cummax(k, t1)
     new = np.ones(len(t0), bool)
-    new[1:] = t0[1:] - np.maximum.accumulate(t1)[:-1] > gap_ms
-    st = np.nonzero(new)[0]
-    return list(zip(t0[st].tolist(), np.maximum.reduceat(t1, st).tolist(), np.maximum.reduceat(omax, st).tolist()))
+    new[1:] = (k[1:] != k[:-1]) | (t0[1:] - reach[:-1] > gap_ms)
+    st = np.flatnonzero(new)
+    spans = zip(t0[st].tolist(), np.maximum.reduceat(t1, st).tolist(), np.maximum.reduceat(omax, st).tolist())
+    return list(spans) if key is None else [(x, *s) for x, s in zip(k[st].tolist(), spans)]
 
 
-def _skips(bg, allb, known, topic, partition, names) -> list[dict]:
+def _skips(bg, allK, known) -> list[dict]:
     """Known records inside one ownership's consumed range that the owner never consumed in it: missing bits
     inside a block's [omin, omax], and known records in the gap between two consecutive consumed blocks."""
     out = []
-    inside = np.nonzero(bg["period"] >= 0)[0]
-    kb = known[np.searchsorted(allb, bg["b"][inside])]
+    inside = np.flatnonzero(bg["period"] >= 0)
+    kb = known[np.searchsorted(allK, bg["K"][inside])]
     miss = kb & ~bg["mask"][inside] & range_mask(bg["omin"][inside], bg["omax"][inside], bg["b"][inside])
-    for j in np.nonzero(miss)[0]:
+    for j in np.flatnonzero(miss):
         i = inside[j]
-        out.append({"member": names[bg["m"][i]], "topic": topic, "partition": partition, "period": int(bg["period"][i]),
-                    "b": int(bg["b"][i]), "bits": int(miss[j]), "t0": int(bg["tmin"][i]), "t1": int(bg["tmax"][i])})
-    a_, z_ = inside[:-1], inside[1:]  # bg is sorted by (member, period, b): consecutive blocks of one ownership
-    gap = (bg["m"][a_] == bg["m"][z_]) & (bg["period"][a_] == bg["period"][z_]) & (bg["omin"][z_] > bg["omax"][a_] + 1)
+        out.append({"tp": int(bg["tp"][i]), "member": int(bg["m"][i]), "period": int(bg["period"][i]), "b": int(bg["b"][i]),
+                    "bits": int(miss[j]), "t0": int(bg["tmin"][i]), "t1": int(bg["tmax"][i])})
+    a_, z_ = inside[:-1], inside[1:]  # bg is sorted by (partition, member, period, b): consecutive blocks of one ownership
+    gap = (bg["tp"][a_] == bg["tp"][z_]) & (bg["m"][a_] == bg["m"][z_]) & (bg["period"][a_] == bg["period"][z_]) & \
+        (bg["omin"][z_] > bg["omax"][a_] + 1)
     for a, z in zip(a_[gap].tolist(), z_[gap].tolist()):
-        lo, hi = int(bg["omax"][a]) + 1, int(bg["omin"][z]) - 1
-        i0, i1 = np.searchsorted(allb, lo >> 6), np.searchsorted(allb, hi >> 6, side="right")
-        bits = known[i0:i1] & range_mask(np.full(i1 - i0, lo), np.full(i1 - i0, hi), allb[i0:i1])
-        for k in np.nonzero(bits)[0]:
-            out.append({"member": names[bg["m"][a]], "topic": topic, "partition": partition, "period": int(bg["period"][a]),
-                        "b": int(allb[i0 + k]), "bits": int(bits[k]), "t0": int(bg["tmax"][a]), "t1": int(bg["tmin"][z])})
-    return out
-
-
-def _order(g, topic, partition, names) -> list[dict]:
-    """Log units (Parquet: a chunk of 512 rows; JSONL: a split) whose records must be read back to find
-    every step back exactly: those holding a group not consumed in order, or two groups of one ownership that
-    do not follow each other in the log, and the units just before and after them in that ownership."""
-    sel = np.nonzero(g["period"] >= 0)[0]
-    if len(sel) == 0:
-        return []
-    pw = [g[f"p{w}"][sel] for w in range(WORDS)]
-    ok = _chunk_sorted(g["mask"][sel], g["n"][sel], pw, g["s"][sel])
-    plo, phi = _pos_bounds(pw)
-    m, period, fh, blk, c, b = (g[k][sel] for k in ("m", "period", "fh", "blk", "c", "b"))
-    omin, omax = b * 64 + lowbit(g["mask"][sel]), b * 64 + highbit(g["mask"][sel])
-    # a member's files in the order of their first record of this partition
-    _, fcode = np.unique(fh, return_inverse=True)
-    files, inv = np.unique(m << 32 | fcode.ravel(), return_inverse=True)
-    first = np.full(len(files), BIG, np.int64)
-    np.minimum.at(first, inv.ravel(), g["kmin"][sel] >> 6)
-    uc = np.where(blk < 0, c, 0)
-    o = np.lexsort((b, c, blk, fh, first[inv.ravel()], period, m))
-    m, period, fh, blk, c, uc, ok, plo, phi, omin, omax = (x[o] for x in (m, period, fh, blk, c, uc, ok, plo, phi, omin, omax))
-    new_seq = np.ones(len(o), bool)
-    new_seq[1:] = (m[1:] != m[:-1]) | (period[1:] != period[:-1])
-    new_unit = new_seq.copy()
-    new_unit[1:] |= (fh[1:] != fh[:-1]) | (blk[1:] != blk[:-1]) | (uc[1:] != uc[:-1])
-    unit = np.cumsum(new_unit) - 1                       # global unit id, in log order
-    seq = np.cumsum(new_seq) - 1
-    seq_first = unit[new_seq]                           # first unit id of each (member, period)
-    seq_end = np.append(seq_first[1:], unit[-1] + 1)
-    same = np.zeros(len(o), bool)
-    same[1:] = (fh[1:] == fh[:-1]) & (blk[1:] == blk[:-1]) & (c[1:] == c[:-1])
-    clash = np.zeros(len(o), bool)                      # the two groups do not follow each other
-    clash[1:] = ~new_seq[1:] & ((omax[:-1] >= omin[1:]) | (same[1:] & (phi[:-1] >= plo[1:])))
-    bad_u = np.concatenate([unit[~ok], unit[clash], unit[clash & ~same] - 1])
-    bad_s = np.concatenate([seq[~ok], seq[clash], seq[clash & ~same]])
-    cand_u = np.concatenate([bad_u + d for d in (-1, 0, 1)])
-    cand_s = np.tile(bad_s, 3)
-    keep = (cand_u >= seq_first[cand_s]) & (cand_u < seq_end[cand_s])
-    wanted = np.unique(cand_u[keep])
-    rep = np.nonzero(new_unit)[0][wanted]               # first group of each wanted unit
-    return [{"member": names[m[i]], "topic": topic, "partition": partition, "period": int(period[i]),
-             "fh": int(fh[i]), "blk": int(blk[i]), "c": int(uc[i]), "idx": int(u - seq_first[seq[i]])}
-            for u, i in zip(wanted.tolist(), rep.tolist())]
-
-
-def steps_back(units: list[dict], rows: list[dict], period_of) -> list[tuple]:
-    """Every step back (next offset not above the previous one) inside the read-back log units, record by
-    record: (member, topic, partition, period, (offset, ts) before, (offset, ts) after)."""
-    where = {}
-    for u in units:
-        where[(u["member"], u["topic"], u["partition"], u["period"], u["fh"], u["blk"], u["c"])] = u["idx"]
-    seqs: dict[tuple, list] = {}
-    for r in rows:
-        blk = r["blk"]
-        c = r["pos"] >> CHUNK_BITS if blk < 0 else 0
-        period = period_of(r["member"], r["topic"], r["partition"], r["epoch"])
-        idx = where.get((r["member"], r["topic"], r["partition"], period, r["fh"], blk, c))
-        if idx is not None:
-            seqs.setdefault((r["member"], r["topic"], r["partition"], period), []).append((idx, r["pos"], r["offset"], r["ts"]))
-    out = []
-    for key, seq in seqs.items():
-        seq.sort()
-        for (i0, p0, o0, t0), (i1, p1, o1, t1) in zip(seq, seq[1:]):
-            if i1 - i0 <= 1 and (i0, p0) != (i1, p1) and o1 <= o0:
-                out.append((*key, (o0, t0), (o1, t1)))
+        t, lo, hi = int(bg["tp"][a]), int(bg["omax"][a]) + 1, int(bg["omin"][z]) - 1
+        i0, i1 = np.searchsorted(allK, t << 40 | lo >> 6), np.searchsorted(allK, t << 40 | hi >> 6, side="right")
+        bits = known[i0:i1] & range_mask(np.full(i1 - i0, lo), np.full(i1 - i0, hi), allK[i0:i1] & ((1 << 40) - 1))
+        for k in np.flatnonzero(bits):
+            out.append({"tp": t, "member": int(bg["m"][a]), "period": int(bg["period"][a]), "b": int(allK[i0 + k] & ((1 << 40) - 1)),
+                        "bits": int(bits[k]), "t0": int(bg["tmax"][a]), "t1": int(bg["tmin"][z])})
     return out

@@ -271,13 +271,12 @@ def _commits(s, x, t0) -> str:
 
 
 def _fault_kind(f) -> str:
-    """An rpc fault says what its rule did and how often: `rpc Heartbeat error REBALANCE_IN_PROGRESS, 1 hit`."""
-    if f["kind"] != "rpc":
-        return f["kind"]
-    p = f["params"]
-    what = " ".join(str(x) for x in ("rpc", p.get("api"), p.get("action"), p.get("error"),
-                                      f"{p['delay_ms']} ms" if p.get("delay_ms") else None) if x)
-    return f"{what}, {f.get('hits', 0)} hit{'' if f.get('hits') == 1 else 's'}"
+    """The fault's label (its kind in summaries written before labels), and how often it acted when its hits
+    count: `rpc Heartbeat error REBALANCE_IN_PROGRESS, 1 hit`."""
+    what = f.get("label") or f["kind"]
+    if "hits" not in f:
+        return what
+    return f"{what}, {f['hits']} hit{'' if f['hits'] == 1 else 's'}"
 
 
 def _faults(s, rel) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 _LOCK = threading.Lock()
 _SESSION = None
-_TARGET: tuple[str | None, str | None] | None = None  # (master, remote) the cached session was built for
+_TARGET: tuple | None = None  # (master, remote, conf items) the cached session was built for
 
 LOG4J = Path(__file__).with_name("log4j2.properties")
 
@@ -178,7 +178,7 @@ def _check_master(master: str) -> None:
     raise SparkUnavailable(f"cannot reach the Spark master {master}: {', '.join(errors)}")
 
 
-def _classic(master: str):
+def _classic(master: str, conf: dict[str, str]):
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master(master).appName("kafka-chaos-analysis")
@@ -192,10 +192,10 @@ def _classic(master: str):
         builder = builder.config("spark.driver.extraJavaOptions", driver)
     if log4j:
         builder = builder.config("spark.executor.extraJavaOptions", log4j)
-    if _loopback(master):  # executors on this machine reach the driver on loopback; nothing else can
-        builder = (builder.config("spark.driver.host", "127.0.0.1")
+    if _loopback(master) and "spark.driver.host" not in conf:  # executors on this machine reach the driver on
+        builder = (builder.config("spark.driver.host", "127.0.0.1")  # loopback; nothing else can
                    .config("spark.driver.bindAddress", "127.0.0.1"))
-    for key, value in RUNTIME_CONF.items():
+    for key, value in {**RUNTIME_CONF, **conf}.items():
         builder = builder.config(key, value)
     try:
         session = builder.getOrCreate()
@@ -205,11 +205,11 @@ def _classic(master: str):
     return session
 
 
-def _target(master: str | None, remote: str | None) -> tuple[str | None, str | None]:
-    return (None, remote) if remote else (master or "local[*]", None)
+def _target(master: str | None, remote: str | None, conf: dict[str, str] | None = None) -> tuple:
+    return (None, remote, ()) if remote else (master or "local[*]", None, tuple(sorted((conf or {}).items())))
 
 
-def get_session(master: str | None = None, remote: str | None = None):
+def get_session(master: str | None = None, remote: str | None = None, conf: dict[str, str] | None = None):
     """The process's SparkSession for analysis, created on first use.
 
     ``master``: any Spark master URL (default ``local[*]``); ``remote``: a Spark Connect URL ``sc://host:port``
@@ -217,15 +217,17 @@ def get_session(master: str | None = None, remote: str | None = None):
     A call with a different master/remote than the cached session stops it and builds a new one: a session
     held from an earlier call is then dead, so call get_session again rather than keeping one. An
     unreachable Spark Connect server or standalone master raises SparkUnavailable within seconds (and the
-    cached session is kept).
+    cached session is kept). ``conf``: Spark properties for a ``master`` session (as spark-submit's --conf);
+    ``spark.pyspark.python`` is the executors' Python (default: this interpreter, right for a cluster on this
+    machine's file system), ``spark.driver.host`` the address executors reach this process at.
     """
     global _SESSION, _TARGET
     _quiet_python_warnings()
-    target = _target(master, remote)
+    target = _target(master, remote, conf)
     with _LOCK:
         if _SESSION is not None and _TARGET == target and _alive(_SESSION):
             return _SESSION
-        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_PYTHON"] = (conf or {}).get("spark.pyspark.python") or sys.executable
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         if remote:  # an unreachable target fails before the cached session is given up
             session = _connect(remote)
@@ -238,15 +240,15 @@ def get_session(master: str | None = None, remote: str | None = None):
             os.environ[CONNECT_MODE] = "1"
         else:
             os.environ.pop(CONNECT_MODE, None)  # a classic SparkContext refuses to start in Connect mode
-            session = _classic(target[0])
+            session = _classic(target[0], dict(target[2]))
         apply_runtime_conf(session)
         _SESSION, _TARGET = session, target
         return session
 
 
-def is_started(master: str | None = None, remote: str | None = None) -> bool:
-    """Whether get_session(master, remote) would return an existing session (no JVM start-up)."""
-    return _SESSION is not None and _TARGET == _target(master, remote) and _alive(_SESSION)
+def is_started(master: str | None = None, remote: str | None = None, conf: dict[str, str] | None = None) -> bool:
+    """Whether get_session(master, remote, conf) would return an existing session (no JVM start-up)."""
+    return _SESSION is not None and _TARGET == _target(master, remote, conf) and _alive(_SESSION)
 
 
 def apply_runtime_conf(session) -> None:

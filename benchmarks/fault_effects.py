@@ -27,8 +27,8 @@ from benchmarks import spread
 from faults.context import FaultContext
 from faults.timeline import FaultTimeline
 from harness.cluster import KafkaCluster
-from harness.probe import api_versions_roundtrip
 from harness.scenario import FAULT_ENTRY, ClusterSpec
+from kafkanet.probe import api_versions_roundtrip
 
 ROOT = Path(__file__).resolve().parents[1]
 POLL_S = 0.05

@@ -1,7 +1,7 @@
 """What the request-aware proxy costs: `python -m benchmarks.rpc_proxy [--records N] [--repeat N]`.
 
 On one real cluster, a client's lane as every run has it (Toxiproxy to the broker) against the same lane
-with faults/rpc_proxy.py behind Toxiproxy (no rule: every byte passed on), alternately (the order flips each round):
+with kafkanet/rpc_proxy.py behind Toxiproxy (no rule: every byte passed on), alternately (the order flips each round):
 - produce: N records of 100 bytes flat out (acks=all, idempotent), acked records per second;
 - fetch: the same N records read back by a consumer assigned every partition, records per second;
 - latency: 300 single sends, each waited for (acks=all, linger 0): median and p99 round trip.

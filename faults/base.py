@@ -40,6 +40,10 @@ class Fault:
     # What the fault needs of the cluster (see REQUIREMENTS); a cluster the harness did not start
     # (harness/external.py) has only some of it.
     needs: ClassVar[str] = "containers"
+    # What the analysis needs to know of the kind, written in each of its rows of faults.jsonl (facts()), so
+    # that the analysis names no kind (docs/DESIGN.md, faults.jsonl).
+    ends_process: ClassVar[bool] = False  # it kills its target's process, with no clean shutdown: a crash
+    effect_from: ClassVar[str] = "inject"  # where its window of effect opens: "inject", "first_hit" (or "never")
     registry: ClassVar[dict[str, type["Fault"]]] = {}
 
     def __init_subclass__(cls, **kw) -> None:
@@ -74,7 +78,7 @@ class Fault:
         after the freeze took hold) is still in the timeline, and still healed."""
         with self._lock:
             if not self.active:
-                self.record = self.timeline.injected(self.kind, self.target, self.params)
+                self.record = self.timeline.injected(self.kind, self.target, self.params, self.facts())
                 try:
                     self._inject()
                 except BaseException as exc:
@@ -91,6 +95,14 @@ class Fault:
             self._heal()
             self.timeline.healed(self.record)
             return True
+
+    def label(self) -> str:
+        """What this fault does, for people (the report's fault table)."""
+        return self.kind
+
+    def facts(self) -> dict:
+        """The fields of its row the analysis reads instead of the kind."""
+        return {"label": self.label(), "ends_process": self.ends_process, "effect_from": self.effect_from}
 
     def note(self, **facts) -> None:
         """Add observed facts to this fault's row in faults.jsonl (e.g. the coordinator after a failover)."""

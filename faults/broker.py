@@ -1,15 +1,9 @@
-"""Faults on a broker's process: a GC-like freeze (docker pause / unpause)."""
+"""Faults on a broker's process: a GC-like freeze (BrokerHandle.pause / resume)."""
 from __future__ import annotations
-
-import time
-
-import docker
 
 from faults.base import Fault
 from faults.failover import WatchesCoordinator
 from faults.targets import broker_in
-
-PAUSE_ATTEMPTS = 5
 
 
 class BrokerFault(WatchesCoordinator, Fault):
@@ -33,26 +27,8 @@ class BrokerFreeze(BrokerFault):
     """Every thread of the broker stops; TCP connects still succeed, nothing is answered."""
     kind = "broker_freeze"
 
-    def __init__(self, broker, params=None, **kw) -> None:
-        super().__init__(broker, params, **kw)
-        self._container = broker.container.get_wrapped_container()
-
     def _inject(self) -> None:
-        # The cgroup-v1 freezer sometimes gives up on a busy JVM ("OCI runtime pause failed: unable to
-        # freeze"); runc thaws it again, so another attempt is safe.
-        for attempt in range(PAUSE_ATTEMPTS):
-            try:
-                self._container.pause()
-                return
-            except docker.errors.APIError as exc:
-                if "unable to freeze" not in str(exc) or attempt == PAUSE_ATTEMPTS - 1:
-                    raise
-                time.sleep(0.2)
+        self.broker.pause()
 
     def _heal(self) -> None:
-        self._container.reload()
-        if self._container.status == "paused":
-            try:
-                self._container.unpause()
-            except docker.errors.NotFound:
-                pass
+        self.broker.resume()

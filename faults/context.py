@@ -1,12 +1,17 @@
 """What a fault kind may know: the scenario's shape when it is validated, the live run when it fires.
 
-`faults/` never imports the harness: the harness fills these in.
+`faults/` never imports the harness: the harness fills these in, with a backend's objects that implement
+the protocols of faults/backend.py.
 """
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from faults.backend import ClusterHandle, MemberHandle, PoolHandle, TopicsHandle
+from faults.timeline import FaultTimeline
+from kafkanet.rpc_proxy import RpcProxy
 
 
 @dataclass(frozen=True)
@@ -26,12 +31,12 @@ class ScenarioFacts:
 @dataclass
 class FaultContext:
     """The live run, handed to `Fault.build` when a step fires."""
-    cluster: Any                     # harness.cluster.KafkaCluster: brokers, toxiproxy, admin()
-    members: dict[str, Any]          # name -> workloads.services.WorkloadProcess
-    timeline: Any                    # faults.timeline.FaultTimeline
+    cluster: ClusterHandle
+    members: Mapping[str, MemberHandle]  # by name, the ones started later included
+    timeline: FaultTimeline
     rng: random.Random
     group_id: str
     topic: str
-    pool: Any = None                 # harness.run.MemberPool: starts members (joins, bounces, duplicates)
-    topics: Any = None               # harness.run.RunTopics: the run's topics; topic_create adds to them
-    rpc_proxy: Any = None            # faults.rpc_proxy.RpcProxy every member lane crosses, in a run that has one
+    pool: PoolHandle | None = None       # starts members (joins, bounces, duplicates)
+    topics: TopicsHandle | None = None   # the run's topics; topic_create adds to them
+    rpc_proxy: RpcProxy | None = None    # the request-aware proxy every member lane crosses, in a run that has one

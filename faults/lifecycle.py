@@ -1,11 +1,11 @@
 """Broker process faults: a hard crash, a graceful restart, and a rolling restart as an operator deploys.
 
-Each broker runs in its own container whose main process is the broker's JVM, so the container's
-life is the broker's: `docker kill -s KILL` is a crash (no controlled shutdown, no flushed state
-beyond what the log already had), `docker stop` sends SIGTERM (a controlled shutdown: the controller
-moves the broker's leaderships away first), and `docker start` brings the same broker back with its
-data and its network alias. Waiting for a broker to come back means waiting until it is registered
-and unfenced again, which a KRaft broker is only once it has caught up with the metadata log.
+A crash is SIGKILL (no controlled shutdown, no flushed state beyond what the log already had), a
+graceful stop is SIGTERM (a controlled shutdown: the controller moves the broker's leaderships away
+first), and a start brings the same broker back with its data (faults/backend.py's BrokerHandle, which
+the container backend does to the broker's container). Waiting for a broker to come back means waiting
+until it is registered and unfenced again, which a KRaft broker is only once it has caught up with the
+metadata log.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from faults.base import FaultParams
 from faults.broker import BrokerFault
 from faults.targets import broker_in
 
-GRACEFUL_STOP_S = 60  # docker stop's time-out before SIGKILL; a controlled shutdown takes seconds
+GRACEFUL_STOP_S = 60  # a graceful stop's time-out before SIGKILL; a controlled shutdown takes seconds
 ROLL_LIMIT_S = 900
 
 
@@ -26,9 +26,10 @@ class BrokerCrash(BrokerFault):
     """SIGKILL the broker's JVM; the heal starts the same broker again, with its data, and waits
     until it has rejoined (registered and unfenced)."""
     kind = "broker_crash"
+    ends_process = True
 
     def _inject(self) -> None:
-        self.broker.container.get_wrapped_container().kill(signal="SIGKILL")
+        self.broker.kill()
 
     def _heal(self) -> None:
         self.cluster.start_broker(self.broker)
@@ -40,7 +41,7 @@ class BrokerRestart(BrokerFault):
     kind = "broker_restart"
 
     def _inject(self) -> None:
-        self.broker.container.get_wrapped_container().stop(timeout=GRACEFUL_STOP_S)
+        self.broker.stop(GRACEFUL_STOP_S)
 
     def _heal(self) -> None:
         self.cluster.start_broker(self.broker)
@@ -88,7 +89,7 @@ class RollingRestart(BrokerFault):
         try:
             for broker in self.order:
                 step = {"broker": broker.name, "down_ms": _now_ms()}
-                broker.container.get_wrapped_container().stop(timeout=GRACEFUL_STOP_S)
+                broker.stop(GRACEFUL_STOP_S)
                 step["stopped_ms"] = _now_ms()
                 self.cluster.start_broker(broker)
                 step["up_ms"] = _now_ms()

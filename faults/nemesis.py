@@ -2,7 +2,7 @@
 
 As in Jepsen's combined nemesis, each step is an injector with its own final heal; `heal_all()`
 runs every heal, in order, whatever happened before (normal end, exception, SIGINT/SIGTERM).
-Heals are due `duration_s` after the inject actually finished (a slow `docker pause` does not eat
+Heals are due `duration_s` after the inject actually finished (a slow broker pause does not eat
 into the fault's length). A heal that fails is retried; if it still fails it is reported as an
 error (the harness then exits 3) with the fault left unhealed in faults.jsonl, and the other heals
 still run.

@@ -53,11 +53,11 @@ class MemberCut(Fault):
 
 def client_lane(ctx, target: str) -> str:
     """The lane a client target names: member-N, producer-1, or random-member (a member of the run, on
-    its own lane unless it was started on another one: a process may carry `lane`)."""
+    its own lane unless it was started on another one)."""
     lane = target
     if target in MEMBER_ROLES:
         member = resolve_member(ctx.members, target, ctx.rng)
-        lane = getattr(member, "lane", None) or member.name
+        lane = member.lane or member.name
     if lane not in ctx.cluster.client_lanes:
         raise TargetError(f"this cluster has no lane for {lane!r}; its lanes: {', '.join(ctx.cluster.client_lanes) or 'none'}")
     return lane

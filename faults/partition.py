@@ -1,5 +1,6 @@
 """Network partitions between brokers: replication (INTERNAL lane) and the KRaft quorum (CONTROLLER
-lane) cut pair by pair, both ways, with iptables in each broker's network namespace (faults/netns.py).
+lane) cut pair by pair, both ways, with iptables in each broker's network namespace (kafkanet/netns.py,
+run through BrokerHandle.run_in_netns).
 
 Broker A reaches broker B only through Toxiproxy, at B's own internal and controller proxy ports
 (`Broker.peer_ports`). To cut A from B: in A's namespace drop packets to Toxiproxy on B's ports, in
@@ -13,10 +14,10 @@ import secrets
 
 from pydantic import Field
 
-from faults import netns
 from faults.base import FaultParams
 from faults.broker import BrokerFault
 from faults.targets import broker_in, check_broker_target
+from kafkanet import netns
 
 
 class BrokerPartition(BrokerFault):
@@ -33,7 +34,7 @@ class BrokerPartition(BrokerFault):
         down = set()
         for a, b in self.pairs:
             for sender, receiver in ((a, b), (b, a)):
-                if not netns.drop(_container(sender), self._toxiproxy_ip, list(receiver.peer_ports), self._tag):
+                if not netns.drop(sender.run_in_netns, self._toxiproxy_ip, list(receiver.peer_ports), self._tag):
                     down.add(sender.name)
         if down:  # a broker that is down gets no rules; once restarted it is not cut (a fresh namespace)
             self.note(down_when_cut=sorted(down))
@@ -42,8 +43,8 @@ class BrokerPartition(BrokerFault):
         """Deletes the rules, then waits until every broker the cut fenced is registered again, so that
         the next fault (or test) starts from a whole cluster, as after a crash's heal."""
         for a, b in self.pairs:
-            netns.undrop(_container(a), self._toxiproxy_ip, list(b.peer_ports), self._tag)
-            netns.undrop(_container(b), self._toxiproxy_ip, list(a.peer_ports), self._tag)
+            netns.undrop(a.run_in_netns, self._toxiproxy_ip, list(b.peer_ports), self._tag)
+            netns.undrop(b.run_in_netns, self._toxiproxy_ip, list(a.peer_ports), self._tag)
         self.cluster.wait_rejoined(list({b.name: b for pair in self.pairs for b in pair}.values()))
 
 
@@ -187,7 +188,3 @@ class _Pair:
 
     def __init__(self, a, b) -> None:
         self.name = f"{a.name}<->{b.name}"
-
-
-def _container(broker):
-    return broker.container.get_wrapped_container()

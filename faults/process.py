@@ -34,6 +34,7 @@ class MemberCrash(MemberFault):
     """SIGKILL: no LeaveGroup, nothing flushed that was not already; healing restarts the member
     under the same name (and the same group.instance.id, if static)."""
     kind = "member_crash"
+    ends_process = True
 
     def _inject(self) -> None:
         self._process.kill()

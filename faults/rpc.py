@@ -1,4 +1,4 @@
-"""Faults on single group requests (`kind: rpc`): a rule of the request-aware proxy (faults/rpc_proxy.py)
+"""Faults on single group requests (`kind: rpc`): a rule of the request-aware proxy (kafkanet/rpc_proxy.py)
 that every member's lane crosses in a run that has one.
 
 Target: `group` (every member) or one member (member-N, spares included, or random-member), matched by the
@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import Field
 
 from faults.base import Fault, FaultParams
-from faults.rpc_proxy import GROUP_APIS, Rule, request_facts
 from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member
+from kafkanet.rpc_proxy import GROUP_APIS, Rule, request_facts
 
 _COORDINATOR = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "GROUP_AUTHORIZATION_FAILED")
 # The errors each API can answer: the "Possible error codes" of Kafka's *Response.java, and (for JoinGroup and
@@ -78,6 +78,7 @@ class RpcFault(Fault):
     target_kind = "rpc"
     Params = RpcParams
     needs = "lanes"
+    effect_from = "first_hit"  # a rule changes nothing until a request matches it
 
     def __init__(self, target: str, proxy, params: RpcParams, client_id: str | None, seed: int, **kw) -> None:
         super().__init__(target, **{**params.model_dump(exclude_none=True), **kw})
@@ -95,6 +96,16 @@ class RpcFault(Fault):
             client_id = resolve_member(ctx.members, target, ctx.rng).name if target in MEMBER_ROLES else target
         return cls(client_id or target, ctx.rpc_proxy, params, client_id, ctx.rng.randrange(1 << 30),
                    timeline=ctx.timeline, **record)
+
+    def label(self) -> str:
+        """What the rule does: `rpc Heartbeat error REBALANCE_IN_PROGRESS`, `rpc SyncGroup delay 8000 ms`."""
+        p = self.params
+        return " ".join(str(x) for x in (self.kind, p["api"], p["action"], p.get("error"),
+                                         f"{p['delay_ms']} ms" if p.get("delay_ms") else None) if x)
+
+    def facts(self) -> dict:
+        """An observe rule passes every request on: its window never opens."""
+        return {**super().facts(), **({"effect_from": "never"} if self.params["action"] == "observe" else {})}
 
     def _hit(self, rule, header, frame) -> None:
         self.hits.append({"at_ms": self.timeline.now_ms(), "member": header.client_id, "api": self.rule.api,

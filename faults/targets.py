@@ -45,7 +45,7 @@ def offsets_partition(group_id: str, partitions: int) -> int:
 
 
 def partition_leader(view, topic: str, partition: int) -> int:
-    """The leader of topic:partition in a BrokerView (harness/broker_view.py)."""
+    """The leader of topic:partition in a BrokerView (kafkanet/broker_view.py)."""
     found = [p for p in view.partitions if p.topic == topic and p.partition == partition]
     if not found:
         raise TargetError(f"no metadata for {topic}:{partition}")
@@ -82,6 +82,12 @@ def check_broker_target(target: str, facts) -> None:
         return
     raise ValueError(f"target: {target!r} is not one of {list(facts.broker_names) + list(BROKER_ROLES)} "
                      "or leader:TOPIC:PARTITION")
+
+
+def is_role(target: str) -> bool:
+    """A target that names no broker or member but a role, resolved only when the fault fires (coordinator,
+    controller, leader, leader:TOPIC:PARTITION, random, random-member); any other target is concrete."""
+    return target in BROKER_ROLES or target in MEMBER_ROLES or LEADER_OF.match(target) is not None
 
 
 def check_member_target(target: str, facts) -> None:

@@ -26,10 +26,12 @@ class FaultTimeline:
         self._lock = threading.Lock()
         self._write()  # an empty timeline is a fact too: the run had no fault
 
-    def injected(self, kind: str, target: str, params: dict) -> dict:
+    def injected(self, kind: str, target: str, params: dict, facts: dict) -> dict:
+        """`facts`: what the analysis reads of the fault instead of its kind (Fault.facts: label, ends_process,
+        effect_from)."""
         with self._lock:
             row = {"id": f"{kind}-{len(self.rows) + 1}", "kind": kind, "target": target,
-                   "injected_at_ms": now_ms(), "healed_at_ms": None, "params": params}
+                   "injected_at_ms": now_ms(), "healed_at_ms": None, "params": params, **facts}
             self.rows.append(row)
             self._write()
             return row

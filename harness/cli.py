@@ -37,12 +37,16 @@ def build_parser() -> argparse.ArgumentParser:
                               "producer and consumer group with its fault schedule, heal, drain, analyse, and "
                               "remove the cluster. Writes runs/<run-id>/ (see docs/DESIGN.md).",
                               epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("scenario", type=Path, help="scenario YAML (see scenarios/default.yaml)")
+    run.add_argument("scenario", type=Path, nargs="?", help="scenario YAML (see scenarios/default.yaml); none with --plan")
     run.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
     run.add_argument("--no-analysis", action="store_true", help="skip the PySpark analysis")
     run.add_argument("--schedule", type=Path, metavar="FILE",
                      help="replay a fault schedule instead of the scenario's faults and random_faults: a run's "
                           "schedule.json (every run writes one before it starts) or a YAML list of fault entries")
+    run.add_argument("--plan", type=Path, metavar="PLAN_JSON",
+                     help="replay a whole run from its plan.json (every run writes one before it starts; `validate "
+                          "--plan` prints one) instead of a scenario: the same members, topics and fault schedule, "
+                          "the client releases resolved again on this machine")
     run.add_argument("--bootstrap-servers", metavar="HOST:PORT[,...]",
                      help="run on a cluster you run instead of starting one: its client listener. Faults that need "
                           "the brokers' containers or per-client proxies are skipped, each with its reason; SASL/SSL "
@@ -55,9 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check a scenario file and print it with every default filled in",
                                    description="Check a scenario and print it with every default filled in; with "
-                                   "--schedule, print the fault schedule the run would follow (random_faults drawn from its seed).")
+                                   "--schedule, print the fault schedule the run would follow (random_faults drawn from its seed); "
+                                   "with --plan, the run's whole plan (plan.json; no cluster is needed).")
     validate.add_argument("scenario", type=Path)
-    validate.add_argument("--schedule", action="store_true", help="print the fault schedule instead (YAML)")
+    shown = validate.add_mutually_exclusive_group()
+    shown.add_argument("--schedule", action="store_true", help="print the fault schedule instead (YAML)")
+    shown.add_argument("--plan", action="store_true", help="print the run's plan instead (JSON, as plan.json): the "
+                       "client releases (offline: one not on this machine yet stays `pending`), every member, the "
+                       "topics and the expanded fault schedule")
     validate.set_defaults(handler=cmd_validate)
 
     scenarios = commands.add_parser("scenarios", help="list the scenario catalog, one line each",
@@ -113,7 +122,76 @@ def build_parser() -> argparse.ArgumentParser:
 
     from analysis import cli as analysis_cli
     analysis_cli.add_parser(commands)
+    _add_spark_cluster(commands)
     return parser
+
+
+def _add_spark_cluster(commands) -> None:
+    """`spark-cluster up|down|status`, and `analyze --spark-cluster N` (harness/spark_cluster.py)."""
+    sc = commands.add_parser("spark-cluster", help="a Spark standalone cluster in containers for `analyze --master`",
+                             description="Start (up), list (status) or remove (down) a Spark standalone cluster of a "
+                             "master and N workers in containers (image kafka-chaos/spark, built on first use). `up` "
+                             "prints the `kafka-chaos analyze` line that uses it; the folders given with --mount are "
+                             "what its executors can read.", epilog="exit codes: 0 done, 2 bad input, 3 it failed")
+    sc.add_argument("action", choices=("up", "down", "status"))
+    sc.add_argument("--workers", type=int, default=2, help="workers (default: 2)")
+    sc.add_argument("--cores", type=int, default=None, help="cores of each worker (default: all of this machine's)")
+    sc.add_argument("--memory-mb", type=int, default=2560, help="executor memory of each worker (default: 2560)")
+    sc.add_argument("--mount", type=Path, action="append", default=None, metavar="DIR",
+                    help="a folder the executors read, at its own path (repeatable; default: ./runs)")
+    sc.set_defaults(handler=cmd_spark_cluster)
+    analyze = commands.choices["analyze"]
+    analyze.add_argument("--spark-cluster", type=int, default=None, metavar="WORKERS",
+                         help="start a Spark standalone cluster of WORKERS workers in containers for this analysis "
+                              "and remove it afterwards (harness/spark_cluster.py)")
+    analyze.set_defaults(handler=cmd_analyze_on_spark_cluster, func=cmd_analyze_on_spark_cluster)
+
+
+def cmd_spark_cluster(args) -> int:
+    from harness import spark_cluster
+    if args.action == "down":
+        print(f"removed {spark_cluster.remove_clusters()} Spark cluster container(s)")
+        return EXIT_OK
+    if args.action == "status":
+        up = spark_cluster.clusters_up()
+        print("\n".join(f"{cid}: {url}" for cid, url in up.items()) or "no Spark cluster is up")
+        return EXIT_OK
+    mounts = args.mount or [Path("runs")]
+    missing = [m for m in mounts if not m.is_dir()]
+    problem = (f"--mount {missing[0]}: no such folder" if missing
+               else f"--workers {args.workers}: at least 1" if args.workers < 1
+               else f"one is up already ({', '.join(up.values())}): `kafka-chaos spark-cluster down` first"
+               if (up := spark_cluster.clusters_up()) else None)
+    if problem:
+        print(f"kafka-chaos spark-cluster: bad input: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    cluster = spark_cluster.SparkCluster(workers=args.workers, cores=args.cores, memory_mb=args.memory_mb,
+                                         mounts=tuple(mounts), owned=False)
+    try:
+        cluster.start()
+    except BaseException:  # left running only once it is up
+        cluster.stop()
+        raise
+    print(f"master: {cluster.master_url} (web UI {cluster.master_ui_url}); executors read "
+          f"{', '.join(map(str, cluster.mounts))}\n{cluster.analyze_command()}")
+    return EXIT_OK
+
+
+def cmd_analyze_on_spark_cluster(args) -> int:
+    from analysis import cli as analysis_cli
+    if args.spark_cluster is None:
+        return analysis_cli.cmd_analyze(args)
+    problem = ("--spark-cluster starts its own master: not with --master or --remote" if args.master or args.remote
+               else f"{args.run_dir}: run directory does not exist" if not args.run_dir.is_dir()
+               else f"--spark-cluster {args.spark_cluster}: at least 1 worker" if args.spark_cluster < 1 else None)
+    if problem:
+        print(f"kafka-chaos analyze: bad input: {problem}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    from harness.spark_cluster import SparkCluster
+    with SparkCluster(workers=args.spark_cluster, mounts=(args.run_dir,)) as cluster:
+        args.master = cluster.master_url
+        args.conf = [*cluster.driver_conf().items(), *(args.conf or [])]
+        return analysis_cli.cmd_analyze(args)
 
 
 def cmd_validate(args) -> int:
@@ -122,6 +200,9 @@ def cmd_validate(args) -> int:
     if args.schedule:
         import yaml
         print(yaml.safe_dump([f.model_dump(mode="json") for f in scenario.schedule()], sort_keys=False), end="")
+    elif args.plan:
+        from harness.plan import compile_plan
+        print(json.dumps(compile_plan(scenario, offline=True).to_json(), indent=2))
     else:
         print(scenario.to_yaml(), end="")
     return EXIT_OK
@@ -237,27 +318,45 @@ def _check_folder(path: Path | None, flag: str) -> None:
             return
 
 
-def cmd_run(args) -> int:
-    from harness.run import run_scenario, scenario_source
+def _what_to_run(args):
+    """What `run` executes, read and checked: the scenario (its faults or a replayed --schedule), or the plan
+    of --plan; nothing is resolved or started yet."""
+    from harness.plan import load_plan
     from harness.scenario import ScenarioError, load_scenario
+    if (args.scenario is None) == (args.plan is None):
+        raise ScenarioError("run: give a SCENARIO, or --plan PLAN_JSON (a run's plan.json), not both")
+    if args.plan is not None:
+        if args.schedule:
+            raise ScenarioError("--schedule: a plan has its own schedule; replay it with --plan alone")
+        return load_plan(args.plan)
     scenario = load_scenario(args.scenario)  # a bad scenario fails here, before anything starts
-    _check_folder(args.runs_dir, "--runs-dir")
     if args.schedule:
         from harness.run import load_schedule
         scenario = scenario.with_schedule(load_schedule(args.schedule), str(args.schedule))
+    return scenario
+
+
+def cmd_run(args) -> int:
+    from harness.plan import Plan, compile_plan, resolve_again
+    from harness.progress import progress
+    from harness.run import run_plan, scenario_source
+    from harness.scenario import ScenarioError
+    given = _what_to_run(args)
+    _check_folder(args.runs_dir, "--runs-dir")
     if (args.toxiproxy_url or args.allow_destructive) and not args.bootstrap_servers:
         raise ScenarioError("--toxiproxy-url and --allow-destructive go with --bootstrap-servers (an external cluster)")
+    with progress("plan"):  # the client releases resolved (installed on first use) before anything starts
+        planned = resolve_again(given, str(args.plan)) if isinstance(given, Plan) else compile_plan(given)
+    scenario, source = planned.scenario, scenario_source(args.plan or args.scenario)
     analyse = scenario.analysis.enabled and not args.no_analysis
     from analysis import service
     on_drain = service.warm_up if analyse and service.enabled() else None  # Spark starts while the group drains
     if args.bootstrap_servers:
         from harness.external import ExternalCluster
-        lanes = scenario.client_lanes()
-        with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, lanes) as cluster:
-            outcome = run_scenario(scenario, args.runs_dir, cluster=cluster, on_drain=on_drain,
-                                   source=scenario_source(args.scenario))
+        with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, planned.lanes) as cluster:
+            outcome = run_plan(planned, args.runs_dir, cluster=cluster, on_drain=on_drain, source=source)
     else:
-        outcome = run_scenario(scenario, args.runs_dir, on_drain=on_drain, source=scenario_source(args.scenario))
+        outcome = run_plan(planned, args.runs_dir, on_drain=on_drain, source=source)
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK
     if analyse:

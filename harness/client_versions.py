@@ -97,12 +97,13 @@ def check_java_version(version: str) -> None:
             "removed the older protocol versions)")
 
 
-def librdkafka_client(version: str, log=print) -> LibrdkafkaClient:
-    """The confluent-kafka release `version`, installed on first use and cached."""
+def librdkafka_client(version: str, log=print, offline: bool = False) -> LibrdkafkaClient | None:
+    """The confluent-kafka release `version`, installed on first use and cached (offline: None when not cached)."""
     check_librdkafka_version(version)
     home = CACHE / f"confluent-kafka-{version}"
-    facts = _cached(home, f"installing confluent-kafka {version}", lambda partial: _install_confluent(version, partial), log)
-    return LibrdkafkaClient(version, facts["librdkafka_version"], str(home / "bin" / "python"))
+    facts = _cached(home, f"installing confluent-kafka {version}", lambda partial: _install_confluent(version, partial), log,
+                    offline)
+    return facts and LibrdkafkaClient(version, facts["librdkafka_version"], str(home / "bin" / "python"))
 
 
 def _install_confluent(version: str, partial: Path) -> dict:
@@ -114,12 +115,14 @@ def _install_confluent(version: str, partial: Path) -> dict:
     return {"version": version, "librdkafka_version": librdkafka}
 
 
-def java_client(version: str, log=print) -> JavaClient:
-    """Kafka `version`'s kafka-clients and VerifiableConsumer from Maven Central, resolved once and cached."""
+def java_client(version: str, log=print, offline: bool = False) -> JavaClient | None:
+    """Kafka `version`'s kafka-clients and VerifiableConsumer from Maven Central, resolved once and cached
+    (offline: None when not cached)."""
     check_java_version(version)
     home = CACHE / f"java-{version}"
-    facts = _cached(home, f"resolving kafka-tools {version} with Maven", lambda partial: _resolve_java(version, partial), log)
-    return JavaClient(version, str(home / "libs" / "*"), frozenset(facts["options"]))
+    facts = _cached(home, f"resolving kafka-tools {version} with Maven", lambda partial: _resolve_java(version, partial), log,
+                    offline)
+    return facts and JavaClient(version, str(home / "libs" / "*"), frozenset(facts["options"]))
 
 
 def _resolve_java(version: str, partial: Path) -> dict:
@@ -136,11 +139,13 @@ def _resolve_java(version: str, partial: Path) -> dict:
     return {"version": version, "options": options}
 
 
-def _cached(home: Path, what: str, build, log) -> dict:
+def _cached(home: Path, what: str, build, log, offline: bool = False) -> dict | None:
     """The facts of a client built once into `home`: build(partial) fills HOME.partial and returns its facts,
     which are kept beside it; HOME.partial is then renamed to HOME, so nothing half-built is ever used
-    (venv scripts name the partial path; `bin/python -m ...` does not care)."""
+    (venv scripts name the partial path; `bin/python -m ...` does not care). Offline: None when not built yet."""
     facts = home / "kafka-chaos-client.json"
+    if not facts.exists() and offline:
+        return None
     if not facts.exists():
         log(f"{what} into {home} (once)")
         with _partial(home) as partial:
@@ -182,19 +187,25 @@ def _run(command: list[str], what: str) -> str:
     return result.stdout
 
 
-def member_client(client: str, version: str | None, default_java, log=print) -> ClientRelease:
+def member_client(client: str, version: str | None, default_java, log=print, offline: bool = False) -> ClientRelease | None:
     """How a member of `client` at `version` (None: the release the harness ships) runs: its interpreter
     or classpath, and what its release can do. `default_java()` gives the brokers' own (classpath, log4j
-    config) for an unpinned Java member."""
+    config) for an unpinned Java member. Offline: None for a release not on this machine yet (it would be
+    downloaded) and for the brokers' own Java client (it is read from the Kafka image)."""
     if client == "librdkafka":
         if version is None:
             return ClientRelease(python=sys.executable)
-        pinned = librdkafka_client(version, log)
-        return ClientRelease(python=pinned.python, client_version=version, librdkafka_version=pinned.librdkafka_version)
+        pinned = librdkafka_client(version, log, offline)
+        return pinned and ClientRelease(python=pinned.python, client_version=version,
+                                        librdkafka_version=pinned.librdkafka_version)
     if version is None:
+        if offline:
+            return None
         classpath, log4j_config = default_java()
         return ClientRelease(classpath=classpath, log4j_config=str(log4j_config) if log4j_config else None)
-    pinned = java_client(version, log)
+    pinned = java_client(version, log, offline)
+    if pinned is None:
+        return None
     return ClientRelease(classpath=pinned.classpath, config_option=pinned.config_option,
                          group_protocol_option=pinned.has_group_protocol, bootstrap_option=pinned.bootstrap_option,
                          group_instance_id_option=pinned.has_group_instance_id,

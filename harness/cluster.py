@@ -1,18 +1,21 @@
-"""A real KRaft cluster in containers, every client and broker link routed through Toxiproxy."""
+"""A real KRaft cluster in containers, every client and broker link routed through Toxiproxy: the container
+backend, whose brokers and cluster implement faults/backend.py's BrokerHandle and ClusterHandle."""
 from __future__ import annotations
 
 import base64
 import logging
 import os
 import socket
+import subprocess
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import Generic, Self, TypeVar
 
 import docker
 from confluent_kafka import Consumer, TopicPartition
@@ -21,17 +24,18 @@ from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from faults import netns
-from faults.quorum import QuorumError, quorum_leader
-from faults.rpc_proxy import RpcProxy
+from faults.backend import BrokerHandle
 from harness import broker_config
-from harness.broker_view import BrokerView, view_of
 from harness.kafka_release import ensure_kafka_image
-from harness.probe import api_versions_roundtrip
 from harness.progress import progress, say
 from harness.scenario import ClusterSpec
-from harness.toxiproxy import Proxy, Toxiproxy
 from harness.versions import kafka_image, kafka_version, pinned, toxiproxy_image
+from kafkanet import netns
+from kafkanet.broker_view import BrokerView, view_of
+from kafkanet.probe import api_versions_roundtrip
+from kafkanet.quorum import QuorumError, quorum_leader
+from kafkanet.rpc_proxy import RpcProxy
+from kafkanet.toxiproxy import Proxy, Toxiproxy
 from workloads.services import owner_gone, sweep_stale_workloads
 
 # Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
@@ -45,6 +49,7 @@ READY_TOPIC = "kafka-chaos-ready"
 # Port of each lane's proxy inside the Toxiproxy container: base + node id.
 LANE_PORT_BASE = {"client": 10000, "internal": 10200, "controller": 10300}
 CLIENT_LANE_PORT_BASE = 11000  # + 10 * the lane's index + node id: one proxy per broker and workload client
+PAUSE_ATTEMPTS = 5
 
 
 class ClusterError(RuntimeError):
@@ -86,9 +91,118 @@ class Broker:
         workload client's own lane (never the harness's CONTROL lane)."""
         return [self.proxy("client")] + [self.proxy(lane) for lane in self.lane_addresses]
 
+    # -- the broker's process is its container's main process: the container's life is the broker's ----------
+
+    def _container(self) -> docker.models.containers.Container:
+        """The engine's container, its status fresh."""
+        container = self.container.get_wrapped_container()
+        container.reload()
+        return container
+
+    def status(self) -> str:
+        """The container's status: running, paused, exited, created, ..."""
+        return self._container().status
+
+    def running(self) -> bool:
+        return self.status() == "running"
+
+    def pause(self) -> None:
+        """docker pause. The cgroup-v1 freezer sometimes gives up on a busy JVM ("OCI runtime pause failed:
+        unable to freeze"); runc thaws it again, so another attempt is safe."""
+        container = self._container()
+        for attempt in range(PAUSE_ATTEMPTS):
+            try:
+                container.pause()
+                return
+            except docker.errors.APIError as exc:
+                if "unable to freeze" not in str(exc) or attempt == PAUSE_ATTEMPTS - 1:
+                    raise
+                time.sleep(0.2)
+
+    def resume(self) -> None:
+        container = self._container()
+        if container.status == "paused":
+            try:
+                container.unpause()
+            except docker.errors.NotFound:
+                pass
+
+    def kill(self) -> None:
+        self._container().kill(signal="SIGKILL")
+
+    def stop(self, timeout_s: float) -> None:
+        self._container().stop(timeout=round(timeout_s))
+
+    def start(self) -> None:
+        container = self._container()
+        if container.status != "running":
+            container.start()
+
+    def run_in_netns(self, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+        """Entered from the host with nsenter (the image has no iptables). A paused container still has its
+        namespace, and its rules still count; a stopped one has none."""
+        pid = self._container().attrs["State"]["Pid"]
+        return netns.nsenter(pid, argv) if pid else None
+
+    def logs(self) -> str:
+        return _container_logs(self.container)
+
+
+B = TypeVar("B", bound=BrokerHandle)
+
+
+class BrokerQueries(Generic[B]):
+    """What every backend answers the same way from its brokers and its view of the metadata."""
+    brokers: list[B]
+
+    def view(self, timeout_s: float = 60) -> BrokerView:
+        raise NotImplementedError
+
+    def broker(self, name: str) -> B:
+        for broker in self.brokers:
+            if broker.name == name:
+                return broker
+        raise KeyError(f"no broker named {name!r}; brokers are {[b.name for b in self.brokers]}")
+
+    def broker_by_id(self, node_id: int) -> B:
+        return next(b for b in self.brokers if b.node_id == node_id)
+
+    def active_controller(self, timeout_s: float = 60) -> int:
+        """The node id of the KRaft quorum's leader. Retried for timeout_s: for a few seconds after the
+        active controller dies no broker can say (DescribeQuorum times out until the election ends)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return quorum_leader([b.control_address for b in self.brokers])
+            except QuorumError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.5)
+
+    def registered_brokers(self) -> set[int]:
+        """Node ids of the brokers registered and unfenced."""
+        return set(self.view().brokers)
+
+    def under_replicated(self) -> list[str]:
+        """Every partition (internal topics included) whose ISR lacks one of its replicas."""
+        return self.view().under_replicated()
+
+    def wait_until(self, condition, timeout_s: float, what: str, broker: BrokerHandle | None = None) -> None:
+        """Poll a condition (an exception counts as not yet); ClusterError with the broker's log tail if it never holds."""
+        deadline, last = time.monotonic() + timeout_s, "never true"
+        while time.monotonic() < deadline:
+            try:
+                if condition():
+                    return
+            except Exception as exc:
+                last = str(exc)
+            time.sleep(0.2)
+        tail = f"\n{_tail(broker.logs)}" if broker is not None else ""
+        raise ClusterError(f"{what} within {timeout_s:.0f} s ({last}){tail}")
+
 
 @dataclass
-class KafkaCluster:
+class KafkaCluster(BrokerQueries[Broker]):
     spec: ClusterSpec
     run_id: str
     client_lanes: tuple[str, ...] = ()  # workload clients that get a lane of their own (member-1, producer-1, ...)
@@ -176,42 +290,26 @@ class KafkaCluster:
             self.toxiproxy.reset()
             self.restore_lanes()
         for broker in self.brokers:
-            container = broker.container.get_wrapped_container()
-            container.reload()
-            if container.status == "paused":
-                container.unpause()
-            elif container.status in ("exited", "created"):
+            status = broker.status()
+            if status == "paused":
+                broker.resume()
+            elif status in ("exited", "created"):
                 self.start_broker(broker)
-            netns.flush(container)
+            netns.flush(broker.run_in_netns)
 
     # -- broker lifecycle (faults/lifecycle.py) ------------------------------------------------
 
-    def start_broker(self, broker: "Broker", timeout_s: float = 120) -> None:
+    def start_broker(self, broker: BrokerHandle, timeout_s: float = 120) -> None:
         """Start a stopped broker again with its data (the start-up script formats only an empty
         directory) and wait until it has registered with the controller, unfenced: a KRaft broker is
         fenced until it has caught up with the metadata log."""
-        container = broker.container.get_wrapped_container()
-        container.reload()
-        if container.status != "running":
-            container.start()
+        broker.start()
         # A crash shorter than the broker's session leaves its old registration standing, so being
         # listed is not enough: the restarted process must answer too (a KRaft broker opens its
         # listeners only once it has caught up and been unfenced).
         self.wait_until(lambda: api_versions_roundtrip(broker.control_address) is not None
                         and broker.node_id in self.registered_brokers(), timeout_s,
                         f"{broker.name} did not come back (answering and registered)", broker)
-
-    def active_controller(self, timeout_s: float = 60) -> int:
-        """The node id of the KRaft quorum's leader. Retried for timeout_s: for a few seconds after the
-        active controller dies no broker can say (DescribeQuorum times out until the election ends)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                return quorum_leader([b.control_address for b in self.brokers])
-            except QuorumError:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.5)
 
     def view(self, timeout_s: float = 60) -> BrokerView:
         """The cluster's metadata as a majority of the brokers hold it. A client library asks any broker,
@@ -237,22 +335,10 @@ class KafkaCluster:
                                    f"within {timeout_s:.0f} s ({seen})")
             time.sleep(0.2)
 
-    def registered_brokers(self) -> set[int]:
-        """Node ids of the brokers registered and unfenced."""
-        return set(self.view().brokers)
-
-    def under_replicated(self) -> list[str]:
-        """Every partition (internal topics included) whose ISR lacks one of its replicas."""
-        return [f"{p.topic}:{p.partition}" for p in self.view().partitions if set(p.isr) != set(p.replicas)]
-
-    def wait_rejoined(self, brokers: list["Broker"], timeout_s: float = 120) -> None:
+    def wait_rejoined(self, brokers: Sequence[BrokerHandle], timeout_s: float = 120) -> None:
         """Wait until every one of these brokers that is running (not stopped, not paused) is registered
         and unfenced: after a partition heals, a fenced broker must catch up with the metadata log first."""
-        def running(broker) -> bool:
-            container = broker.container.get_wrapped_container()
-            container.reload()
-            return container.status == "running"
-        waited = [b for b in brokers if running(b)]
+        waited = [b for b in brokers if b.running()]
         self.wait_until(lambda: {b.node_id for b in waited} <= self.registered_brokers(), timeout_s,
                         f"{', '.join(b.name for b in waited)} not registered again")
 
@@ -276,19 +362,6 @@ class KafkaCluster:
                 rows = [dict(zip(header, (cell.strip() for cell in line.split("\t")))) for line in lines[1:] if line.strip()]
                 return {int(row["NodeId"]): row for row in rows}
         raise ClusterError("no running broker described the metadata quorum")
-
-    def wait_until(self, condition, timeout_s: float, what: str, broker: "Broker | None" = None) -> None:
-        """Poll a condition (an exception counts as not yet); ClusterError with the broker's log tail if it never holds."""
-        deadline, last = time.monotonic() + timeout_s, "never true"
-        while time.monotonic() < deadline:
-            try:
-                if condition():
-                    return
-            except Exception as exc:
-                last = str(exc)
-            time.sleep(0.2)
-        tail = f"\n{_tail(broker.container)}" if broker is not None else ""
-        raise ClusterError(f"{what} within {timeout_s:.0f} s ({last}){tail}")
 
     # -- start-up ---------------------------------------------------------------------------
 
@@ -383,7 +456,7 @@ class KafkaCluster:
             for broker in self.brokers:
                 broker.container.reload()  # status is cached from start() otherwise
                 if broker.container.status in ("exited", "dead"):
-                    raise ClusterError(f"{broker.name} exited during start-up:\n{_tail(broker.container)}")
+                    raise ClusterError(f"{broker.name} exited during start-up:\n{_tail(broker.logs)}")
             try:
                 brokers = admin.list_topics(timeout=5).brokers
                 if len(brokers) == self.spec.brokers:
@@ -396,7 +469,7 @@ class KafkaCluster:
             except Exception as exc:  # the admin client raises KafkaException for every kind of not-yet
                 last_error = str(exc)
             time.sleep(0.2)
-        tails = "\n".join(f"--- {b.name}\n{_tail(b.container)}" for b in self.brokers)
+        tails = "\n".join(f"--- {b.name}\n{_tail(b.logs)}" for b in self.brokers)
         raise ClusterError(f"the cluster was not ready after {self.spec.startup_timeout_s:.0f} s ({last_error}).\n{tails}")
 
     def _create_offsets_topic(self, timeout_s: float) -> None:
@@ -469,7 +542,7 @@ class KafkaCluster:
 
     @contextmanager
     def proxied_lanes(self, lanes: list[str]):
-        """Every given client lane through one request-aware proxy (faults/rpc_proxy.py), which runs in this
+        """Every given client lane through one request-aware proxy (kafkanet/rpc_proxy.py), which runs in this
         process on the cluster network's gateway: Toxiproxy -> the proxy -> the broker's listener for the lane.
         Yields the proxy; on exit the lanes point at their brokers again and the proxy stops."""
         gateway = self.gateway_ip
@@ -493,15 +566,6 @@ class KafkaCluster:
             self._admin = AdminClient({"bootstrap.servers": self.control_bootstrap_servers, "client.id": "kafka-chaos-harness"},
                                       logger=logging.getLogger("kafka-chaos.admin"))
         return self._admin
-
-    def broker(self, name: str) -> Broker:
-        for broker in self.brokers:
-            if broker.name == name:
-                return broker
-        raise KeyError(f"no broker named {name!r}; brokers are {[b.name for b in self.brokers]}")
-
-    def broker_by_id(self, node_id: int) -> Broker:
-        return next(b for b in self.brokers if b.node_id == node_id)
 
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
         create_topic_with(self.admin(), NewTopic(name, partitions, replication_factor), exist_ok=False)
@@ -577,10 +641,14 @@ def create_topic_with(admin: AdminClient, topic: NewTopic, exist_ok: bool) -> No
         raise
 
 
-def _tail(container: DockerContainer, lines: int = 30) -> str:
+def _container_logs(container: DockerContainer) -> str:
+    stdout, stderr = container.get_logs()
+    return (stdout + stderr).decode(errors="replace")
+
+
+def _tail(logs: Callable[[], str], lines: int = 30) -> str:
     try:
-        stdout, stderr = container.get_logs()
-        return "\n".join((stdout + stderr).decode(errors="replace").splitlines()[-lines:])
+        return "\n".join(logs().splitlines()[-lines:])
     except Exception as exc:  # the tail is only for an error message
         return f"(no logs: {exc})"
 
@@ -593,7 +661,7 @@ def _wait_for(check, timeout_s: float, what: str, container: DockerContainer) ->
             return
         except Exception as exc:
             if time.monotonic() > deadline:
-                raise ClusterError(f"{what} within {timeout_s:.0f} s: {exc}\n{_tail(container)}") from None
+                raise ClusterError(f"{what} within {timeout_s:.0f} s: {exc}\n{_tail(lambda: _container_logs(container))}") from None
             time.sleep(0.3)
 
 

@@ -7,22 +7,27 @@ on a broker's client listener (toxics, proxy_cut) when a Toxiproxy stands in fro
 (`toxiproxy_url`): each broker is matched with the proxy that listens on the port the broker advertises.
 Those hit every client of the cluster, so they are refused unless `allow_destructive`. Faults that
 need the harness's own topology (per-client lanes, links between brokers) or the brokers' containers
-are skipped, each with its reason.
+are skipped, each with its reason. The brokers implement faults/backend.py's BrokerHandle by refusing
+what needs their processes (pause, kill, ...) with one error naming the broker and the operation.
 
 Credentials for SASL/SSL come from the environment (workloads/security.py) and are never written.
 """
 from __future__ import annotations
 
 import logging
+import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from harness.broker_view import BrokerView, PartitionView
-from harness.cluster import KafkaCluster, create_topic_with
+from faults.backend import BrokerHandle
+from harness.cluster import BrokerQueries, create_topic_with
 from harness.scenario import ClusterSpec
-from harness.toxiproxy import Toxiproxy, ToxiproxyError
+from kafkanet.broker_view import BrokerView, PartitionView
+from kafkanet.toxiproxy import Toxiproxy, ToxiproxyError
 from workloads.security import security_config
 
 CAPABILITIES = ("processes", "toxiproxy")
@@ -38,6 +43,12 @@ class ExternalBroker:
     name: str
     client_address: str
     client_proxy: str | None = None  # the user's Toxiproxy proxy in front of it, if any
+    peer_ports: tuple[int, ...] = ()  # brokers reach each other directly: no lanes of ours
+
+    @property
+    def control_address(self) -> str:
+        """No CONTROL lane of the harness: the broker's advertised client listener."""
+        return self.client_address
 
     def proxy(self, lane: str) -> str:
         if lane != "client" or self.client_proxy is None:
@@ -47,9 +58,39 @@ class ExternalBroker:
     def client_proxies(self) -> list[str]:
         return [self.client_proxy] if self.client_proxy else []
 
+    # -- the broker's process is the cluster owner's ----------------------------------------------------------
+
+    def _refuse(self, operation: str) -> NoReturn:
+        raise ExternalClusterError(f"{self.name}: cannot {operation} a broker of an external cluster: that needs "
+                                   "control of the brokers' processes, which only the harness's own cluster gives")
+
+    def pause(self) -> None:
+        self._refuse("pause")
+
+    def resume(self) -> None:
+        self._refuse("resume")
+
+    def kill(self) -> None:
+        self._refuse("kill")
+
+    def stop(self, timeout_s: float) -> None:
+        self._refuse("stop")
+
+    def start(self) -> None:
+        self._refuse("start")
+
+    def running(self) -> bool:
+        self._refuse("watch the process of")
+
+    def run_in_netns(self, argv: list[str]) -> subprocess.CompletedProcess[str] | None:
+        self._refuse("enter the network namespace of")
+
+    def logs(self) -> str:
+        self._refuse("read the logs of")
+
 
 @dataclass
-class ExternalCluster:
+class ExternalCluster(BrokerQueries[ExternalBroker]):
     bootstrap_servers: str
     toxiproxy_url: str | None = None
     allow_destructive: bool = False
@@ -140,8 +181,16 @@ class ExternalCluster:
                              key=lambda v: (v.topic, v.partition)))
         return BrokerView(frozenset(md.brokers), parts)
 
-    broker = KafkaCluster.broker              # the same lookups: they only read `brokers`
-    broker_by_id = KafkaCluster.broker_by_id
+    @property
+    def toxiproxy_ip(self) -> str:
+        raise ExternalClusterError("an external cluster's brokers reach each other directly, not through a Toxiproxy of ours")
+
+    def start_broker(self, broker: BrokerHandle, timeout_s: float = 120) -> None:
+        broker.start()  # an ExternalBroker refuses it, naming itself
+
+    def wait_rejoined(self, brokers: Sequence[BrokerHandle], timeout_s: float = 120) -> None:
+        raise ExternalClusterError("cannot wait for brokers of an external cluster to rejoin after a cut between "
+                                   "them: that needs the harness's own lanes between the brokers")
 
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
         """At most one replica per broker the cluster has."""

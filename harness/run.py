@@ -17,23 +17,21 @@ from faults.base import REQUIREMENTS, Fault
 from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
-from harness.client_jars import java_client
-from harness.client_versions import ClientVersionError, member_client
 from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.kafka_release import KafkaVersionError
+from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
 from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import ConsumerGroupSpec, Scenario, ScenarioError, read_yaml
-from harness.versions import kafka_image, kafka_version
-from workloads.config import ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
+from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
+from harness.versions import kafka_version
+from workloads.config import AdminProbeConfig, ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
-from workloads.security import security_config
-from workloads.services import WorkloadProcess, after_stop, member_process, producer_process, stop_all
+from workloads.services import (WorkloadProcess, admin_probe_process, after_stop, member_process, producer_process,
+                                stop_all)
 
 PROGRESS_EVERY_S = 5
 SCHEDULE_FILE = "schedule.json"
-PRODUCER = "producer-1"
 GROUP_STABLE_TIMEOUT_S = 60
 
 
@@ -79,63 +77,38 @@ def timed_phase(outcome: RunOutcome, name: str):
         outcome.phases[name] = round(time.monotonic() - started, 2)
 
 
-def resolve_clients(scenario: Scenario) -> dict[tuple[str, str | None], ClientRelease]:
-    """Every (client, version) the group's members use, installed or resolved on first use (cached), and
-    checked against what the scenario asks of it, before the cluster starts."""
-    group, out = scenario.consumer_group, {}
-    for where, spec in _version_fields(group):
-        if spec.client == "java" and security_config():
-            raise ScenarioError("consumer_group.client: the Java member does not take the KAFKA_CHAOS_CLIENT_* "
-                                "security settings; use client: librdkafka")
-        key = (spec.client, spec.version)
-        if key in out:
-            continue
-        # an unpinned Java member runs the brokers' own release: another cluster.kafka_version's from Maven
-        version = spec.version or (scenario.cluster.kafka_version if spec.client == "java" else None)
-        try:
-            out[key] = member_client(spec.client, version, lambda: java_client(kafka_image()), log=say)
-        except ClientVersionError as exc:
-            raise ScenarioError(f"{where}: {exc}") from None
-        if spec.client == "java" and spec.protocol == "consumer" and not out[key].group_protocol_option:
-            raise ScenarioError(f"{where}: VerifiableConsumer {spec.version} has no --group-protocol (KIP-848's "
-                                "consumer protocol came to it in 3.7)")
-        if spec.client == "java" and spec.static_membership and not out[key].group_instance_id_option:
-            raise ScenarioError(f"{where.rsplit('.', 1)[0]}.static_membership: VerifiableConsumer {spec.version} has no "
-                                "--group-instance-id (static membership, KIP-345, came to it in 2.3)")
-    return out
-
-
-def _version_fields(group: ConsumerGroupSpec) -> list[tuple[str, ConsumerGroupSpec]]:
-    """(the scenario field that names the release, the settings of the members it applies to)."""
-    fields = [("consumer_group.version", group)]  # also the members that join later
-    if isinstance(group.members, list):
-        specs, first = group.member_specs(), 0
-        for i, entry in enumerate(group.members):
-            fields.append((f"consumer_group.members[{i}].version", specs[first]))
-            first += entry.count
-    return fields
-
-
-def member_config(scenario: Scenario, spec: ConsumerGroupSpec, release: ClientRelease, *, member: str,
-                  run_dir: Path, bootstrap: str, instance_id: str | None) -> MemberConfig:
-    """One member's config: `spec` is its own settings (consumer_group.member_specs()), `release` its client's."""
-    group = spec.effective()
+def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, *, member: str, run_dir: Path,
+                  bootstrap: str, instance_id: str | None) -> MemberConfig:
+    """One member's process config: `settings` its own (the plan's), `release` its client's."""
     return MemberConfig(
-        member=member, run_dir=str(run_dir), client=group.client, release=release, bootstrap_servers=bootstrap,
-        group_id=group.group_id, topics=[t.name for t in scenario.topics], pattern=group.pattern,
-        metadata_refresh_ms=group.metadata_refresh_ms, protocol=group.protocol, assignor=group.assignor,
-        remote_assignor=group.remote_assignor, session_timeout_ms=group.session_timeout_ms,
-        heartbeat_interval_ms=group.heartbeat_interval_ms, max_poll_interval_ms=group.max_poll_interval_ms,
-        commit=group.commit, auto_commit_interval_ms=group.auto_commit_interval_ms,
-        processing=ProcessingConfig(**group.processing.model_dump()), batch_size=group.batch_size,
-        extra=group.config, instance_id=instance_id, subscribed_topics=group.topics)
+        member=member, run_dir=str(run_dir), client=settings.client, release=release, bootstrap_servers=bootstrap,
+        group_id=plan.group_id, topics=[t.name for t in plan.topics], pattern=settings.pattern,
+        metadata_refresh_ms=settings.metadata_refresh_ms, protocol=settings.protocol, assignor=settings.assignor,
+        remote_assignor=settings.remote_assignor, session_timeout_ms=settings.session_timeout_ms,
+        heartbeat_interval_ms=settings.heartbeat_interval_ms, max_poll_interval_ms=settings.max_poll_interval_ms,
+        commit=settings.commit, auto_commit_interval_ms=settings.auto_commit_interval_ms,
+        processing=ProcessingConfig(**settings.processing.model_dump()), batch_size=settings.batch_size,
+        extra=dict(settings.config), instance_id=instance_id,
+        subscribed_topics=None if settings.topics is None else list(settings.topics))
 
 
-def producer_config(scenario: Scenario, run_dir: Path, bootstrap: str) -> ProducerConfig:
-    p = scenario.producer
-    return ProducerConfig(producer_id=PRODUCER, run_dir=str(run_dir), bootstrap_servers=bootstrap,
-                          topics=[t.name for t in scenario.topics], records=p.records, rate=p.rate, acks=p.acks,
-                          idempotence=p.idempotence, extra=p.config)
+def producer_config(plan: Plan, run_dir: Path, bootstrap: str) -> ProducerConfig:
+    p = plan.producer.settings
+    return ProducerConfig(producer_id=plan.producer.name, run_dir=str(run_dir), bootstrap_servers=bootstrap,
+                          topics=[t.name for t in plan.topics], records=p.records, rate=p.rate, acks=p.acks,
+                          idempotence=p.idempotence, extra=dict(p.config))
+
+
+def admin_probe(plan: Plan, run_dir: Path, cluster) -> WorkloadProcess | None:
+    """The group's admin probe (consumer_group.admin_probe), on its own lane with the group's client release;
+    None when the plan has none."""
+    probe = plan.admin_probe
+    if probe is None:
+        return None
+    return admin_probe_process(AdminProbeConfig(
+        probe_id=probe.name, run_dir=str(run_dir), bootstrap_servers=cluster.lane_bootstrap_servers(probe.lane),
+        group_id=plan.group_id, call=probe.settings.call, every_ms=probe.settings.every_ms,
+        request_timeout_ms=probe.settings.request_timeout_ms, release=plan.release(probe.client, probe.version)))
 
 
 class RunTopics:
@@ -154,18 +127,19 @@ class MemberPool:
     """The group's member processes by name: the ones the scenario declares, and those triggers start
     later (member_join on a spare lane, a restarted bounce, a duplicate group.instance.id)."""
 
-    def __init__(self, scenario: Scenario, run_dir: Path, cluster: KafkaCluster, clients: dict) -> None:
-        self.scenario, self.run_dir, self.cluster, self.clients = scenario, run_dir, cluster, clients
-        self.specs = scenario.consumer_group.member_specs()
-        self.joined_like: dict[str, ConsumerGroupSpec] = {}
+    def __init__(self, plan: Plan, run_dir: Path, cluster: KafkaCluster) -> None:
+        self.plan, self.run_dir, self.cluster = plan, run_dir, cluster
+        self.planned = {m.name: m.settings for m in (*plan.members, *plan.spares)}
+        self.joined_like: dict[str, MemberSettings] = {}
         self.processes: dict[str, WorkloadProcess] = {}
 
-    def spec(self, index: int) -> ConsumerGroupSpec:
-        """member-<index>'s settings; members beyond the scenario's (joins) have the group's own unless
-        they joined `like` an entry of a mixed group."""
-        if f"member-{index}" in self.joined_like:
-            return self.joined_like[f"member-{index}"]
-        return self.specs[index - 1] if index <= len(self.specs) else self.scenario.consumer_group
+    def settings(self, index: int) -> MemberSettings:
+        """member-<index>'s settings: the plan's (a spare lane's are the group's own) unless it joined `like`
+        an entry of a mixed group."""
+        name = f"member-{index}"
+        if name not in self.planned:
+            raise ValueError(f"{name}: the plan has no lane left for it (cluster.spare_lanes)")
+        return self.joined_like.get(name) or self.planned[name]
 
     def start(self, name: str, lane: str | None = None, instance: int | None = None,
               like: int | None = None) -> WorkloadProcess:
@@ -173,11 +147,11 @@ class MemberPool:
         duplicate (`instance` given) runs with that member's settings; `like`: those of consumer_group.members[like]."""
         index = instance if instance is not None else int(name.rsplit("-", 1)[1])
         if like is not None:
-            self.joined_like[name] = self.scenario.consumer_group.entry_spec(like)
-        spec = self.spec(index)
-        config = member_config(self.scenario, spec, self.clients[(spec.client, spec.version)], member=name,
+            self.joined_like[name] = self.plan.entries[like]
+        settings = self.settings(index)
+        config = member_config(self.plan, settings, self.plan.release(settings.client, settings.version), member=name,
                                run_dir=self.run_dir, bootstrap=self.cluster.lane_bootstrap_servers(lane or name),
-                               instance_id=f"instance-{index}" if spec.static_membership else None)
+                               instance_id=instance_id(index, settings))
         process = member_process(config).start()
         process.lane = lane or name  # what a client fault on this member (random-member) resolves to
         self.processes[name] = process
@@ -193,10 +167,10 @@ class MemberPool:
         return list(self.processes.values())
 
 
-def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
-                topics: RunTopics, schedule: list, rpc_proxy=None) -> Nemesis:
-    ctx = FaultContext(cluster, pool.processes, timeline, random.Random(scenario.run.seed),
-                       scenario.consumer_group.group_id, scenario.topic.name, pool=pool, topics=topics, rpc_proxy=rpc_proxy)
+def nemesis_for(plan: Plan, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
+                topics: RunTopics, schedule: list[FaultEntry], rpc_proxy=None) -> Nemesis:
+    ctx = FaultContext(cluster, pool.processes, timeline, random.Random(plan.scenario.run.seed),
+                       plan.group_id, plan.topics[0].name, pool=pool, topics=topics, rpc_proxy=rpc_proxy)
 
     def build(entry) -> Fault:
         """Called when the step fires, so a role (coordinator, leader, ...) resolves to the broker holding it then."""
@@ -207,10 +181,11 @@ def nemesis_for(scenario: Scenario, cluster: KafkaCluster, pool: MemberPool, tim
     return Nemesis(steps, log=say)
 
 
-def workload_time_limit(scenario: Scenario) -> float:
+def workload_time_limit(plan: Plan) -> float:
     """Generous: the producer's planned time, the last fault's end, plus its delivery time-out."""
-    planned = scenario.producer.records / scenario.producer.rate if scenario.producer.rate else 60
-    last_fault = max((f.at_s + f.duration_s for f in scenario.schedule()), default=0)
+    producer = plan.producer.settings
+    planned = producer.records / producer.rate if producer.rate else 60
+    last_fault = max((f.at_s + f.duration_s for f in plan.schedule), default=0)
     return max(planned, last_fault) + 300
 
 
@@ -238,45 +213,52 @@ def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
 
 def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | None = None,
                  on_drain=None, source: str | None = None) -> RunOutcome:
-    """Run one scenario; starts (and removes) its own cluster unless one is given. ``on_drain()`` is called as the
+    """Compile the scenario into its plan (the client releases resolved, before anything starts), then run it."""
+    with progress("plan"):
+        plan = compile_plan(scenario)
+    return run_plan(plan, runs_root, cluster, on_drain, source)
+
+
+def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
+             on_drain=None, source: str | None = None) -> RunOutcome:
+    """Run one plan; starts (and removes) its own cluster unless one is given. ``on_drain()`` is called as the
     group starts to drain (the CLI starts its analysis service then: the faults are healed, nothing is timed).
     ``source`` (run.json) says what the scenario came from; the trend page keys its series by it."""
-    run_id = new_run_id(scenario.name)
+    run_id = new_run_id(plan.scenario.name)
     try:
         run_dir = create_run_dir(runs_root, run_id)
     except OSError as exc:  # a file where a folder should be, no permission
         raise ScenarioError(f"{runs_root}: cannot make a run directory there: {exc.strerror or exc}") from None
-    (run_dir / "scenario.yaml").write_text(scenario.to_yaml())
-    write_schedule(run_dir / SCHEDULE_FILE, scenario)
+    (run_dir / "scenario.yaml").write_text(plan.scenario.to_yaml())
+    write_json(run_dir / PLAN_FILE, plan.to_json())
+    write_schedule(run_dir / SCHEDULE_FILE, plan)
     outcome = RunOutcome(run_dir, source=source)
     phase = partial(timed_phase, outcome)
     say(f"run {run_id}: {run_dir}")
     own_cluster = cluster is None
     try:
-        release = scenario.cluster.kafka_version
+        release = plan.scenario.cluster.kafka_version
         if not own_cluster and not cluster.owned and release:
             raise ScenarioError("cluster.kafka_version: an external cluster runs the release its owner runs; leave it unset")
         if not own_cluster and cluster.owned and kafka_version(release) != kafka_version(cluster.spec.kafka_version):
             raise ScenarioError(f"cluster.kafka_version: this cluster runs Kafka {kafka_version(cluster.spec.kafka_version)}, "
                                 f"not {kafka_version(release)}; run the scenario on its own cluster")
-        schedule = planned_faults(scenario, cluster or KafkaCluster, outcome)  # its own cluster: the class says what it gives
-        with phase("clients"):
-            clients = resolve_clients(scenario)
+        schedule = planned_faults(plan, cluster or KafkaCluster, outcome)  # its own cluster: the class says what it gives
         if own_cluster:
             with phase("cluster"):
                 try:  # the brokers of another release are built first; one that cannot be is bad input
-                    cluster = KafkaCluster(scenario.cluster, run_id, client_lanes=scenario.client_lanes()).start()
+                    cluster = KafkaCluster(plan.scenario.cluster, run_id, client_lanes=plan.lanes).start()
                 except KafkaVersionError as exc:
                     raise ScenarioError(f"cluster.kafka_version: {exc}") from None
-        missing = [lane for lane in scenario.client_lanes(spares=False) if lane not in cluster.client_lanes]
+        missing = [lane for lane in plan.starting_lanes if lane not in cluster.client_lanes]
         if missing and "lanes" in cluster.capabilities:
             raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
                                 f"(its lanes: {', '.join(cluster.client_lanes)})")
-        with member_lanes_proxied(cluster, scenario) as rpc_proxy:
-            _run_on(cluster, scenario, run_dir, outcome, phase, clients, schedule, rpc_proxy, on_drain)
+        with member_lanes_proxied(cluster, plan) as rpc_proxy:
+            _run_on(cluster, plan, run_dir, outcome, phase, schedule, rpc_proxy, on_drain)
         with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
             leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase)
-            if scenario.run.log_format == "parquet":
+            if plan.scenario.run.log_format == "parquet":
                 with phase("compact logs"):
                     compact_logs(run_dir)
             cluster = None
@@ -296,10 +278,10 @@ def _let_go(cluster, own_cluster: bool, run_dir: Path, phase) -> None:
             cluster.stop()
 
 
-def write_schedule(path: Path, scenario: Scenario) -> None:
+def write_schedule(path: Path, plan: Plan) -> None:
     """The run's whole fault schedule, before it starts: `kafka-chaos run SCENARIO --schedule FILE` replays it."""
-    write_json(path, {"seed": scenario.run.seed,
-                      "faults": [f.model_dump(mode="json", exclude_defaults=False) for f in scenario.schedule()]})
+    write_json(path, {"seed": plan.scenario.run.seed,
+                      "faults": [f.entry().model_dump(mode="json", exclude_defaults=False) for f in plan.schedule]})
 
 
 def load_schedule(path: Path) -> list[dict]:
@@ -317,12 +299,12 @@ def compact_logs(run_dir: Path) -> None:
         say(line)
 
 
-def planned_faults(scenario: Scenario, cluster, outcome: RunOutcome) -> list:
-    """The scenario's faults this cluster can take. On a cluster the harness did not start, a fault that
+def planned_faults(plan: Plan, cluster, outcome: RunOutcome) -> list[FaultEntry]:
+    """The plan's faults this cluster can take. On a cluster the harness did not start, a fault that
     needs what it lacks (faults.base.REQUIREMENTS) is skipped with its reason (printed, and in run.json);
     one that would touch the cluster itself is refused unless the user allowed destructive faults."""
     kept = []
-    for i, entry in enumerate(scenario.schedule()):
+    for i, entry in enumerate(f.entry() for f in plan.schedule):
         need = entry.fault_class.requirement(entry.target, entry.params)
         what = f"{entry.kind}@{entry.at_s:g}s on {entry.target}"
         if need not in cluster.capabilities:
@@ -337,35 +319,35 @@ def planned_faults(scenario: Scenario, cluster, outcome: RunOutcome) -> list:
 
 
 @contextmanager
-def member_lanes_proxied(cluster, scenario: Scenario):
+def member_lanes_proxied(cluster, plan: Plan):
     """Every member lane (spares included) through the request-aware proxy that rpc faults act in, when the
-    scenario has one (or run.rpc_proxy says so); yields the proxy, or None."""
-    if not scenario.proxies_member_lanes:
+    plan says so (an rpc fault, or run.rpc_proxy); yields the proxy, or None."""
+    if not plan.rpc_proxy:
         yield None
         return
     if "lanes" not in cluster.capabilities:
-        if scenario.run.rpc_proxy:
+        if plan.scenario.run.rpc_proxy:
             raise ScenarioError("run.rpc_proxy: this cluster has no per-client lanes to route through the proxy")
         yield None  # its rpc faults were skipped (planned_faults says why)
         return
-    lanes = [lane for lane in scenario.client_lanes() if lane.startswith("member-")]
+    lanes = [m.lane for m in (*plan.members, *plan.spares)]
     say(f"member lanes ({len(lanes)}) through the request-aware proxy")
     with cluster.proxied_lanes(lanes) as proxy:
         yield proxy
 
 
-def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: RunOutcome, phase, clients: dict,
-            schedule: list, rpc_proxy=None, on_drain=None) -> None:
+def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcome, phase, schedule: list[FaultEntry],
+            rpc_proxy=None, on_drain=None) -> None:
     write_json(run_dir / "cluster.json", {**cluster.describe(), "member_lanes_through_rpc_proxy": rpc_proxy is not None, "clients": [
-        {"client": client, "version": version or release.client_version,
-         **({"librdkafka_version": release.librdkafka_version} if release.librdkafka_version else {})}
-        for (client, version), release in clients.items()]})
-    group = scenario.consumer_group
+        {"client": c.client, "version": c.version or c.release.client_version,
+         **({"librdkafka_version": c.release.librdkafka_version} if c.release.librdkafka_version else {})}
+        for c in plan.clients]})
     timeline = FaultTimeline(run_dir / "faults.jsonl")
-    topics = RunTopics([t.name for t in scenario.topics], control_path(run_dir, PRODUCER))
-    pool = MemberPool(scenario, run_dir, cluster, clients)
+    topics = RunTopics([t.name for t in plan.topics], control_path(run_dir, plan.producer.name))
+    pool = MemberPool(plan, run_dir, cluster)
     nemesis = Nemesis([])
     producer: WorkloadProcess | None = None
+    probe = admin_probe(plan, run_dir, cluster)
     watcher: GroupWatcher | None = None
 
     def show_progress():
@@ -373,47 +355,49 @@ def _run_on(cluster: KafkaCluster, scenario: Scenario, run_dir: Path, outcome: R
             p = watcher.progress()
             active = ", ".join(repr(f) for f in nemesis.active()) or "none"
             alive = sum(m.alive() for m in pool.all())
-            say(f"produced {p.produced}/{scenario.producer.records}, group lag {p.lag}, "
+            say(f"produced {p.produced}/{plan.producer.settings.records}, group lag {p.lag}, "
                 f"members alive {alive}/{len(pool.all())}, active faults: {active}")
         except Exception as exc:
             say(f"progress unavailable ({exc})")
 
     try:
-        with phase("topics" if len(scenario.topics) > 1 else "topic"):
-            for topic in scenario.topics:
+        with phase("topics" if len(plan.topics) > 1 else "topic"):
+            for topic in plan.topics:
                 cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
-        watcher = GroupWatcher(cluster.control_bootstrap_servers, group.group_id, topics.names,
-                               sum(t.partitions for t in scenario.topics))
-        with phase(f"{group.member_count} members join {group.group_id}"):
-            for i in range(1, group.member_count + 1):  # each on its own lane, so a fault can hit one member's traffic
-                pool.start(f"member-{i}")
-            if not wait_until(lambda: watcher.is_stable(group.member_count), GROUP_STABLE_TIMEOUT_S, "group stable"):
+        watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
+                               sum(t.partitions for t in plan.topics))
+        with phase(f"{len(plan.members)} members join {plan.group_id}"):
+            for member in plan.members:
+                pool.start(member.name, lane=member.lane)
+            if not wait_until(lambda: watcher.is_stable(len(plan.members)), GROUP_STABLE_TIMEOUT_S, "group stable"):
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
                                    f"see {run_dir / 'logs'}")
         with phase("workload and faults"):
-            nemesis = nemesis_for(scenario, cluster, pool, timeline, topics, schedule, rpc_proxy)
-            producer = producer_process(producer_config(scenario, run_dir, cluster.lane_bootstrap_servers(PRODUCER))).start()
+            nemesis = nemesis_for(plan, cluster, pool, timeline, topics, schedule, rpc_proxy)
+            producer = producer_process(producer_config(plan, run_dir, cluster.lane_bootstrap_servers(plan.producer.lane))).start()
+            if probe is not None:
+                probe.start()
             nemesis.start()
-            if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(scenario),
+            if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(plan),
                               "workload", show_progress):
-                outcome.errors.append(f"the workload did not end within {workload_time_limit(scenario):.0f} s")
+                outcome.errors.append(f"the workload did not end within {workload_time_limit(plan):.0f} s")
             if producer.exit_code != 0:
-                outcome.errors.append(f"producer exited with {producer.exit_code}; see logs/producer-1.log")
+                outcome.errors.append(f"producer exited with {producer.exit_code}; see logs/{plan.producer.name}.log")
         with phase("final heal"):
             nemesis.heal_all()
         if on_drain is not None:
             on_drain()
         with phase("drain"):
-            outcome.drained = wait_until(lambda: watcher.progress().lag == 0, scenario.run.drain_timeout_s,
-                                         "drain", show_progress)
+            drain_timeout_s = plan.scenario.run.drain_timeout_s
+            outcome.drained = wait_until(lambda: watcher.progress().lag == 0, drain_timeout_s, "drain", show_progress)
             if not outcome.drained:
-                outcome.errors.append(f"{NOT_CAUGHT_UP} {scenario.run.drain_timeout_s:g} s")
+                outcome.errors.append(f"{NOT_CAUGHT_UP} {drain_timeout_s:g} s")
     finally:
         nemesis.heal_all()
         outcome.errors.extend(nemesis.errors)
         if watcher is not None:
             watcher.close()
         with phase("stop workload"):
-            stop_all(([producer] if producer else []) + pool.all())
+            stop_all(([producer] if producer else []) + pool.all() + ([probe] if probe else []))
         for member in pool.all():
             after_stop(member)

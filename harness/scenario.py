@@ -31,6 +31,8 @@ class ScenarioError(ValueError):
 MAX_SCHEDULE_S = 7 * 24 * 3600  # no fault starts later than a week into the run (a run that would never end)
 MAX_ERRORS_SHOWN = 5
 MAX_FILE_BYTES = 16 << 20  # a scenario or a schedule file
+ADMIN_PROBE = "admin-probe-1"  # the admin probe's name: its lane, its events file
+PRODUCER = "producer-1"  # the producer's name: its lane, its log
 
 
 class Strict(BaseModel):
@@ -102,6 +104,16 @@ class MemberSpec(Strict):
                                      "(librdkafka)")
 
 
+class AdminProbeSpec(Strict):
+    """A process beside the group that makes one admin call about it in a loop, on a client lane of its own
+    (workloads/admin_probe.py): what a monitoring tool does while faults hit the group's coordinator."""
+    call: Literal["describe", "offsets"] = Field(description="describe: DescribeConsumerGroups; offsets: "
+                                                 "ListConsumerGroupOffsets")
+    every_ms: int = Field(1000, ge=100, le=600_000, description="from the start of one call to the next (at once "
+                          "when a call took longer)")
+    request_timeout_ms: int = Field(3000, ge=100, le=600_000, description="each call's request_timeout")
+
+
 class ConsumerGroupSpec(Strict):
     group_id: str = "chaos-group"
     members: int | list[MemberSpec] = Field(
@@ -134,6 +146,8 @@ class ConsumerGroupSpec(Strict):
                                             "what bounds when a classic member sees added partitions or a new matching "
                                             "topic; default: the client's (5 minutes)")
     config: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
+    admin_probe: AdminProbeSpec | None = Field(None, description="an admin client asking about the group in a loop, "
+                                               "beside the members (librdkafka: the group's confluent-kafka release)")
 
     @model_validator(mode="after")
     def _member_count(self):
@@ -152,13 +166,13 @@ class ConsumerGroupSpec(Strict):
         share one assignor (each offers one, and the coordinator refuses a member with none in common)."""
         if isinstance(self.members, int):
             return [self.model_copy(update={"members": 1})] * self.members
-        specs, base = [], self.model_dump(exclude={"members"}, exclude_unset=True)
+        specs, base = [], self.model_dump(exclude={"members", "admin_probe"}, exclude_unset=True)  # the probe is the group's
         for i, m in enumerate(self.members):
             own = {k: v for k, v in m.model_dump(exclude={"count"}).items() if v is not None}
             try:
                 spec = ConsumerGroupSpec.model_validate({**base, **own, "members": 1})
             except ValidationError as exc:
-                raise ValueError(_located(exc.errors()[0], f"members[{i}]")) from None
+                raise ValueError(located(exc.errors()[0], f"members[{i}]")) from None
             specs += [spec] * m.count
         if self.protocol == "classic":
             assignors = {s.assignor for s in specs}
@@ -187,6 +201,8 @@ class ConsumerGroupSpec(Strict):
             raise ValueError("processing: the Java member (VerifiableConsumer) has no processing delay; use client: librdkafka")
         if self.client == "java" and self.pattern is not None:
             raise ValueError("pattern: the Java member (VerifiableConsumer) subscribes to one topic by name; use client: librdkafka")
+        if self.client == "java" and self.admin_probe is not None:
+            raise ValueError("admin_probe: the probe runs the group's confluent-kafka AdminClient; use client: librdkafka")
         if self.client == "java" and self.topics is not None:
             raise ValueError("topics: the Java member (VerifiableConsumer) subscribes to the run's one topic; use client: librdkafka")
         if self.pattern is not None and self.topics is not None:
@@ -295,7 +311,7 @@ class RunSpec(Strict):
         "parquet", description="what produced/ and consumed/ are left in: members append JSONL while they run; "
                                "with parquet the logs are rewritten once the workload has stopped (kafka-chaos compact)")
     rpc_proxy: bool | None = Field(
-        None, description="route every member's lane through the request-aware proxy (faults/rpc_proxy.py) that rpc "
+        None, description="route every member's lane through the request-aware proxy (kafkanet/rpc_proxy.py) that rpc "
                           "faults act in; default: when the scenario has an rpc fault")
 
 
@@ -423,9 +439,11 @@ class Scenario(Strict):
         return parse_scenario(data, source)
 
     def client_lanes(self, spares: bool = True) -> tuple[str, ...]:
-        """The workload clients that get a lane of their own: every member (and spares), and the producer."""
+        """The workload clients that get a lane of their own: every member (and spares), the producer, and the
+        admin probe when the group has one."""
         count = self.consumer_group.member_count + (self.cluster.spare_lanes if spares else 0)
-        return tuple(f"member-{n}" for n in range(1, count + 1)) + ("producer-1",)
+        probe = (ADMIN_PROBE,) if self.consumer_group.admin_probe else ()
+        return tuple(f"member-{n}" for n in range(1, count + 1)) + (PRODUCER,) + probe
 
     def facts(self) -> ScenarioFacts:
         """What a fault entry is checked against before anything starts."""
@@ -531,7 +549,7 @@ def _other_branch(item) -> bool:
     return isinstance(item["input"], list) != (UNION_BRANCHES[loc[-1]] is list)
 
 
-def _located(item, where: str = "") -> str:
+def located(item, where: str = "") -> str:
     """`path: message` for one pydantic error; a model-level check that names its own field is attached to the path."""
     loc = [p for p in item["loc"] if p not in UNION_BRANCHES]
     path = where + _path({**item, "loc": tuple(loc)})
@@ -545,7 +563,7 @@ def _located(item, where: str = "") -> str:
 
 def _describe(error: ValidationError, source: str, data: dict) -> str:
     """One line: the file, then each wrong field with what is wrong with it."""
-    lines = [_located(item) for item in error.errors() if not _other_branch(item)]
+    lines = [located(item) for item in error.errors() if not _other_branch(item)]
     if "topic" in data and "topics" not in data:  # name the field the way the file wrote it
         lines = [re.sub(r"^topics\[0\]([.:])", r"topic\1", line) for line in lines]
     more = f"; and {len(lines) - MAX_ERRORS_SHOWN} more" if len(lines) > MAX_ERRORS_SHOWN else ""

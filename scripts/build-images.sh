@@ -36,12 +36,12 @@ pull() {
   step_done "pulled"
 }
 
-# docker_build NAME HASH CONTEXT: the legacy builder, with the project's labels and the base image.
+# docker_build NAME HASH CONTEXT [ARG...]: the legacy builder, with the project's labels and the base image.
 docker_build() {
   local old; old=$(image_id "$1")
   log "docker build -t $1"
   run_logged "build-${1//[\/:]/-}" env DOCKER_BUILDKIT=0 docker build \
-    --build-arg BASE_IMAGE="$KAFKA_CHAOS_BASE_IMAGE" --build-arg JAVA_PACKAGE="$JAVA_PACKAGE" \
+    --build-arg BASE_IMAGE="$KAFKA_CHAOS_BASE_IMAGE" --build-arg JAVA_PACKAGE="$JAVA_PACKAGE" "${@:4}" \
     --label "$PROJECT_LABEL" --label "$INPUTS_LABEL=$2" -t "$1" "$3"
   drop_old "$old" "$1"
 }
@@ -131,15 +131,50 @@ toxiproxy_image() {
   step_done "built"
 }
 
-# Arguments: which images (kafka, toxiproxy); none: both. The base image is built only when needed.
+# Spark for a standalone analysis cluster (harness/spark_cluster.py), on demand only (`make spark-image`, or the
+# harness when a cluster is asked for): the venv's pyspark distribution (jars, bin, sbin, python/lib) and the
+# libraries the analysis runs on executors, hard-linked into the build context from the venv, so that Spark's
+# version is the venv's pyspark and nothing but Debian packages is downloaded. The inputs hash names versions,
+# not file contents: hashing the 900 MB would cost seconds on every call.
+SPARK_PYTHON=${KAFKA_CHAOS_VENV_PYTHON:-$ROOT/.venv/bin/python}
+SPARK_EXECUTOR_LIBS=(numpy pyarrow pandas xxhash)
+spark_image() {
+  local img site pyspark_version minor h ctx dists=()
+  [[ -x $SPARK_PYTHON ]] || die "no venv at $SPARK_PYTHON: run 'make setup' first"
+  read -r site pyspark_version minor < <("$SPARK_PYTHON" -c 'import sys, sysconfig, pyspark
+print(sysconfig.get_paths()["purelib"], pyspark.__version__, "%d.%d" % sys.version_info[:2])')
+  img=${KAFKA_CHAOS_SPARK_IMAGE:-kafka-chaos/spark:$pyspark_version}
+  step "image $img"
+  if ! is_local "$img"; then pull "$img"; return; fi
+  mapfile -t dists < <("$SPARK_PYTHON" images/spark/site_packages.py "${SPARK_EXECUTOR_LIBS[@]}")
+  h=$(inputs_hash "$(image_id "$KAFKA_CHAOS_BASE_IMAGE")" "$JAVA_PACKAGE" "$pyspark_version" "$minor" "${dists[@]}" \
+    -- images/spark)
+  if [[ $(label_of "$img") == "$h" ]]; then step_done "up to date"; return; fi
+  ctx=$BUILD_DIR/spark-$pyspark_version
+  rm -rf "$ctx" && mkdir -p "$ctx/spark/python" "$ctx/site-packages"
+  log "linking Spark $pyspark_version and ${SPARK_EXECUTOR_LIBS[*]} from the venv into the build context"
+  cp -al "$site/pyspark/bin" "$site/pyspark/sbin" "$site/pyspark/jars" "$ctx/spark/" 2>/dev/null ||
+    cp -a "$site/pyspark/bin" "$site/pyspark/sbin" "$site/pyspark/jars" "$ctx/spark/"
+  cp -a "$site/pyspark/python/lib" "$ctx/spark/python/"
+  (cd "$site" && tar --exclude=__pycache__ -cf - "${dists[@]}") | tar -C "$ctx/site-packages" -xf -
+  cp images/spark/Dockerfile "$ctx/"
+  docker_build "$img" "$h" "$ctx" --build-arg PYTHON_MINOR="$minor"
+  rm -rf "$ctx"  # hard links or copies of the venv: the image holds them now
+  step_done "built"
+}
+
+# Arguments: which images (kafka, toxiproxy, spark); none: kafka and toxiproxy. The base image is built only
+# when needed.
 wanted=("$@")
 [[ ${#wanted[@]} -gt 0 ]] || wanted=(kafka toxiproxy)
 for name in "${wanted[@]}"; do
-  [[ $name == kafka || $name == toxiproxy ]] || die "unknown image '$name' (kafka or toxiproxy)"
+  [[ $name == kafka || $name == toxiproxy || $name == spark ]] || die "unknown image '$name' (kafka, toxiproxy or spark)"
 done
 wants() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
-if { wants kafka && is_local "$KAFKA_CHAOS_KAFKA_IMAGE"; } || { wants toxiproxy && is_local "$KAFKA_CHAOS_TOXIPROXY_IMAGE"; }; then
+if { wants kafka && is_local "$KAFKA_CHAOS_KAFKA_IMAGE"; } || { wants toxiproxy && is_local "$KAFKA_CHAOS_TOXIPROXY_IMAGE"; } ||
+  { wants spark && is_local "${KAFKA_CHAOS_SPARK_IMAGE:-kafka-chaos/spark}"; }; then
   base_image
 fi
 if wants kafka; then kafka_image; fi
 if wants toxiproxy; then toxiproxy_image; fi
+if wants spark; then spark_image; fi

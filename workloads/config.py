@@ -83,6 +83,19 @@ class ProducerConfig:
     flush_timeout_s: float = 150
 
 
+@dataclass(frozen=True)
+class AdminProbeConfig:
+    """The admin probe (workloads/admin_probe.py): one admin call about the group every every_ms."""
+    probe_id: str
+    run_dir: str
+    bootstrap_servers: str
+    group_id: str
+    call: str  # "describe" (DescribeConsumerGroups) or "offsets" (ListConsumerGroupOffsets)
+    every_ms: int
+    request_timeout_ms: int
+    release: ClientRelease = field(default_factory=ClientRelease)
+
+
 def encode(config) -> dict[str, str]:
     return {ENV_VAR: json.dumps(asdict(config))}
 

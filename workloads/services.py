@@ -9,13 +9,15 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from workloads import config as workload_config
+from workloads.history import JsonlLog, now_ms
 from workloads.java_member import raw_events_path
-from workloads.config import MemberConfig, ProducerConfig
+from workloads.config import AdminProbeConfig, MemberConfig, ProducerConfig
 from workloads.verifiable import convert, fully_converted
 
 OWNER_ENV = "KAFKA_CHAOS_OWNER"  # host:pid of the harness that started the workload
@@ -26,14 +28,19 @@ ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under an
 class WorkloadProcess:
     name: str
     module: str
-    config: MemberConfig | ProducerConfig
+    config: MemberConfig | ProducerConfig | AdminProbeConfig
     run_dir: Path
     python: str = sys.executable  # a member pinned to another confluent-kafka runs in that release's venv
+    role: str | None = None  # what its events file says it is (member, admin_probe); None: it logs no events
     process: subprocess.Popen | None = field(default=None, repr=False)
+    lane: str | None = None  # the client lane it was started on, when not its own name's (a duplicate's)
+    sent: set[int] = field(default_factory=set, repr=False)  # the signals the harness sent the current process
+    watcher: threading.Thread | None = field(default=None, repr=False)  # logs its death by a signal not sent
 
     def start(self) -> "WorkloadProcess":
         log_path = self.run_dir / "logs" / f"{self.name}.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.sent = set()
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [self.python, "-m", self.module],
@@ -42,6 +49,10 @@ class WorkloadProcess:
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
             )
+        if self.role is not None:
+            self.watcher = threading.Thread(target=watch_death, args=(self, self.process, self.sent),
+                                            name=f"watch-{self.name}", daemon=True)
+            self.watcher.start()
         return self
 
     @property
@@ -52,18 +63,22 @@ class WorkloadProcess:
         return self.process is not None and self.process.poll() is None
 
     def stop(self, timeout_s: float = 30) -> int | None:
-        """Graceful: SIGTERM, then SIGKILL if it has not exited in time. Never leaves it frozen."""
-        if not self.alive():
-            return self.exit_code
-        self.request_stop()
-        try:
-            return self.process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            return self.kill()
+        """Graceful: SIGTERM, then SIGKILL if it has not exited in time. Never leaves it frozen. Returns once a
+        death by a signal the harness did not send is in its events file."""
+        if self.alive():
+            self.request_stop()
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.watcher is not None:
+            self.watcher.join(10)
+        return self.exit_code
 
     def _signal(self, sig: int) -> None:
         """To the whole process group (a member may be a launcher and its JVM)."""
         if self.alive():
+            self.sent.add(sig)
             os.killpg(self.pid, sig)
 
     def request_stop(self) -> None:
@@ -85,8 +100,40 @@ class WorkloadProcess:
         return None if self.process is None else self.process.poll()
 
 
+def watch_death(workload: WorkloadProcess, process: subprocess.Popen, sent: set[int]) -> None:
+    """Waits for one process of a workload; if a signal the harness did not send ended it, logs that death."""
+    code = process.wait()
+    if code < 0 and -code not in sent:
+        log_death(workload.run_dir, workload.name, workload.role, code)
+
+
+def log_death(run_dir: Path, name: str, role: str, exit_code: int) -> None:
+    """The `crashed` event a process killed by a signal cannot write itself (e.g. SIGABRT from a failed assertion
+    in librdkafka): in its own events file, at the time the harness saw it die."""
+    name_of = signal_name(-exit_code)
+    row = {"ts_ms": now_ms(), "member": name, "kind": "crashed", "signal": name_of, "exit_code": exit_code,
+           "detail": f"{name_of}: ended by a signal the harness did not send (logged by the harness)"}
+    if role != "member":
+        row["role"] = role
+    events = JsonlLog(run_dir / "events" / f"{name}.jsonl")
+    events.append(row)
+    events.close()
+
+
+def signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal has no name
+        return f"signal {number}"
+
+
 def producer_process(config: ProducerConfig) -> WorkloadProcess:
     return WorkloadProcess(config.producer_id, "workloads.producer", config, Path(config.run_dir))
+
+
+def admin_probe_process(config: AdminProbeConfig) -> WorkloadProcess:
+    return WorkloadProcess(config.probe_id, "workloads.admin_probe", config, Path(config.run_dir),
+                           python=config.release.python or sys.executable, role="admin_probe")
 
 
 @dataclass(frozen=True)
@@ -113,11 +160,13 @@ MEMBER_KINDS: dict[str, MemberKind] = {
 
 def member_process(config: MemberConfig) -> WorkloadProcess:
     return WorkloadProcess(config.member, MEMBER_KINDS[config.client].module, config, Path(config.run_dir),
-                           python=config.release.python or sys.executable)
+                           python=config.release.python or sys.executable, role="member")
 
 
 def after_stop(process: WorkloadProcess) -> None:
-    """What the member's kind does once the process has stopped."""
+    """What the member's kind does once the process has stopped (nothing for a process that is no member)."""
+    if process.role != "member":
+        return
     kind = MEMBER_KINDS[process.config.client]
     if kind.after_stop is not None:
         kind.after_stop(process.run_dir, process.name, process.config.instance_id)

@@ -61,9 +61,11 @@ class Run:
         self.events.setdefault(member, []).append(ev)
         return self
 
-    def fault(self, fid, injected, healed, kind="pause", target="kafka-1"):
+    def fault(self, fid, injected, healed, kind="pause", target="kafka-1", params=None, **fields):
+        """`fields`: the row's optional fields (ends_process, effect_from, label, hits, ...)."""
         self.faults.append({"id": fid, "kind": kind, "target": target, "injected_at_ms": T0 + injected,
-                            "healed_at_ms": None if healed is None else T0 + healed, "params": {"seconds": 1}})
+                            "healed_at_ms": None if healed is None else T0 + healed,
+                            "params": {"seconds": 1} if params is None else params, **fields})
         return self
 
     # ---- files

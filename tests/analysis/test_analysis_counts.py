@@ -57,7 +57,8 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
     assert {k: s[k] for k in KEYS} == {"produced_records": 200, "consumed_rows": 200, "duplicated_offsets": 0,
                                        "duplicate_extra_deliveries": 0, "lost_records": 0}
     ran = {k for k, v in s["checks"].items() if v["status"] == "ran"}
-    assert ran == {"duplicate", "lost", "lost_within_budget", "skip", "backwards", "commit_regression", "duplicate_over_budget",
+    assert ran == {"duplicate", "lost", "lost_within_budget", "skip", "backwards", "commit_regression", "commit_ahead",
+                   "duplicate_over_budget",
                    "unhealed_fault", "attribution", "rebalances", "duplicate_write", "stall", "split_ownership", "member_fatal"}
     assert s["rebalances"] == 1
     assert s["faults"][0]["id"] == "pause-1" and s["faults"][0]["anomalies"] == {}

@@ -57,6 +57,19 @@ def test_an_expected_fatal_end_is_listed_not_reported(tmp_path, spark):
     assert of(s, "member_fatal") == [] and s["checks"]["member_fatal"]["expected"][0]["expected_by"] == "duplicate_instance-1"
 
 
+
+def test_a_member_dead_of_a_signal_the_harness_did_not_send_is_an_anomaly(tmp_path, spark):
+    """workloads/services.py logs `crashed` with the signal (an abort inside the client); a crash the harness made
+    (a member_crash fault's SIGKILL) carries no signal and stays the fault's, within its budget."""
+    r = group(tmp_path / "run")
+    r.event("a", "crashed", 5_000, generation=3, signal="SIGABRT", exit_code=-6)
+    s = analyze(r.write(), spark=spark)
+    [a] = of(s, "member_fatal")
+    assert (a["members"], a["error"], a["event"]) == (["a"], "SIGABRT", "crashed") and s["valid"] is False
+    r = group(tmp_path / "run2")
+    r.event("a", "crashed", 5_000, generation=3)
+    assert of(analyze(r.write(), spark=spark), "member_fatal") == []
+
 def test_an_error_that_is_not_fatal_is_no_anomaly(tmp_path, spark):
     r = group(tmp_path / "run")
     r.event("a", "error", 4_000, generation=3, detail="_TRANSPORT: Broker: disconnected", error="_TRANSPORT", fatal=False)

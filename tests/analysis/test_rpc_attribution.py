@@ -11,7 +11,8 @@ def anomaly(at_ms: int) -> dict:
 
 
 def test_an_rpc_fault_is_blamed_from_its_first_hit():
-    hit = Fault("rpc-1", "rpc", "member-1", 1_000, 9_000, {"action": "error"}, [{"at_ms": 5_000}, {"at_ms": 6_000}])
+    hit = Fault("rpc-1", "rpc", "member-1", 1_000, 9_000, {"action": "error"}, [{"at_ms": 5_000}, {"at_ms": 6_000}],
+                effect_from="first_hit")
     crash = Fault("member_crash-2", "member_crash", "member-2", 1_000, 9_000)
     found = [anomaly(3_000), anomaly(5_500), anomaly(9_500)]
     attribute(found, History(faults=[hit, crash]), grace_ms=1_000)
@@ -19,8 +20,8 @@ def test_an_rpc_fault_is_blamed_from_its_first_hit():
 
 
 def test_an_rpc_rule_never_hit_or_only_observing_is_blamed_for_nothing():
-    idle = Fault("rpc-1", "rpc", "group", 1_000, 9_000, {"action": "hold"}, [])
-    watcher = Fault("rpc-2", "rpc", "group", 1_000, 9_000, {"action": "observe"}, [{"at_ms": 2_000}])
+    idle = Fault("rpc-1", "rpc", "group", 1_000, 9_000, {"action": "hold"}, [], effect_from="first_hit")
+    watcher = Fault("rpc-2", "rpc", "group", 1_000, 9_000, {"action": "observe"}, [{"at_ms": 2_000}], effect_from="never")
     found = [anomaly(3_000)]
     attribute(found, History(faults=[idle, watcher]), grace_ms=1_000)
     assert found[0]["fault_ids"] == []

@@ -8,7 +8,7 @@ from confluent_kafka.admin import NewTopic
 from faults.context import FaultContext
 from faults.lifecycle import BrokerCrash, BrokerRestart
 from faults.timeline import FaultTimeline
-from harness.probe import api_versions_roundtrip
+from kafkanet.probe import api_versions_roundtrip
 from run_logs import rows
 from scenario_files import catalog
 

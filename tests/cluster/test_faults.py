@@ -27,6 +27,7 @@ def test_broker_freeze_is_healed_when_the_body_raises(kafka_cluster, tmp_path):
     assert status(broker) == "running"
     [row] = [json.loads(line) for line in (tmp_path / "faults.jsonl").read_text().splitlines()]
     assert row["kind"] == "broker_freeze" and row["target"] == broker.name
+    assert (row["label"], row["ends_process"], row["effect_from"]) == ("broker_freeze", False, "inject")  # issue 24
     assert row["healed_at_ms"] >= row["injected_at_ms"]
 
 

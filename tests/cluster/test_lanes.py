@@ -9,7 +9,7 @@ from faults.network import MemberCut, ProxyCut
 from faults.targets import TargetError
 from harness.scenario import ScenarioError
 from faults.timeline import FaultTimeline
-from harness.probe import api_versions_roundtrip
+from kafkanet.probe import api_versions_roundtrip
 from run_logs import rows
 from scenario_files import catalog
 

@@ -5,7 +5,8 @@ is still pending, and when the coordinator answers again it drops the last refer
 that points at the freed enq-once: `rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0' failed`,
 SIGABRT. harness/group.py works around it (it asks the group's state of one child process it can replace).
 
-This is the deterministic reproducer the zoo needs (a zoo entry runs it once members can be admin probes):
+The zoo entry (scenarios/zoo/librdkafka-4605.yaml: an admin probe beside a group, `kafka-chaos zoo librdkafka#4605`)
+shows it in a run; this is the bare reproducer, a fresh AdminClient a call:
 `pytest -m slow tests/cluster/test_librdkafka_4605.py -s` (about a minute with its own cluster). Measured on
 2026-11-25: 9 aborts in 9 trials over two clusters (describe 6 of 6, offsets 3 of 3), 0.1-0.5 s after the
 coordinator's proxy came back; the control call (coordinator reachable) answered and the process lived."""

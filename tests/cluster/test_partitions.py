@@ -14,12 +14,12 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from faults import netns
 from faults.context import FaultContext
 from faults.partition import IsolateBroker, PartitionPair, Split
 from faults.timeline import FaultTimeline
 from harness.broker_config import CONTROLLER_PORT
-from harness.probe import api_versions_roundtrip
+from kafkanet import netns
+from kafkanet.probe import api_versions_roundtrip
 from run_logs import rows
 from scenario_files import catalog
 
@@ -77,7 +77,7 @@ def quorum_leader(broker) -> int:
 
 
 def no_rules_left(cluster) -> bool:
-    return all(netns.rules(b.container.get_wrapped_container()) == [] for b in cluster.brokers)
+    return all(netns.rules(b.run_in_netns) == [] for b in cluster.brokers)
 
 
 class Trickle:
@@ -146,7 +146,7 @@ def test_reset_faults_flushes_rules_a_fault_left_behind(kafka_cluster):
     """A harness that died mid-partition never ran the heal; the next run's reset removes the rules."""
     a, b, c = kafka_cluster.brokers
     Split.build(context(kafka_cluster, "kafka-chaos-ready"), a.name, Split.Params(side=[a.name])).inject()
-    assert len(netns.rules(a.container.get_wrapped_container())) == 4  # b's and c's two peer ports
+    assert len(netns.rules(a.run_in_netns)) == 4  # b's and c's two peer ports
     assert not reaches(b, a)
     kafka_cluster.reset_faults()
     assert no_rules_left(kafka_cluster) and reaches(b, a) and reaches(a, c)

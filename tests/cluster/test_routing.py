@@ -3,7 +3,7 @@ import pytest
 from confluent_kafka import Consumer
 
 from faults.network import ProxyCut
-from harness.broker_view import view_of
+from kafkanet.broker_view import view_of
 
 pytestmark = pytest.mark.cluster
 
@@ -38,7 +38,7 @@ def test_cut_proxy_leaves_clients_unable_to_reach_that_broker(kafka_cluster):
 
 
 def test_each_broker_answers_for_its_own_view_with_what_a_client_sees(kafka_cluster):
-    """harness/broker_view.py reads the raw Metadata v7 answer of one chosen broker."""
+    """kafkanet/broker_view.py reads the raw Metadata v7 answer of one chosen broker."""
     client = metadata_via(kafka_cluster.bootstrap_servers, 20).topics["kafka-chaos-ready"].partitions[0]
     for broker in kafka_cluster.brokers:
         view = view_of(broker.control_address, ["kafka-chaos-ready"])

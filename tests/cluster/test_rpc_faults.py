@@ -41,6 +41,8 @@ def test_a_heartbeat_answered_rebalance_in_progress_makes_the_member_rejoin_and_
         f"member-2 did not rejoin after its Heartbeat was answered REBALANCE_IN_PROGRESS: {joins}"
 
     (window,) = rpc_faults(run, action="error", api="Heartbeat", target="group")
+    assert (window["label"], window["effect_from"]) == ("rpc Heartbeat error REBALANCE_IN_PROGRESS", "first_hit")
+    assert {f["effect_from"] for f in rpc_faults(run, action="observe")} == {"never"}  # issue 24
     group_hits = window["hits"]
     assert group_hits, "no Heartbeat reached the proxy in the group-wide window"
     beats = run.rpc_hits("Heartbeat", "observe")

@@ -47,13 +47,18 @@ def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(cha
 
 
 def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):
+    """Run as a replay of the plan `validate --plan` printed (no cluster needed for it): the run executes
+    that plan, and its faults are the plan's."""
     scenario = tmp_path / "long.yaml"
     scenario.write_text(yaml.safe_dump({
         "name": "interrupted", "producer": {"records": 1_000_000, "rate": 1000},
         "faults": [{"kind": "broker_freeze", "target": "kafka-1", "at_s": 1, "duration_s": 600},
                    {"kind": "proxy_cut", "target": "kafka-3", "at_s": 1, "duration_s": 600}]}))
+    plan = tmp_path / "plan.json"
+    plan.write_text(subprocess.run([sys.executable, "-m", "harness.cli", "validate", "--plan", str(scenario)],
+                                   capture_output=True, text=True, check=True).stdout)
     runs = tmp_path / "runs"
-    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario), "--runs-dir", str(runs)],
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--plan", str(plan), "--runs-dir", str(runs)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         faults_file = None
@@ -73,6 +78,10 @@ def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):
     assert process.returncode == 130, output
     faults = rows(faults_file.parent, "faults")
     assert faults and all(f["healed_at_ms"] is not None for f in faults), faults
+    planned = json.loads(plan.read_text())["schedule"]
+    assert sorted((f["kind"], f["target"]) for f in faults) == sorted((f["kind"], f["target"]) for f in planned)
+    ran = json.loads((faults_file.parent / "plan.json").read_text())
+    assert ran["schedule"] == planned and ran["members"] == json.loads(plan.read_text())["members"]
     run_id = faults_file.parent.name
     left = docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"})
     assert left == [], [c.name for c in left]

@@ -1,6 +1,6 @@
 """Each Toxiproxy toxic changes what a client measures, on one client's own lane and on a broker's lanes.
 
-Probes are raw Kafka requests on fresh connections (harness.probe): no client library retries or caches
+Probes are raw Kafka requests on fresh connections (kafkanet.probe): no client library retries or caches
 in between. Each test prints how long after inject() the effect was seen and how long after heal() the
 first request succeeded again.
 """
@@ -15,7 +15,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from faults.context import FaultContext
 from faults.kinds import fault_kinds
 from faults.timeline import FaultTimeline
-from harness.probe import api_versions_request, api_versions_roundtrip
+from kafkanet.probe import api_versions_request, api_versions_roundtrip
 
 pytestmark = pytest.mark.cluster
 LANE, OTHER_LANE = "member-8", "member-7"  # spare lanes of the session cluster: no chaos_run member uses them

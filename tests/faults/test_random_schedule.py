@@ -6,6 +6,7 @@ import sys
 import pytest
 import yaml
 
+from harness.plan import compile_plan
 from harness.run import load_schedule, write_schedule
 from harness.scenario import ScenarioError, parse_scenario
 
@@ -44,7 +45,7 @@ def test_the_seed_defaults_to_the_runs_seed():
 
 def test_a_written_schedule_replays_exactly(tmp_path):
     original = scenario(21)
-    write_schedule(tmp_path / "schedule.json", original)
+    write_schedule(tmp_path / "schedule.json", compile_plan(original, offline=True))
     replayed = original.with_schedule(load_schedule(tmp_path / "schedule.json"), "schedule.json")
     assert plan(replayed) == plan(original) and replayed.random_faults is None
 

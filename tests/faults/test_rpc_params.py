@@ -3,8 +3,8 @@ per-API table allows is one Kafka knows (that the proxy can answer each is in te
 import pytest
 
 from faults.rpc import ERRORS_BY_API
-from faults.rpc_proxy import GROUP_APIS
 from harness.scenario import ScenarioError, parse_scenario
+from kafkanet.rpc_proxy import GROUP_APIS
 
 
 def scenario(fault: dict, **group) -> dict:

@@ -2,7 +2,7 @@
 import pytest
 
 from harness.client_versions import ClientVersionError, check_java_version, check_librdkafka_version, librdkafka_client
-from harness.run import resolve_clients
+from harness.plan import resolve_clients
 from harness.scenario import ScenarioError, parse_scenario
 
 

@@ -1,11 +1,12 @@
-"""Which of a scenario's faults a cluster takes (harness.run.planned_faults): all on the harness's own
+"""Which of a plan's faults a cluster takes (harness.run.planned_faults): all on the harness's own
 cluster; on an external one, the faults on the run's own processes, the client-link faults through the
 user's Toxiproxy only when destructive faults are allowed, and the rest skipped with their reason."""
 import pytest
 
 from harness.cluster import KafkaCluster
 from harness.external import ExternalCluster
-from harness.run import RunOutcome, planned_faults, resolve_clients
+from harness.plan import compile_plan, resolve_clients
+from harness.run import RunOutcome, planned_faults
 from harness.scenario import ScenarioError, parse_scenario
 
 FAULTS = [{"kind": "member_freeze", "target": "member-1", "at_s": 1, "duration_s": 2},
@@ -18,7 +19,7 @@ FAULTS = [{"kind": "member_freeze", "target": "member-1", "at_s": 1, "duration_s
 def plan(cluster, faults=FAULTS, **group):
     outcome = RunOutcome("/nonexistent")
     scenario = parse_scenario({"faults": faults, "consumer_group": {"members": 2, **group}}, "test")
-    kept = planned_faults(scenario, cluster, outcome)
+    kept = planned_faults(compile_plan(scenario, offline=True), cluster, outcome)
     return [f"{e.kind}:{e.target}" for e in kept], {s["fault"]: s["reason"] for s in outcome.skipped_faults}
 
 

@@ -18,6 +18,18 @@ LOST_ONE_PAST_THE_END = [
      "generations": [3], "time_ms": [1795603608925, 1795603612703], "fault_ids": ["member_join-1", "member_join-2"]},
 ]
 
+# ... and, from the 2.13.0 run of 2026-11-25 13:57 (after the commit_ahead check existed), the commit that made a
+# loss and the loss it made (partition 5: member-3 committed 261 having consumed up to 259; 260 never delivered).
+COMMIT_PAST_THE_END = [
+    {"type": "commit_ahead", "topic": "chaos-705a29", "partition": 5, "offsets": [260, 260], "count": 1,
+     "members": ["member-3"], "generations": [2], "time_ms": [1795615066830, 1795615066830], "committed_offset": 261,
+     "from_offset": 229, "last_consumed": 259, "first_skipped": 260, "skipped": 1, "period": 14,
+     "fault_ids": ["member_join-1"]},
+    {"type": "lost", "topic": "chaos-705a29", "partition": 5, "offsets": [260, 260], "count": 1,
+     "members": ["member-3", "member-4"], "generations": [2, 3], "time_ms": [1795615066562, 1795615069354],
+     "fault_ids": ["member_join-1"]},
+]
+
 # librdkafka#5541: member-1 after its slow batch. 2.14.2: the fatal INVALID_REQUEST in the poll that reports the
 # eviction, and the member ends. 2.15.0: the same eviction, then assigned again and committing.
 EVICTED_THEN_FATAL = [
@@ -62,14 +74,22 @@ def _shown(bug_file: str, run: Path) -> bool:
     return signature.find(run, scenario.zoo.resolved(scenario.settings())).shown
 
 
-def test_4844_a_single_record_lost_at_a_partitions_end_is_the_signature(tmp_path):
-    assert _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "affected", LOST_ONE_PAST_THE_END, []))
+def test_4844_a_commit_one_past_the_end_and_the_single_record_lost_is_the_signature(tmp_path):
+    assert _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "affected", COMMIT_PAST_THE_END, []))
     assert not _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "fixed", [], []))
 
 
-def test_4844_a_wider_loss_is_not_this_bug(tmp_path):
-    wide = [{**LOST_ONE_PAST_THE_END[0], "offsets": [252, 260], "count": 9}]
-    assert not _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "wide", wide, []))
+def test_4844_a_loss_without_the_commit_that_made_it_is_not_this_bug(tmp_path):
+    """The rows of the first 2.13.0 run, measured before commit_ahead existed: single losses, but not the mechanism."""
+    assert not _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "lost only", LOST_ONE_PAST_THE_END, []))
+
+
+def test_4844_a_wider_loss_or_a_commit_past_several_records_is_not_this_bug(tmp_path):
+    commit, loss = COMMIT_PAST_THE_END
+    wide_commit = [{**commit, "offsets": [252, 260], "skipped": 9}, loss]
+    wide_loss = [commit, {**loss, "offsets": [252, 260], "count": 9}]
+    assert not _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "wide commit", wide_commit, []))
+    assert not _shown("librdkafka-4844.yaml", _run_dir(tmp_path, "wide loss", wide_loss, []))
 
 
 def test_5541_the_fatal_after_the_max_poll_eviction_is_the_signature(tmp_path):

@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 import yaml
 
+from harness.plan import compile_plan
 from harness.run import member_config, producer_config
 from harness.scenario import parse_scenario
 from workloads import config as workload_config
@@ -32,9 +33,8 @@ def decoded(config, cls, monkeypatch):
 
 
 def test_a_member_config_round_trips_with_its_nested_types(tmp_path, monkeypatch):
-    scenario = load_scenario_text(SCENARIO)
-    spec = scenario.consumer_group.member_specs()[1]
-    config = member_config(scenario, spec, ClientRelease(python="/venv/bin/python", client_version="2.9.0",
+    plan = load_plan_text(SCENARIO)
+    config = member_config(plan, plan.members[1].settings, ClientRelease(python="/venv/bin/python", client_version="2.9.0",
                                                          librdkafka_version="2.8.0"),
                            member="member-2", run_dir=tmp_path, bootstrap="127.0.0.1:1", instance_id="instance-2")
     back = decoded(config, MemberConfig, monkeypatch)
@@ -44,8 +44,8 @@ def test_a_member_config_round_trips_with_its_nested_types(tmp_path, monkeypatch
 
 
 def test_the_librdkafka_member_turns_its_config_into_client_settings(tmp_path):
-    scenario = load_scenario_text(SCENARIO)
-    config = member_config(scenario, scenario.consumer_group.member_specs()[0], ClientRelease(), member="member-1",
+    plan = load_plan_text(SCENARIO)
+    config = member_config(plan, plan.members[0].settings, ClientRelease(), member="member-1",
                            run_dir=tmp_path, bootstrap="127.0.0.1:1", instance_id="instance-1")
     settings = consumer_settings(config)
     assert settings["group.instance.id"] == "instance-1" and settings["enable.auto.commit"] is True
@@ -54,28 +54,28 @@ def test_the_librdkafka_member_turns_its_config_into_client_settings(tmp_path):
 
 
 def test_a_member_subscribes_to_its_own_topics_when_its_spec_names_them(tmp_path, monkeypatch):
-    scenario = load_scenario_text(SCENARIO.replace("  members: 2\n", "  members: [{topics: [payments]}, {count: 1}]\n"))
-    own, every = (member_config(scenario, spec, ClientRelease(), member=f"member-{n}", run_dir=tmp_path,
+    plan = load_plan_text(SCENARIO.replace("  members: 2\n", "  members: [{topics: [payments]}, {count: 1}]\n"))
+    own, every = (member_config(plan, member.settings, ClientRelease(), member=member.name, run_dir=tmp_path,
                                 bootstrap="127.0.0.1:1", instance_id=None)
-                  for n, spec in enumerate(scenario.consumer_group.member_specs(), 1))
+                  for member in plan.members)
     assert subscription(own) == ["payments"] and subscription(every) == ["orders", "payments"]
     assert decoded(own, MemberConfig, monkeypatch) == own and own.topics == ["orders", "payments"]
 
 
 def test_the_java_member_turns_its_config_into_a_command_line(tmp_path):
-    scenario = load_scenario_text(SCENARIO.replace("topics: [{name: orders, partitions: 6}, {name: payments, partitions: 3}]",
+    plan = load_plan_text(SCENARIO.replace("topics: [{name: orders, partitions: 6}, {name: payments, partitions: 3}]",
                                                    "topic: {name: orders, partitions: 6}")
                                   .replace("  processing: {per_batch_ms: 5, distribution: exponential, seed: 7}\n", "")
                                   + "  client: java\n")
     release = ClientRelease(classpath="/jars/*", config_option="--consumer.config", group_protocol_option=False)
-    config = member_config(scenario, scenario.consumer_group.member_specs()[0], release, member="member-1",
+    config = member_config(plan, plan.members[0].settings, release, member="member-1",
                            run_dir=tmp_path, bootstrap="127.0.0.1:1", instance_id=None)
     line = command_line(config, tmp_path / "p.properties")
     assert line[line.index("-cp") + 1] == "/jars/*" and "--consumer.config" in line
     assert "--group-protocol" not in line and "--enable-autocommit" in line
     assert "auto.commit.interval.ms=1000" in client_properties(config)
     assert line[line.index("--bootstrap-server") + 1] == "127.0.0.1:1"
-    old = member_config(scenario, scenario.consumer_group.member_specs()[0],
+    old = member_config(plan, plan.members[0].settings,
                         ClientRelease(classpath="/jars/*", bootstrap_option="--broker-list"), member="member-1",
                         run_dir=tmp_path, bootstrap="127.0.0.1:1", instance_id=None)
     line = command_line(old, tmp_path / "p.properties")  # VerifiableConsumer before 2.6 (KIP-499)
@@ -87,7 +87,7 @@ def test_the_java_member_turns_its_config_into_a_command_line(tmp_path):
 
 
 def test_a_producer_config_round_trips(tmp_path, monkeypatch):
-    config = producer_config(load_scenario_text(SCENARIO), tmp_path, "127.0.0.1:1")
+    config = producer_config(load_plan_text(SCENARIO), tmp_path, "127.0.0.1:1")
     assert decoded(config, ProducerConfig, monkeypatch) == config
 
 
@@ -97,5 +97,5 @@ def test_a_workload_started_by_hand_is_told_why_it_cannot_run(monkeypatch):
         workload_config.decode(MemberConfig)
 
 
-def load_scenario_text(text: str):
-    return parse_scenario(yaml.safe_load(text))
+def load_plan_text(text: str):
+    return compile_plan(parse_scenario(yaml.safe_load(text)), offline=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from faults.wire import exchange, frame
+from kafkanet.wire import exchange, frame
 
 TIMEOUT_S = 1.0
 API_VERSIONS = 18

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 
-from faults.wire import exchange, frame, read_uvarint
+from kafkanet.wire import exchange, frame, read_uvarint
 
 DESCRIBE_QUORUM, VERSION = 55, 0
 METADATA_TOPIC = b"__cluster_metadata"

@@ -6,6 +6,7 @@ frozen Toxiproxy would hang the harness; this client is one object per server, e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 
@@ -30,7 +31,8 @@ class Toxiproxy:
         # The server answers 403 to browser-like user agents.
         self._http.headers["User-Agent"] = "kafka-chaos"
 
-    def _call(self, method: str, path: str, json: object | None = None) -> object:
+    def _call(self, method: str, path: str, json: dict | list | None = None) -> Any:
+        """The answer's JSON (None when it has no body)."""
         try:
             response = self._http.request(method, self.api_url + path, json=json, timeout=TIMEOUT_S)
         except requests.RequestException as exc:

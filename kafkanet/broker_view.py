@@ -11,7 +11,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from faults.wire import exchange, frame
+from kafkanet.wire import exchange, frame
 
 METADATA = 3
 VERSION = 7
@@ -32,6 +32,10 @@ class BrokerView:
     names a random live broker there, KIP-590)."""
     brokers: frozenset[int]  # registered and unfenced, as this broker last heard from the quorum
     partitions: tuple[PartitionView, ...]  # sorted by topic and partition
+
+    def under_replicated(self) -> list[str]:
+        """Every partition (internal topics included) whose ISR lacks one of its replicas."""
+        return [f"{p.topic}:{p.partition}" for p in self.partitions if set(p.isr) != set(p.replicas)]
 
 
 def view_of(address: str, topics: list[str] | None = None, timeout_s: float = 5.0) -> BrokerView:

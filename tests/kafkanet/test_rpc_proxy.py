@@ -1,4 +1,4 @@
-"""The request-aware proxy (faults/rpc_proxy.py) in front of a stand-in upstream that answers every request
+"""The request-aware proxy (kafkanet/rpc_proxy.py) in front of a stand-in upstream that answers every request
 frame with its correlation id: headers read, bytes passed unchanged, answers kept in order, and error
 responses that kio reads back as the request's own API and version."""
 import asyncio
@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from faults.rpc_proxy import GROUP_APIS, Rule, RpcProxy, error_response, request_facts
-from faults.wire import frame
+from kafkanet.rpc_proxy import GROUP_APIS, Rule, RpcProxy, error_response, request_facts
+from kafkanet.wire import frame
 
 
 def request(api_key: int, version: int, correlation_id: int, client_id: str, body: bytes = b"", flexible=False) -> bytes:
@@ -159,7 +159,7 @@ def test_an_offset_commit_error_is_set_on_every_partition_the_request_named():
 def every_group_api_version():
     from kio.index import schema_name_map  # noqa: F401  (kio's own index of what exists)
     from kio.index import load_request_schema
-    from faults.rpc_proxy import GROUP_APIS
+    from kafkanet.rpc_proxy import GROUP_APIS
     out = []
     for api, key in GROUP_APIS.items():
         for version in range(0, 16):
@@ -179,7 +179,7 @@ def answered_codes(key: int, version: int, error: str) -> set:
     from kio.schema.errors import ErrorCode
     from kio.serial import entity_reader, entity_writer
 
-    from faults.rpc_proxy import _zero
+    from kafkanet.rpc_proxy import _zero
     request_cls = load_request_schema(key, version)
     body = io.BytesIO()
     entity_writer(request_cls)(body, _zero(request_cls, ErrorCode.none))
@@ -257,7 +257,7 @@ def test_request_facts_read_an_offset_commits_generation():
     from kio.schema.offset_commit.v9.request import OffsetCommitRequest
     from kio.serial import entity_writer
 
-    from faults.rpc_proxy import _zero
+    from kafkanet.rpc_proxy import _zero
     body = io.BytesIO()
     entity_writer(OffsetCommitRequest)(body, _zero(OffsetCommitRequest, ErrorCode.none))
     assert request_facts(request(8, 9, 1, "member-1", body.getvalue(), flexible=True)[4:])["generation"] == 0

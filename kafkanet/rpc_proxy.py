@@ -27,9 +27,9 @@ import typing
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import cache
+from functools import cache, partial
 
-from faults.wire import read_uvarint
+from kafkanet.wire import read_uvarint
 
 GROUP_APIS = {"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
               "LeaveGroup": 13, "SyncGroup": 14, "ConsumerGroupHeartbeat": 68}
@@ -194,9 +194,11 @@ class Rule:
     seed: int | None = None
     on_hit: typing.Callable | None = field(default=None, repr=False)
     hits: int = 0
-    released: asyncio.Event | None = field(default=None, repr=False)
+    released: asyncio.Event = field(default_factory=asyncio.Event, repr=False)  # set at the rule's removal
 
     def __post_init__(self) -> None:
+        if (self.action == "error") != (self.error is not None):
+            raise ValueError(f"rule on {self.api}: an error goes with action error, and only with it")
         self._rng = random.Random(self.seed)
 
     def matches(self, header: RequestHeader) -> bool:
@@ -228,7 +230,7 @@ class RpcProxy:
 
     async def _listen(self) -> None:
         for name, upstream in self.upstreams.items():
-            server = await asyncio.start_server(lambda r, w, u=upstream: self._serve(r, w, u), self.host, 0)
+            server = await asyncio.start_server(partial(self._serve, upstream=upstream), self.host, 0)
             self._servers.append(server)
             self.ports[name] = server.sockets[0].getsockname()[1]
 
@@ -245,7 +247,7 @@ class RpcProxy:
     def add_rule(self, rule: Rule) -> Rule:
         """Active for every request read after this returns."""
         async def add():
-            rule.released = asyncio.Event()
+            rule.released = asyncio.Event()  # unset again, for a rule added after an earlier removal
             self.rules.append(rule)
         asyncio.run_coroutine_threadsafe(add(), self._loop).result(timeout=10)
         return rule
@@ -255,8 +257,7 @@ class RpcProxy:
         async def remove():
             if rule in self.rules:
                 self.rules.remove(rule)
-            if rule.released is not None:
-                rule.released.set()
+            rule.released.set()
         asyncio.run_coroutine_threadsafe(remove(), self._loop).result(timeout=10)
 
     # -- one client connection ------------------------------------------------------------------
@@ -299,7 +300,7 @@ class RpcProxy:
                 await asyncio.sleep(rule.delay_ms / 1000)
             elif rule.action == "hold":
                 await rule.released.wait()
-            if rule.action == "error":
+            if rule.error is not None:  # action error
                 conn.answer(error_response(payload, rule.error))
                 await conn.flush()
                 continue

@@ -1,0 +1,61 @@
+"""The floor and the seams, as the code stands: kafkanet/ imports nothing of this project, harness, faults and
+workloads import it (never the other way round), and no fault kind reaches a container: a fault calls only
+the protocols of faults/backend.py, which every backend implements."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OURS = ("kafkanet", "harness", "faults", "workloads", "analysis", "benchmarks")
+CONTAINER_NAMES = {"docker", "testcontainers", "container", "get_wrapped_container"}
+
+
+def imported_packages(path: Path) -> set[str]:
+    """The top-level packages a module imports (absolute imports; this project has no relative ones)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def container_uses(path: Path) -> list[str]:
+    """Where a module imports a container engine or touches a container (x.container, get_wrapped_container)."""
+    uses = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) and node.module else [])
+            uses += [f"{path.name}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in CONTAINER_NAMES]
+        elif isinstance(node, ast.Attribute) and node.attr in CONTAINER_NAMES:
+            uses.append(f"{path.name}:{node.lineno} uses .{node.attr}")
+    return uses
+
+
+def test_the_floor_imports_nothing_of_ours():
+    modules = sorted((ROOT / "kafkanet").glob("*.py"))
+    assert modules, "kafkanet/ has no modules"
+    for module in modules:
+        ours = imported_packages(module) & set(OURS) - {"kafkanet"}
+        assert not ours, f"kafkanet/{module.name} imports {sorted(ours)}: the floor must stand on nothing of ours"
+
+
+def test_harness_faults_and_workloads_stand_on_the_floor_not_it_on_them():
+    users = {package for package in ("harness", "faults", "workloads")
+             for module in (ROOT / package).glob("*.py") if "kafkanet" in imported_packages(module)}
+    assert {"harness", "faults"} <= users
+
+
+def test_no_fault_kind_touches_a_container():
+    uses = [use for module in sorted((ROOT / "faults").glob("*.py")) for use in container_uses(module)]
+    assert uses == [], "a fault calls the backend's protocols (faults/backend.py), never a container: " + "; ".join(uses)
+
+
+def test_the_check_sees_a_container_where_there_is_one(tmp_path):
+    """The check above can fail: the code it replaced (faults/broker.py, faults/lifecycle.py) is found."""
+    old = tmp_path / "old_fault.py"
+    old.write_text("import docker\n\ndef inject(broker):\n    broker.container.get_wrapped_container().kill()\n")
+    assert container_uses(old) == ["old_fault.py:1 imports docker", "old_fault.py:4 uses .get_wrapped_container",
+                                   "old_fault.py:4 uses .container"]

@@ -1,0 +1,35 @@
+"""The typed seams checked by mypy (its files and settings in pyproject.toml's [tool.mypy]): the floor package,
+the fault context, and both backends held against the protocols a fault may use (backends_conform.py).
+
+mypy rather than isinstance against runtime_checkable protocols: those see only that a member exists, while
+mypy compares every signature and type (a backend whose start_broker took another argument, or whose brokers
+returned a name as bytes, passes isinstance and fails here)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mypy(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mypy", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_the_seams_type_check():
+    result = mypy()
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_backend_without_a_broker_operation_fails_the_check(tmp_path):
+    """The check can fail: a backend broker that cannot pause is not a BrokerHandle."""
+    lacking = tmp_path / "lacking.py"
+    lacking.write_text(
+        "from harness.external import ExternalBroker\nfrom faults.backend import BrokerHandle\n\n"
+        "class NoPause(ExternalBroker):\n    pause = None  # type: ignore[assignment]\n\n"
+        "def handle(broker: NoPause) -> BrokerHandle:\n    return broker\n")
+    result = mypy("--follow-imports=silent", "--ignore-missing-imports", str(lacking))
+    assert result.returncode == 1 and "pause" in result.stdout, result.stdout + result.stderr
