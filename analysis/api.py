@@ -274,7 +274,8 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
     if hist.has_faults:
         run.guarded(("attribution",), C.attribute, out["anomalies"], hist, grace_ms)
         if "attribution" not in run.checks:
-            run.ran("attribution", grace_ms=grace_ms)
+            stop = history.workload_stop(hist)  # nothing from here on is blamed on a fault
+            run.ran("attribution", grace_ms=grace_ms, workload_stop_ms=None if stop == history.OPEN else stop)
     else:
         run.skip("attribution", "no faults.jsonl")
         for a in out["anomalies"]:

@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 
 from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode, periods_by_key
-from .records import NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, merge_spans
+from .records import LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, merge_spans
 from .records import bits_of as bits
 
 
@@ -484,19 +484,23 @@ def skips(x: Facts):
     return anomalies, total, {}
 
 
-@check("backwards", needs=("events",), unit="times a member's next consumed record (in its log) was not above the "
-       "previous one inside one ownership", color="#9467bd")
+@check("backwards", needs=("events",), unit="times a member's next consumed record (by its consumption sequence n, "
+       "else in its log) was not above the previous one inside one ownership", color="#9467bd")
 def backwards(x: Facts):
-    """Exact at every size and in any row order: the log pass (records.log_pass) finds every step back between two
-    records that follow each other in the member's log, inside each piece of a file in an executor and across the
-    pieces on the driver (records.stitch_steps)."""
+    """Every step back between two records that follow each other in the member's consumption (records.log_pass):
+    by the consumption sequence ``n`` when every consumed file carries it, exact in any row order and file layout;
+    else by the member's log, exact only when its rows are in consumption order (said in the check's note)."""
+    by_sequence = getattr(x.steps, "by_sequence", False)
+    info = {"judged_by": "sequence"} if by_sequence else {"judged_by": "log order", "note": LOG_ORDER_NOTE}
+    if getattr(x.steps, "unsequenced", 0):
+        info["rows_without_n"] = x.steps.unsequenced  # left out: a file with the column, a row without a value
     out = []
     for member, topic, partition, period, prev, nxt in x.steps:
         out.append({"type": "backwards", "topic": topic, "partition": partition, "offsets": [nxt[0], prev[0]], "count": 1,
                     "members": [member], "generations": list(x.ctx.period_gens(period)), "time_ms": [prev[1], nxt[1]],
                     "from_offset": prev[0], "to_offset": nxt[0], "period": period})
     out.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
-    return out, len(out), {}
+    return out, len(out), info
 
 
 @check("commit_regression", needs=("events",), unit="times a partition's committed offset went down", color="#17becf")
@@ -606,13 +610,15 @@ def commit_ahead(x: Facts):
     committing past an unprocessed record is how one gets lost once the partition moves (librdkafka#4844), even when
     a rebalance or reset later delivers it to someone. Records in an at-most-once member's loss budget (committed,
     then killed before it logged them: ``lost_within_budget``) are not reported. The groups clear almost every
-    commit; the rest are settled by one Spark query (``records.commits_ahead``). One row per commit: the committed
+    commit; the rest are settled by one Spark query keyed by ownership (``records.commits_ahead``). One row per commit: the committed
     offset, the last offset the member had consumed in [lo, C) by then (null: none), the first acked offset it
     skipped, and how many acked records it skipped (``skipped``)."""
     spans = [s for s in commit_spans(x) if not _cleared(x, *s)]
     by_key = periods_by_key(x.history.periods)
-    asked = [(i, c.member, c.topic, c.partition, p.start, _fetching_until(by_key, p), lo, c.offset, c.ts)
-             for i, (c, p, lo) in enumerate(spans)]
+    by_period: dict[int, tuple[Period, list[tuple]]] = {}  # one question per ownership, however many commits it has
+    for i, (c, p, lo) in enumerate(spans):
+        by_period.setdefault(p.id, (p, []))[1].append((i, lo, c.offset, c.ts))
+    asked = [(p.id, p.member, p.topic, p.partition, p.start, _fetching_until(by_key, p), cs) for p, cs in by_period.values()]
     found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
     budgets = loss_windows(x.ctx)
     out = []
@@ -630,7 +636,8 @@ def commit_ahead(x: Facts):
                     "reason": f"{c.member} committed {c.offset} having consumed "
                               f"{'nothing' if last is None else f'up to {last}'} since {lo}: {r['n']} acked record(s) "
                               f"from {r['first']} never consumed in that ownership"})
-    return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok), "queried": len(asked)}
+    return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok), "queried": len(spans),
+                           "ownerships_queried": len(asked)}
 
 
 @check("duplicate_over_budget", needs=("events",), unit="duplicated offsets not explained by a revoked owner's "
@@ -918,8 +925,9 @@ def unhealed_faults(x: Facts):
 
 
 def attribute(anomalies: list[dict], h: History, grace_ms: int) -> None:
-    """fault_ids: the faults whose window (Fault.cause_window, plus grace) overlaps the anomaly's time."""
-    windows = [(f.id, w[0], w[1] + grace_ms) for f in h.faults if (w := f.cause_window(OPEN)) is not None]
+    """fault_ids: the faults whose window (History.blame_windows: the cause window plus grace, cut at the workload's
+    stop) overlaps the anomaly's time."""
+    windows = [(fid, lo, hi) for fid, (lo, hi) in h.blame_windows(grace_ms, OPEN).items()]
     for a in anomalies:
         if a["type"] == "unhealed_fault":
             continue

@@ -41,6 +41,7 @@ CONSUMED = (
     Column("member", STRING, True), Column("consumed_at_ms", INT64, True), Column("key", STRING),
     Column("producer_id", STRING), Column("seq", INT64), Column("instance_id", STRING),
     Column("generation", INT32), Column("client", STRING),
+    Column("n", INT64, min=0),  # the member's consumption sequence: 0, 1, 2, ... in the order its polls returned them
 )
 EVENTS = (
     Column("ts_ms", INT64, True), Column("member", STRING, True), Column("kind", STRING, True),
@@ -67,7 +68,7 @@ SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults":
 # JSON lines are parsed only for these).
 READ = {
     "produced": ("topic", "partition", "offset", "acked_at_ms", "status", "producer_id", "seq"),
-    "consumed": ("topic", "partition", "offset", "member", "consumed_at_ms", "generation", "producer_id", "seq"),
+    "consumed": ("topic", "partition", "offset", "member", "consumed_at_ms", "generation", "producer_id", "seq", "n"),
 }
 TIME_COLUMN = {"produced": "acked_at_ms", "consumed": "consumed_at_ms"}
 TYPE_WORDS = {STRING: "string", INT32: "int32", INT64: "int64", LIST: "a list", OBJECT: "an object", BOOL: "true or false"}

@@ -112,9 +112,9 @@ def fault_recovery(h: History, rnds: list[dict], windows: dict, grace_ms: int, o
         return t
 
     out = {}
+    blamed = h.blame_windows(grace_ms, observe_end)  # a round the workload's stop begins is no fault's
     for f in h.faults:
-        window = f.cause_window(observe_end)
-        lo, hi = (window[0], window[1] + grace_ms) if window else (0, -1)
+        lo, hi = blamed.get(f.id, (0, -1))
         rs = [r for r in rnds if lo <= r["start_ms"] <= hi]
         if not rs:
             out[f.id] = {"rebalances": 0, "time_to_stable_ms": 0 if h.events else None}

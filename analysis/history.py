@@ -81,6 +81,15 @@ class Fault:
             return None
         return self.first_hit_ms, end
 
+    def blame_window(self, grace_ms: int, open_end: int, stop_ms: int = OPEN) -> tuple[int, int] | None:
+        """From when to when what happens is blamed on this fault: its cause window plus the grace, cut at the
+        workload's stop (:func:`workload_stop`): the members' leaving and what their revocations re-deliver are the
+        stop's doing, no fault's."""
+        window = self.cause_window(open_end)
+        if window is None or window[0] >= stop_ms:
+            return None
+        return window[0], min(window[1] + grace_ms, stop_ms - 1)
+
     @property
     def counts_hits(self) -> bool:
         """Its window follows the requests it acted on (or it only observed them): the summary counts its hits."""
@@ -147,6 +156,38 @@ class History:
     @property
     def members_with_events(self) -> list[str]:
         return sorted({e.member for e in self.events})
+
+    def blame_windows(self, grace_ms: int, open_end: int) -> dict[str, tuple[int, int]]:
+        """fault id -> the window in which what happens is blamed on it (Fault.blame_window): THE attribution rule,
+        for rebalance rounds and anomalies alike. A fault that can have caused nothing has none."""
+        stop = workload_stop(self)
+        return {f.id: w for f in self.faults if (w := f.blame_window(grace_ms, open_end, stop)) is not None}
+
+
+CLOSE_MS = 10_000  # a member's close (revocation, LeaveGroup) takes milliseconds; a revocation longer before is not its
+
+
+def workload_stop(h: History) -> int:
+    """When the workload began to stop (OPEN: it did not, as far as the history shows). The harness heals every fault,
+    drains, then stops the members: the stop is the earliest close of a member whose last event is a ``stopped``
+    after every fault's heal (one inside a fault's window, e.g. a member_leave, is that fault's doing). A close starts
+    at the revocations the member logged right before ``stopped`` (librdkafka and the Java client revoke on close)."""
+    healed = max((OPEN if f.healed_at_ms is None else f.healed_at_ms for f in h.faults), default=-OPEN)
+    by_member: dict[str, list[Event]] = {}
+    for e in h.events:
+        by_member.setdefault(e.member, []).append(e)
+    starts = []
+    for evs in by_member.values():
+        stopped = evs[-1]
+        if stopped.kind != "stopped" or stopped.ts <= healed:
+            continue
+        start = stopped.ts
+        for e in reversed(evs[:-1]):
+            if e.kind not in ("revoked", "lost") or e.ts <= healed or stopped.ts - e.ts > CLOSE_MS:
+                break
+            start = e.ts
+        starts.append(start)
+    return min(starts, default=OPEN)
 
 
 # ------------------------------------------------------------------------------------------------ reading

@@ -38,6 +38,7 @@ class Records:
     sources: list[Source]
     bytes: int
     columns: set[str] = field(default_factory=set)  # contract columns present in at least one file
+    in_every_file: set[str] = field(default_factory=set)  # contract columns every file carries (JSONL: its first lines)
 
     @property
     def file_id(self) -> str:
@@ -158,9 +159,20 @@ def _read_parquet_footer(run_dir: Path, table: str, path: Path) -> Footer:
         elif kind != expected:
             raise InputError(f"{rel(run_dir, path)}: column '{column.name}' has type {pa_type}, "
                              f"expected {contract.TYPE_WORDS[column.type]}")
+        elif not column.required and _all_null(meta, name):
+            found[column.name] = None  # as if absent: compact writes every contract column, e.g. n of an older log
         else:
             found[column.name] = _spark_type_for_arrow(pa_type)
     return Footer(found, _proven_rules(meta, table, names))
+
+
+def _all_null(meta, name: str) -> bool:
+    """Every row group's statistics say the column holds only nulls."""
+    i = next((k for k in range(meta.num_columns) if meta.schema.column(k).path == name), None)
+    if i is None or meta.num_rows == 0:
+        return False
+    stats = [(meta.row_group(g).column(i).statistics, meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+    return all(st is not None and st.has_null_count and st.null_count == rows for st, rows in stats)
 
 
 def _proven_rules(meta, table: str, names: dict[str, str]) -> frozenset:
@@ -172,6 +184,8 @@ def _proven_rules(meta, table: str, names: dict[str, str]) -> frozenset:
     for column in contract.SPECS[table]:
         i = index.get(names.get(column.name))
         if i is None:
+            if not column.required and column.min is not None:
+                proven.add((column.name, 4))  # an optional column the file lacks (n in an older run) is never below it
             continue
         stats = [(g.column(i).statistics, g.num_rows) for g in groups]
         if all(st is not None and st.has_null_count and st.null_count == 0 for st, _ in stats):
@@ -210,15 +224,16 @@ def _read_json(spark, table: str, files: list[Path]) -> Source:
 
 
 # ------------------------------------------------------------------------------------------- canonical
-def bad_sql(table: str, fmt: str, proven: frozenset = frozenset()) -> str:
+def bad_sql(table: str, fmt: str, proven: frozenset = frozenset(), present=None) -> str:
     """SQL for the ``_bad`` column: null for a good row, else a code (1 not JSON / wrong type, 2 required value
     missing, 3 value not allowed, 4 below its minimum), from the contract's rules (contract.SPECS), but for the
     (column, code) rules ``proven`` for every row (by Parquet statistics): good input costs only what no
     footer can prove. Only a non-zero count of bad rows sends diagnose() to contract.check_object /
-    first_problem for the message."""
+    first_problem for the message. ``present``: the columns the rows have (None: all that are read; an optional
+    column a file lacks has no rule to break)."""
     cases = []
     for c in contract.SPECS[table]:
-        if c.name not in contract.READ[table]:
+        if c.name not in contract.READ[table] or (present is not None and not c.required and c.name not in present):
             continue
         col = f"`{c.name}`"
         if c.required:
@@ -287,17 +302,17 @@ def load(spark, run_dir: Path, table: str) -> Records:
     parquet = [p for p in files if p.suffix == ".parquet"]
     jsonl = [p for p in files if p.suffix == ".jsonl"]
     sources: list[Source] = []
-    present: set[str] = set()
+    per_file: list[set[str]] = []  # the columns of each file (a Parquet source: the columns all its files have)
     if parquet:
         sources.extend(_read_parquet(spark, run_dir, table, parquet))
-        for s in sources:
-            present.update(s.present)
+        per_file += [set(s.present) for s in sources]
     if jsonl:
         for path in jsonl:
             _readable(run_dir, path)
         sources.append(_read_json(spark, table, jsonl))
-        present.update(_json_columns_present(jsonl, contract.READ[table]))
-    records = Records(table, run_dir, files, None, sources, sum(p.stat().st_size for p in files), present)
+        per_file += [_json_columns_present([path], contract.READ[table]) for path in jsonl]
+    records = Records(table, run_dir, files, None, sources, sum(p.stat().st_size for p in files), set().union(*per_file),
+                      set.intersection(*per_file))
     records.df = records.rows()
     return records
 
@@ -327,7 +342,7 @@ def diagnose(records: Records, limit: int = 200) -> list[str]:
     warnings: list[str] = []
     problems = 0
     for source in records.sources:
-        bad = F.expr(bad_sql(records.table, source.fmt))
+        bad = F.expr(bad_sql(records.table, source.fmt, present=source.present))
         raw = source.raw
         cols = [F.col("_metadata.file_path").alias("_file"), bad.alias("_code")]
         if source.fmt == "jsonl":

@@ -9,11 +9,18 @@ holding its row count ``n``, the 64-bit set ``mask`` of its offsets, min/max of 
 highest generation. None of it depends on where a row sits in its file, so neither the groups nor their number
 depend on the row order or the file layout.
 
-The one thing that does depend on the log's order, ``backwards`` (a member's next record not above the previous one
-inside one ownership), comes from a second, order-only pass over the consumed rows (:func:`log_pass`): each task
-cuts its rows into pieces (consecutive rows of one file split), finds the steps back inside every (stream, piece)
-with numpy, and returns each piece's first and last record; the driver stitches the pieces of each stream in log
-order (:func:`stitch_steps`). The same pass returns the records of the few blocks the groups cannot settle
+The one thing that depends on the order of consumption, ``backwards`` (a member's next record not above the previous
+one inside one ownership), comes from a second pass over the consumed rows (:func:`log_pass`). When every consumed
+file carries ``n`` (the member's consumption sequence, contract v1), "next" means next by ``n``, and the answer is the
+same for any row order and file layout: each task sorts its rows of every stream by ``n`` and returns their steps
+back and the stream's first and last record; the driver stitches the segments of each stream by ``n``
+(:func:`stitch_by_sequence`). Where the segments of a stream overlap in ``n`` (rows not written in consumption order,
+e.g. shuffled), those streams alone go through one shuffle, by (stream, n >> SEQUENCE_SHIFT) and sorted inside each
+task, and are stitched again (:func:`_resequenced`). Rows in consumption order never need it. Without ``n`` (a run
+written before the column, a user's own log), "next" means next in the member's log: each task cuts its rows into
+pieces (consecutive rows of one file split), finds the steps back inside every (stream, piece) with numpy, and
+returns each piece's first and last record; the driver stitches the pieces of each stream in log order
+(:func:`stitch_steps`); that is exact only when each member's rows are in consumption order. The same pass returns the records of the few blocks the groups cannot settle
 (duplicates, stalls), picked by a broadcast set of (topic, partition, block) keys. No shuffle, no predicate a unit.
 
 The epoch of a row is the number of ownership boundaries at or before its time (a balanced CASE tree); the
@@ -22,6 +29,7 @@ one period rule).
 """
 from __future__ import annotations
 
+import bisect
 import json
 
 import numpy as np
@@ -163,36 +171,86 @@ def _check_task(batches, cfg):
                                           "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
 
 
-SEGMENT, STEP, ROW = 0, 1, 2            # the kinds of row the log pass returns
+SEGMENT, STEP, ROW, UNSEQUENCED = 0, 1, 2, 3  # the kinds of row the log pass returns
+SEQUENCE_SHIFT = 20                      # the re-sequencing shuffle's key: (stream, n >> SEQUENCE_SHIFT)
+LOG_ORDER_NOTE = "backwards judged by log order: exact only when each member's rows are in consumption order"
 LOG_SCHEMA = ("kind int, mh bigint, th bigint, `partition` int, period bigint, fh bigint, blk bigint, pos bigint, "
               "`offset` bigint, ts bigint, generation int, epoch int, pos2 bigint, offset2 bigint, ts2 bigint, tmin bigint")
 LOG_ROWS = 1 << 20                       # rows a task folds at once (its memory bound): pieces are stitched anyway
 
 
-def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order: bool = True) -> tuple[list[dict], list[tuple]]:
+class Steps(list):
+    """Every step back, named and sorted: (member, topic, partition, period, (offset, ts) before, (offset, ts) after);
+    ``by_sequence``: judged by the consumption sequence ``n`` (else by log order); ``unsequenced``: rows left out of
+    the judgement for want of an ``n`` (in a run whose every file carries the column)."""
+
+    def __init__(self, steps=(), by_sequence: bool = False, unsequenced: int = 0) -> None:
+        super().__init__(steps)
+        self.by_sequence, self.unsequenced = by_sequence, unsequenced
+
+
+def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order: bool = True) -> tuple[list[dict], Steps]:
     """One job over the consumed rows, no shuffle: the rows of the 64-offset ``blocks`` (topic, partition, b) the
     groups could not settle (duplicates, stalls), picked in the executors by a broadcast set of keys, and, when
-    ``order``, every step back of every member's log (:func:`stitch_steps`). Returns (rows, steps), named."""
+    ``order``, every step back of every member: by ``n`` when every consumed file carries it
+    (:func:`stitch_by_sequence`; streams not written in consumption order take one more job, with a shuffle:
+    :func:`_resequenced`), else in its log (:func:`stitch_steps`). Returns (rows, steps), named."""
     if not order and not blocks:
-        return [], []
+        return [], Steps()
     import pyspark.cloudpickle as cp
 
     from . import records as me
     cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
     wanted = {(name_hash(t), p, b) for t, p, b in blocks}
-    fn = lambda batches: _log_task(batches, cfg, wanted, order)  # noqa: E731
-    df = consumed.df.where("_bad IS NULL").selectExpr(
-        f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", f"{epoch_expr(bounds)} AS epoch",
-        "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation")
-    table = df.mapInArrow(fn, LOG_SCHEMA).toArrow()
+    by_sequence = order and "n" in consumed.in_every_file
+    fn = lambda batches: _log_task(batches, cfg, wanted, order, by_sequence)  # noqa: E731
+    table = _log_columns(consumed, bounds).mapInArrow(fn, LOG_SCHEMA).toArrow()
     kind = np.asarray(table.column("kind"))
     name = lambda column, h: names[(column, h)]  # noqa: E731
     rows = table.filter(kind == ROW).select(["th", "partition", "offset", "mh", "ts", "generation", "fh", "blk", "pos",
                                              "epoch"]).to_pylist()
     for r in rows:
         r["topic"], r["member"] = name("topic", r.pop("th")), name("member", r.pop("mh"))
-    steps = stitch_steps(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)), _file_ranks(consumed))
-    return rows, [(name("member", m), name("topic", t), p, period, before, after) for m, t, p, period, before, after in steps]
+    segments, inner = _columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP))
+    if by_sequence:
+        steps, unsettled = stitch_by_sequence(segments, inner)
+        if unsettled:
+            steps = sorted(steps + _resequenced(consumed, cfg, bounds, unsettled))
+    else:
+        steps = stitch_steps(segments, inner, _file_ranks(consumed))
+    unsequenced = int(np.asarray(table.filter(kind == UNSEQUENCED).column("pos")).sum())
+    return rows, Steps([(name("member", m), name("topic", t), p, period, before, after)
+                        for m, t, p, period, before, after in steps], by_sequence, unsequenced)
+
+
+def _log_columns(consumed, bounds: list[int]):
+    """The consumed rows as the log pass reads them: keys hashed, epoch, place in the log, consumption sequence."""
+    return consumed.df.where("_bad IS NULL").selectExpr(
+        f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", f"{epoch_expr(bounds)} AS epoch",
+        "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation", "n")
+
+
+def _resequenced(consumed, cfg: dict, bounds: list[int], keys: set[tuple]) -> list[tuple]:
+    """The steps back, by ``n``, of the (member hash, topic hash, partition) ``keys`` whose rows were not written in
+    consumption order: their rows shuffled by (key, n >> SEQUENCE_SHIFT) and sorted by n inside each task, so that
+    every task's segments of a stream are disjoint in n and stitch exactly."""
+    from pyspark.sql import functions as F
+    spark = consumed.df.sparkSession
+    k = spark.createDataFrame(sorted(keys), "kmh bigint, kth bigint, kp int")
+    df = (_log_columns(consumed, bounds).where("n IS NOT NULL").select("mh", "th", "partition", "epoch", "offset", "ts", "n")
+          .join(F.broadcast(k), F.expr("mh = kmh AND th = kth AND `partition` = kp"), "left_semi")
+          .repartition("mh", "th", "partition", F.expr(f"n >> {SEQUENCE_SHIFT}"))
+          .sortWithinPartitions("mh", "th", "partition", "n")
+          .selectExpr("*", "0L AS fh", "-1L AS blk", "0L AS pos", "-1 AS generation"))
+    fn = lambda batches: _log_task(batches, cfg, set(), True, True)  # noqa: E731
+    table = df.mapInArrow(fn, LOG_SCHEMA).toArrow()
+    kind = np.asarray(table.column("kind"))
+    steps, unsettled = stitch_by_sequence(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)))
+    if unsettled:  # sorted by n, a stream's segments overlap only where one n is on more than one row
+        from .errors import InputError
+        raise InputError(f"consumed/: column 'n' has one value on more than one row of a member's partition "
+                         f"({len(unsettled)} such partitions): n numbers each record a member consumed, once")
+    return steps
 
 
 def _file_ranks(consumed) -> dict[int, int]:
@@ -208,7 +266,7 @@ def _columns(table) -> dict:
             for c in table.column_names}
 
 
-def _log_task(batches, cfg, wanted, order):
+def _log_task(batches, cfg, wanted, order, by_sequence=False):
     """One executor task of :func:`log_pass`: its rows folded LOG_ROWS at a time."""
     import pyarrow as pa
     buf, n = [], 0
@@ -216,16 +274,17 @@ def _log_task(batches, cfg, wanted, order):
         buf.append(batch)
         n += batch.num_rows
         if n >= LOG_ROWS:
-            yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order)
+            yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order, by_sequence)
             buf, n = [], 0
     if n:
-        yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order)
+        yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order, by_sequence)
 
 
-def _log_rows(table, cfg, wanted, order):
-    """The wanted blocks' rows; and, cut into pieces (consecutive rows of one file split, positions increasing),
-    the steps back inside every (stream, piece) and each such segment's first and last record. A stream is one
-    ownership period of one (member, topic, partition); rows outside every ownership have none."""
+def _log_rows(table, cfg, wanted, order, by_sequence=False):
+    """The wanted blocks' rows; and the steps back inside every segment with each segment's first and last record:
+    ``by_sequence``, a segment is a stream's rows here, in the order of ``n`` (:func:`_sequence_segments`); else a
+    stream's rows in one piece (consecutive rows of one file split, positions increasing), in log order. A stream is
+    one ownership period of one (member, topic, partition); rows outside every ownership have none."""
     import pyarrow as pa
     c = _columns(table)
     mh, th, part, epoch, fh, blk, pos, off, ts = (c[k] for k in ("mh", "th", "partition", "epoch", "fh", "blk", "pos",
@@ -240,6 +299,9 @@ def _log_rows(table, cfg, wanted, order):
             yield batch(ROW, hit, fh=fh[hit], blk=blk[hit], pos=pos[hit], offset=off[hit], ts=ts[hit],
                         generation=c["generation"][hit].astype(np.int32), epoch=epoch[hit].astype(np.int32))
     if not order:
+        return
+    if by_sequence:
+        yield from _sequence_segments(c, period, batch)
         return
     new_piece = np.ones(len(pos), bool)
     new_piece[1:] = (fh[1:] != fh[:-1]) | (blk[1:] != blk[:-1]) | (pos[1:] <= pos[:-1])
@@ -260,6 +322,58 @@ def _log_rows(table, cfg, wanted, order):
     a, z = o[first], o[last]
     yield batch(SEGMENT, a, fh=fh[a], blk=blk[a], pos=pos[a], offset=off[a], ts=ts[a], pos2=pos[z], offset2=off[z],
                 ts2=ts[z], tmin=np.minimum.reduceat(ts[o], first))
+
+
+def _sequence_segments(c: dict, period, batch):
+    """Inside every stream of these rows (``c``: numpy columns), in the order of ``n``: the steps back, and the
+    stream's first and last record (``pos``/``pos2``: their n). Rows without an n (-1) are only counted
+    (UNSEQUENCED, ``pos``)."""
+    n, off, ts = c["n"], c["offset"], c["ts"]
+    inside = np.flatnonzero(period >= 0)
+    missing = inside[n[inside] < 0]
+    if len(missing):
+        yield batch(UNSEQUENCED, missing[:1], pos=np.array([len(missing)], np.int64))
+    sel = inside[n[inside] >= 0]
+    if len(sel) == 0:
+        return
+    stream = _codes(c["mh"][sel], c["th"][sel], c["partition"][sel], period[sel])[0]
+    k = np.lexsort((n[sel], stream))
+    o, stream = sel[k], stream[k]
+    same = stream[1:] == stream[:-1]
+    back = same & (off[o][1:] <= off[o][:-1])
+    i, j = o[:-1][back], o[1:][back]
+    if len(j):
+        yield batch(STEP, j, offset=off[i], ts=ts[i], offset2=off[j], ts2=ts[j])
+    first = np.flatnonzero(np.r_[True, ~same])
+    a, z = o[first], o[np.r_[first[1:] - 1, len(o) - 1]]
+    yield batch(SEGMENT, a, pos=n[a], offset=off[a], ts=ts[a], pos2=n[z], offset2=off[z], ts2=ts[z])
+
+
+def stitch_by_sequence(seg: dict, inner: dict) -> tuple[list[tuple], set[tuple]]:
+    """Every step back by ``n``: those inside a segment (``inner``), and those between consecutive segments of one
+    stream in the order of their first n. Exact for the streams whose segments are disjoint in n; the others are
+    returned apart, as their (member hash, topic hash, partition), their steps left out.
+    ((member hash, topic hash, partition, period, (offset, ts) before, (offset, ts) after) sorted, unsettled)."""
+    steps = list(zip(inner["mh"].tolist(), inner["th"].tolist(), inner["partition"].tolist(), inner["period"].tolist(),
+                     zip(inner["offset"].tolist(), inner["ts"].tolist()), zip(inner["offset2"].tolist(), inner["ts2"].tolist())))
+    unsettled: set[tuple] = set()
+    if len(seg["mh"]):
+        mh, th, part, period = seg["mh"], seg["th"], seg["partition"], seg["period"]
+        stream = _codes(mh, th, part, period)[0]
+        o = np.lexsort((seg["pos"], stream))
+        s = stream[o]
+        reach = _segmented_cummax(s, seg["pos2"][o])      # the highest n of the stream's segments so far
+        i, j = o[:-1], o[1:]
+        same = s[1:] == s[:-1]
+        overlap = same & (seg["pos"][j] < reach[:-1])  # an n both hold (not in a valid log) orders either way
+        unsettled = set(zip(mh[j][overlap].tolist(), th[j][overlap].tolist(), part[j][overlap].tolist()))
+        back = same & ~overlap & (seg["offset"][j] <= seg["offset2"][i])
+        i, j = i[back], j[back]
+        steps += zip(mh[j].tolist(), th[j].tolist(), part[j].tolist(), period[j].tolist(),
+                     zip(seg["offset2"][i].tolist(), seg["ts2"][i].tolist()), zip(seg["offset"][j].tolist(), seg["ts"][j].tolist()))
+    steps = [x for x in steps if x[:3] not in unsettled]
+    steps.sort()
+    return steps, unsettled
 
 
 def _batch(columns: dict, n: int):
@@ -353,34 +467,85 @@ def unacked_rows(consumed, keys):
             .select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
 
 
-def commits_ahead(produced, consumed, commits):
-    """For each commit (id, member, topic, partition, t0, t1, lo, hi, ts): the ok-acked offsets in [lo, hi) that
-    the member did not consume between t0 and t1 (``n``, ``first``, ``last``), and the highest offset in [lo, hi)
-    it consumed between t0 and ts (``last_consumed``). Pushed down as offset and time ranges; asked only for the
-    commits the groups cannot clear (checks.commit_ahead)."""
+NEAR = "topic = {} AND `partition` = {} AND `offset` BETWEEN {} AND {}"
+ON_RANGE = "topic = kt AND `partition` = kp AND `offset` >= lo AND `offset` < hi"
+OK_ACKED = "_bad IS NULL AND (status IS NULL OR status = 'ok')"
+
+
+def commits_ahead(produced, consumed, ownerships):
+    """For each ownership (id, member, topic, partition, t0, t1, commits), whose commits (id, lo, hi, ts) vouch for
+    offsets [lo, hi): each commit with ok-acked offsets in [lo, hi) that the member did not consume between t0
+    and t1 (``n``, ``first``, ``last`` of them), and the highest offset in [lo, hi) it consumed between t0 and the
+    commit's ts (``last_consumed``, null: none). One query keyed by ownership finds what each ownership missed (as
+    offset ranges), whatever its number of commits; the driver places the commits in them; only the commits found
+    ahead are asked their last_consumed (a second query). Asked only for the commits the groups cannot clear
+    (checks.commit_ahead)."""
+    if not ownerships:
+        return []
+    missed = missed_ranges(produced, consumed, [(o, m, t, p, t0, t1, min(c[1] for c in cs), max(c[2] for c in cs))
+                                                for o, m, t, p, t0, t1, cs in ownerships])
+    out, ahead = [], []
+    for o, m, t, p, t0, t1, cs in ownerships:
+        ranges = missed.get(o, [])
+        ends = [z for _, z in ranges]
+        for cid, lo, hi, ts in cs:
+            got = inside(ranges, ends, lo, hi)
+            if got is not None:
+                out.append({"id": cid, **got})
+                ahead.append((cid, m, t, p, t0, t1, lo, hi, ts))
+    last = last_consumed(consumed, ahead)
+    return [{**r, "last_consumed": last.get(r["id"])} for r in out]
+
+
+def inside(ranges: list[tuple[int, int]], ends: list[int], lo: int, hi: int) -> dict | None:
+    """``n``, ``first``, ``last`` of the offsets in [lo, hi) that the sorted, disjoint inclusive ``ranges`` (``ends``:
+    their last offsets) hold; None when they hold none."""
+    n, first, last = 0, None, None
+    for a, z in ranges[bisect.bisect_left(ends, lo):]:
+        if a >= hi:
+            break
+        a, z = max(a, lo), min(z, hi - 1)
+        n, first, last = n + z - a + 1, a if first is None else first, z
+    return {"n": n, "first": first, "last": last} if n else None
+
+
+def missed_ranges(produced, consumed, ownerships) -> dict[int, list[tuple[int, int]]]:
+    """ownership id -> the inclusive offset ranges of ok-acked records in [lo, hi) its member did not consume between
+    t0 and t1, for each ownership (id, member, topic, partition, t0, t1, lo, hi)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    k = F.broadcast(produced.df.sparkSession.createDataFrame(
+        ownerships, "oid int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint"))
+    where = [NEAR.format(lit(t), p, lo, hi - 1) for _, _, t, p, _, _, lo, hi in ownerships]
+    acked = (produced.rows(" OR ".join(f"({w})" for w in where)).where(OK_ACKED)
+             .join(k, F.expr(ON_RANGE)).select("oid", "offset").distinct())
+    read = " OR ".join(f"({w} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {t1})"
+                       for w, (_, m, _, _, t0, t1, *_) in zip(where, ownerships))
+    mine = (consumed.rows(read).where("_bad IS NULL")
+            .join(k, F.expr(f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1")).select("oid", "offset"))
+    run = F.col("offset") - F.row_number().over(Window.partitionBy("oid").orderBy("offset"))  # constant along a run
+    runs = (acked.join(mine, ["oid", "offset"], "left_anti").withColumn("run", run).groupBy("oid", "run")
+            .agg(F.min("offset").alias("a"), F.max("offset").alias("z")))
+    out: dict[int, list[tuple[int, int]]] = {}
+    for r in runs.toArrow().to_pylist():
+        out.setdefault(r["oid"], []).append((r["a"], r["z"]))
+    return {o: sorted(v) for o, v in out.items()}
+
+
+def last_consumed(consumed, commits) -> dict[int, int]:
+    """commit id -> the highest offset in [lo, hi) the member consumed between t0 and t1 and by the commit's ts, for
+    each commit (id, member, topic, partition, t0, t1, lo, hi, ts); absent: none."""
     from pyspark.sql import functions as F
     if not commits:
-        return []
-    k = produced.df.sparkSession.createDataFrame(
-        commits, "id int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint, kts bigint")
-    near = "topic = {} AND `partition` = {} AND `offset` BETWEEN {} AND {}"
-    where = [near.format(lit(t), p, lo, hi - 1) for _, _, t, p, _, _, lo, hi, _ in commits]
-    on_k = "topic = kt AND `partition` = kp AND `offset` >= lo AND `offset` < hi"
-    acked = (produced.rows(" OR ".join(f"({w})" for w in where)).where("_bad IS NULL AND (status IS NULL OR status = 'ok')")
-             .join(F.broadcast(k), F.expr(on_k)).select("id", "offset").distinct())
-    read = " OR ".join(f"({w} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {t1})"
-                       for w, (_, m, _, _, t0, t1, *_) in zip(where, commits))
-    mine = (consumed.rows(read).where("_bad IS NULL")
-            .join(F.broadcast(k), F.expr(f"{on_k} AND member = km AND ts BETWEEN t0 AND t1")).select("id", "offset", "ts", "kts"))
-    missing = (acked.join(mine.select("id", "offset"), ["id", "offset"], "left_anti").groupBy("id")
-               .agg(F.count("*").alias("n"), F.min("offset").alias("first"), F.max("offset").alias("last")))
-    last = mine.where("ts <= kts").groupBy("id").agg(F.max("offset").alias("last_consumed"))
-    out = {r["id"]: {**r, "last_consumed": None} for r in missing.toArrow().to_pylist()}
-    for r in last.toArrow().to_pylist():
-        if r["id"] in out:
-            out[r["id"]]["last_consumed"] = r["last_consumed"]
-    return list(out.values())
-
+        return {}
+    k = F.broadcast(consumed.df.sparkSession.createDataFrame(
+        commits, "id int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint, kts bigint"))
+    read = " OR ".join(f"({NEAR.format(lit(t), p, lo, hi - 1)} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {min(t1, ts)})"
+                       for _, m, t, p, t0, t1, lo, hi, ts in commits)
+    got = (consumed.rows(read).where("_bad IS NULL")
+           .join(k, F.expr(f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1 AND ts <= kts"))
+           .groupBy("id").agg(F.max("offset").alias("last")))
+    return {r["id"]: r["last"] for r in got.toArrow().to_pylist()}
 
 # --------------------------------------------------------------------------------- in the executor: numpy
 def popcount(a: np.ndarray) -> np.ndarray:

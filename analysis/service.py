@@ -28,6 +28,8 @@ import traceback
 from contextlib import contextmanager
 from pathlib import Path
 
+from kafkanet.waiting import require
+
 from .errors import InputError
 
 ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE"         # "0": analyse in the calling process
@@ -164,11 +166,17 @@ def _ensure_started(say) -> None:
             proc = subprocess.Popen([sys.executable, "-m", "analysis.service", "serve"], stdin=subprocess.DEVNULL,
                                     stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                     cwd=str(Path(__file__).resolve().parents[1]))
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not running():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise ServiceError(f"the analysis service did not start (exit {proc.poll()}); its log: {_log()}")
-            time.sleep(0.05)
+        require(lambda: _answers(proc), START_TIMEOUT_S, "the analysis service did not start", error=ServiceError,
+                fatal=(ServiceError,), interval_s=0.05, detail=lambda: f"its log: {_log()}")
+
+
+def _answers(proc: subprocess.Popen) -> bool:
+    """The service started answers; one that exited instead ends the wait at once."""
+    if running():
+        return True
+    if proc.poll() is not None:
+        raise ServiceError(f"the analysis service did not start (exit {proc.returncode}); its log: {_log()}")
+    return False
 
 
 # ------------------------------------------------------------------------------------------------ server

@@ -38,7 +38,8 @@ def write_run(root: Path, jsonl_members: tuple[str, ...] = ()) -> Path:
                           "offset": [r[1] for r in rows], "member": [member] * len(rows),
                           "consumed_at_ms": [T0 + 10 + r[1] + (5_000 if member == "b" else 0) for r in rows],
                           "generation": pa.array([1 if member == "a" else 2] * len(rows), pa.int32()),
-                          "producer_id": ["p"] * len(rows), "seq": [r[1] for r in rows]})
+                          "producer_id": ["p"] * len(rows), "seq": [r[1] for r in rows],
+                          "n": list(range(len(rows)))})  # the member's consumption sequence: its log's order
         if member in jsonl_members:
             (root / "consumed" / f"{member}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in table.to_pylist()))
         else:

@@ -2,10 +2,12 @@
 
 The same seeded synthetic run (benchmarks/synth.py) written in several layouts: consumption order (one file a
 member), ``interleaved`` (each member's partitions interleaved at random in its file: threads writing to one log),
-``shuffled`` (every row of 2 files anywhere: a log with about one step back every second row, each one an anomaly
-row), ``many files`` (every member's rows merged by time and cut into 400 files) and ``mixed`` (8 files, alternately
-Parquet and JSONL, interleaved). Each layout analysed in one warm Spark session REPEAT times, alternately, so that
-the figures of one invocation share the machine's load (printed).
+``shuffled`` (every row of 2 files anywhere), ``many files`` (every member's rows merged by time and cut into 400
+files) and ``mixed`` (8 files, alternately Parquet and JSONL, interleaved). Every consumed row carries ``n``, its
+member's consumption sequence, and ``backwards`` is judged by it; the layouts ``... without n`` leave the column out
+(``backwards`` by log order, as for a run written before it: shuffled, about one step back every second row, each
+one an anomaly row). Each layout analysed in one warm Spark session REPEAT times, alternately, so that the figures
+of one invocation share the machine's load (printed).
 
     .venv/bin/python -m benchmarks.orders --records 2000000 --repeat 3
 """
@@ -22,7 +24,8 @@ from benchmarks.partitions import measure
 from benchmarks.synth import Plan, generate
 
 LAYOUTS = {"ordered": {}, "interleaved": {"order": "interleaved"}, "shuffled": {"order": "shuffled", "files": 2},
-           "many files": {"files": 400}, "mixed": {"files": 8, "fmt": "mixed", "order": "interleaved"}}
+           "many files": {"files": 400}, "mixed": {"files": 8, "fmt": "mixed", "order": "interleaved"},
+           "ordered without n": {"sequence": False}, "shuffled without n": {"order": "shuffled", "files": 2, "sequence": False}}
 
 
 def main(argv=None) -> int:

@@ -12,9 +12,12 @@ analysis.
 The same run can be written in other layouts (the answer must not change, issue 23): ``--order interleaved``
 (rows of different partitions interleaved at random, each partition's rows in consumption order: several threads
 of one application writing to one log), ``--order shuffled`` (every row of a file at a random place: a log with
-no order at all; ``backwards`` then counts the steps back of that log), ``--files N`` (every member's rows merged
+no order at all), ``--files N`` (every member's rows merged
 in consumption time, as logs merged from many hosts, and cut into N files of consecutive rows; 0, the default:
-one file a member) and ``--format mixed`` (the files alternately Parquet and JSONL).
+one file a member) and ``--format mixed`` (the files alternately Parquet and JSONL). Every consumed row carries
+``n``, its member's consumption sequence, so ``backwards`` has one answer in every layout; ``--no-sequence`` leaves
+it out (a run written before the column, or a user's own log): ``backwards`` then counts the steps back of the log
+as written.
 
     python -m benchmarks.synth OUT_DIR --records 10000000 --format parquet
     python -m benchmarks.synth OUT_DIR --records 1000000 --order shuffled --files 2 --partitions 64
@@ -51,6 +54,8 @@ class Plan:
     order: str = "consumption"      # consumption | interleaved | shuffled: the order of rows inside a file
     files: int = 0                  # consumed files: 0 = one a member, N = all members' rows cut into N files
     row_group_rows: int = 256 * 1024
+    sequence: bool = True           # each consumed row carries n, its member's consumption sequence (False: a log
+                                    # without it, such as a run written before the column; backwards by log order)
 
 
 @dataclass
@@ -177,7 +182,7 @@ def generate(out: Path, plan: Plan) -> Truth:
 
     logs = _write(out, plan, rng, n_per, acked, cons, events, faults)
     _truth(truth, plan, n_per, cons, plants, faults)
-    truth.backwards = steps_back(logs)
+    truth.backwards = steps_back(logs, plan.sequence)
     (out / "truth.json").write_text(json.dumps(truth.__dict__, indent=2) + "\n")
     return truth
 
@@ -236,6 +241,8 @@ def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> li
             "seq": pa.array(s), "instance_id": pa.nulls(len(o), pa.string()), "generation": pa.array(log["generation"]),
             "client": pa.array(np.full(len(o), "librdkafka")),
         })
+        if plan.sequence:
+            table = table.append_column("n", pa.array(log["n"]))
         fmt = plan.fmt if plan.fmt != "mixed" else ("parquet", "jsonl")[i % 2]
         _table_out(table, out / "consumed" / f"{name}.{fmt}", fmt, plan.row_group_rows)
     for m, evs in events.items():
@@ -262,6 +269,9 @@ def _logs(plan: Plan, rng, cons) -> list[tuple[str, dict]]:
     log = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
     log["member"] = log["member"].astype(str)
     mcode = np.searchsorted(members, log["member"])
+    consumption = np.lexsort((log["t"], mcode))  # a member's consumption order (equal times: the order it got them)
+    log["n"] = np.empty(len(mcode), np.int64)
+    log["n"][consumption] = np.arange(len(mcode)) - np.searchsorted(mcode[consumption], mcode[consumption])
     by_time = np.lexsort((mcode, log["t"])) if plan.files else np.lexsort((log["t"], mcode))  # stable: log order kept
     log = {k: v[by_time] for k, v in log.items()}
     mcode = mcode[by_time]
@@ -293,10 +303,11 @@ def _row_order(order: str, rng, stream: np.ndarray) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
-def steps_back(logs: list[tuple[str, dict]]) -> int:
-    """The ``backwards`` truth of the written logs: inside each member's log (its files in the order of their
-    first record of the partition, rows in file order), the times one partition's next record in one generation
-    is not above the previous one. Counted here by one plain sort, independently of the analysis."""
+def steps_back(logs: list[tuple[str, dict]], by_sequence: bool = True) -> int:
+    """The ``backwards`` truth of the written logs: inside each member's log, in the order of its consumption
+    sequence ``n`` (``by_sequence``), else in log order (its files in the order of their first record of the
+    partition, rows in file order), the times one partition's next record in one generation is not above the
+    previous one. Counted here by one plain sort, independently of the analysis."""
     if not logs:
         return 0
     cat = lambda k: np.concatenate([log[k] for _, log in logs])  # noqa: E731
@@ -307,7 +318,7 @@ def steps_back(logs: list[tuple[str, dict]]) -> int:
     file_of_stream = np.unique(np.stack([m, p, f]), axis=1, return_inverse=True)[1].ravel()
     first = np.full(file_of_stream.max() + 1, np.iinfo(np.int64).max)
     np.minimum.at(first, file_of_stream, t)
-    order = np.lexsort((row, f, first[file_of_stream], g, p, m))
+    order = np.lexsort((cat("n"), g, p, m)) if by_sequence else np.lexsort((row, f, first[file_of_stream], g, p, m))
     m, p, g, o = m[order], p[order], g[order], o[order]
     same = (m[1:] == m[:-1]) & (p[1:] == p[:-1]) & (g[1:] == g[:-1])
     return int((same & (o[1:] <= o[:-1])).sum())
@@ -346,11 +357,12 @@ def main(argv=None) -> int:
     ap.add_argument("--files", type=int, default=0, help="consumed files: 0 = one a member; N = every member's rows "
                     "merged by consumption time and cut into N files")
     ap.add_argument("--clean", action="store_true", help="no planted anomalies (duplicates inside the budget only)")
+    ap.add_argument("--no-sequence", action="store_true", help="no consumption sequence column n in consumed/")
     a = ap.parse_args(argv)
     t = time.monotonic()
     truth = generate(a.out, Plan(records=a.records, fmt=a.format, seed=a.seed, partitions=a.partitions, members=a.members,
                                  generations=a.generations, plant=not a.clean, stall=a.stall, order=a.order,
-                                 files=a.files))
+                                 files=a.files, sequence=not a.no_sequence))
     print(json.dumps({k: v for k, v in truth.__dict__.items() if k != "planted"}))
     print(f"written {a.out} in {time.monotonic() - t:.1f}s")
     return 0

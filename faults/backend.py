@@ -78,6 +78,15 @@ class BrokerHandle(Protocol):
         """What it has printed so far."""
         ...
 
+    def fill_log_dir(self) -> int:
+        """Fill the disk of its log directory (the cluster's size-limited log disk); the bytes it took. Works
+        while it is down too."""
+        ...
+
+    def free_log_dir(self) -> None:
+        """Undo fill_log_dir(); nothing if it is not filled."""
+        ...
+
 
 @runtime_checkable
 class ClusterHandle(Protocol):

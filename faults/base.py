@@ -7,14 +7,14 @@ so the scenario's fault entries and the nemesis find it by name with nothing els
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
 from faults.timeline import FaultTimeline
 
 if TYPE_CHECKING:
-    from faults.context import FaultContext
+    from faults.context import FaultContext, ScenarioFacts
 
 
 REQUIREMENTS = {
@@ -25,12 +25,28 @@ REQUIREMENTS = {
 }
 
 
+class StepRecord(TypedDict, total=False):
+    """What the nemesis adds to a fault's params in faults.jsonl when its step fires."""
+    duration_s: float
+    requested_target: str  # the scenario's target, before a role (coordinator, random) resolved
+
+
 class FaultParams(BaseModel):
     """A fault kind's own parameters; they stand flat in the scenario's fault entry."""
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def check(self, facts, target: str) -> None:
-        """Cross-checks against the scenario (faults.context.ScenarioFacts); raise ValueError('field: why')."""
+    def check(self, facts: "ScenarioFacts", target: str) -> None:
+        """Cross-checks against the scenario; raise ValueError('field: why')."""
+
+
+P = TypeVar("P", bound=FaultParams)
+
+
+def params_as(model: type[P], params: FaultParams) -> P:
+    """A kind's own parameters, typed as its Params model (which the harness built them from)."""
+    if not isinstance(params, model):
+        raise TypeError(f"params: {model.__name__} expected, got {type(params).__name__}")
+    return params
 
 
 class Fault:
@@ -46,12 +62,12 @@ class Fault:
     effect_from: ClassVar[str] = "inject"  # where its window of effect opens: "inject", "first_hit" (or "never")
     registry: ClassVar[dict[str, type["Fault"]]] = {}
 
-    def __init_subclass__(cls, **kw) -> None:
+    def __init_subclass__(cls, **kw: object) -> None:
         super().__init_subclass__(**kw)
         if "kind" in cls.__dict__:
             Fault.registry[cls.kind] = cls
 
-    def __init__(self, target: str, timeline: FaultTimeline | None = None, **params) -> None:
+    def __init__(self, target: str, timeline: FaultTimeline | None = None, **params: object) -> None:
         self.target = target
         self.params = params
         self.timeline = timeline or FaultTimeline(None)
@@ -59,7 +75,7 @@ class Fault:
         self._lock = threading.Lock()
 
     @classmethod
-    def build(cls, ctx: "FaultContext", target: str, params: FaultParams, **record) -> "Fault":
+    def build(cls, ctx: "FaultContext", target: str, params: FaultParams, **record: Unpack[StepRecord]) -> "Fault":
         """Make the fault when its step fires (so a role such as `coordinator` resolves then).
         `record` goes into faults.jsonl's params (e.g. the requested target, the duration)."""
         raise NotImplementedError(f"{cls.__name__}.build")
@@ -90,10 +106,11 @@ class Fault:
     def heal(self) -> bool:
         """Heal if active; True if this call healed it. A heal that raises leaves the fault active."""
         with self._lock:
-            if not self.active:
+            record = self.record
+            if record is None or not self.active:
                 return False
             self._heal()
-            self.timeline.healed(self.record)
+            self.timeline.healed(record)
             return True
 
     def label(self) -> str:
@@ -104,7 +121,13 @@ class Fault:
         """The fields of its row the analysis reads instead of the kind."""
         return {"label": self.label(), "ends_process": self.ends_process, "effect_from": self.effect_from}
 
-    def note(self, **facts) -> None:
+    def row(self) -> dict:
+        """Its row in faults.jsonl, written when its inject starts."""
+        if self.record is None:
+            raise RuntimeError(f"{self!r} has no row in faults.jsonl before its inject")
+        return self.record
+
+    def note(self, **facts: object) -> None:
         """Add observed facts to this fault's row in faults.jsonl (e.g. the coordinator after a failover)."""
         if self.record is not None:
             self.timeline.update(self.record, **facts)
@@ -112,7 +135,7 @@ class Fault:
     def __enter__(self) -> "Fault":
         return self.inject()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.heal()
 
     def _inject(self) -> None:

@@ -5,27 +5,31 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 from confluent_kafka import Consumer, TopicPartition
 
+from faults.backend import BrokerHandle, ClusterHandle
+from faults.base import Fault
 from faults.targets import coordinator_id
+from kafkanet.clock import now_ms
+from kafkanet.waiting import wait_until
 from workloads.security import security_config
 
 POLL_S = 0.5
 WATCH_LIMIT_S = 600
 
 
-class WatchesCoordinator:
-    """For a fault on one broker (`self.broker`): when it was aimed at `coordinator`, record what the
-    group's coordinator did (a mixin before Fault, so every such kind records it the same way)."""
+class WatchesCoordinator(Fault):
+    """A fault on one broker: when it was aimed at `coordinator`, record what the group's coordinator did
+    (a base of every such kind, so each records it the same way)."""
     _failover: "CoordinatorFailover | None" = None
 
-    def watch_coordinator(self, cluster, group_id: str | None, requested_target: str | None) -> None:
+    def watch_coordinator(self, broker: BrokerHandle, cluster: ClusterHandle | None, group_id: str | None,
+                          requested_target: object) -> None:
         if requested_target == "coordinator" and cluster is not None and group_id:
-            self._failover = CoordinatorFailover(self, cluster, group_id)
+            self._failover = CoordinatorFailover(self, broker, cluster, group_id)
 
-    def inject(self):
+    def inject(self) -> Fault:
         if self._failover is not None and not self.active:
             self._failover.before()
         super().inject()
@@ -35,9 +39,9 @@ class WatchesCoordinator:
 
 
 class CoordinatorFailover:
-    def __init__(self, fault, cluster, group_id: str) -> None:
-        self.fault, self.cluster, self.group_id = fault, cluster, group_id
-        self._committed_before: dict | None = None
+    def __init__(self, fault: Fault, broker: BrokerHandle, cluster: ClusterHandle, group_id: str) -> None:
+        self.fault, self.broker, self.cluster, self.group_id = fault, broker, cluster, group_id
+        self._committed_before: dict = {}
         self._thread: threading.Thread | None = None
 
     def before(self) -> None:
@@ -50,21 +54,24 @@ class CoordinatorFailover:
             self._committed_before = {}
 
     def watch(self) -> None:
-        self.fault.note(coordinator_before=self.fault.broker.node_id)
+        self.fault.note(coordinator_before=self.broker.node_id)
         self._thread = threading.Thread(target=self._run, name=f"failover-watch-{self.fault.target}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        injected_ms = self.fault.record["injected_at_ms"]
-        started, moved, resumed = time.monotonic(), False, False
+        injected_ms = self.fault.row()["injected_at_ms"]
+        seen = {"moved": False, "resumed": False}
+
+        def both_seen() -> bool:
+            if not seen["moved"]:
+                seen["moved"] = self._note_new_coordinator()
+            if not seen["resumed"] and self._committed_since():
+                self.fault.note(commits_resumed_after_ms=now_ms() - injected_ms)
+                seen["resumed"] = True
+            return seen["moved"] and seen["resumed"]
+
         try:
-            while not (moved and resumed) and time.monotonic() - started < WATCH_LIMIT_S:
-                time.sleep(POLL_S)
-                if not moved:
-                    moved = self._note_new_coordinator()
-                if not resumed and self._committed_since():
-                    self.fault.note(commits_resumed_after_ms=int(time.time() * 1000) - injected_ms)
-                    resumed = True
+            wait_until(both_seen, WATCH_LIMIT_S, interval_s=POLL_S)
         finally:
             self._consumer.close()
 
@@ -73,7 +80,7 @@ class CoordinatorFailover:
             now = coordinator_id(self.cluster.view(), self.group_id)
         except Exception:
             return False
-        if now == self.fault.broker.node_id and self.fault.active:
+        if now == self.broker.node_id and self.fault.active:
             return False  # still the same broker while the fault lasts: no failover (yet)
         self.fault.note(coordinator_after=now)
         return True

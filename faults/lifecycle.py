@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Unpack
 
 from pydantic import Field
 
-from faults.base import FaultParams
+from faults.backend import BrokerHandle, ClusterHandle
+from faults.base import Fault, FaultParams, StepRecord, params_as
 from faults.broker import BrokerFault
+from faults.context import FaultContext, ScenarioFacts
 from faults.targets import broker_in
+from faults.timeline import FaultTimeline
+from kafkanet.clock import now_ms
 
 GRACEFUL_STOP_S = 60  # a graceful stop's time-out before SIGKILL; a controlled shutdown takes seconds
 ROLL_LIMIT_S = 900
@@ -52,7 +57,7 @@ class RollingRestartParams(FaultParams):
     settle_s: float = Field(0, ge=0, le=600, description="extra wait after each broker is back and nothing is under-replicated")
     replicated_timeout_s: float = Field(300, gt=0, description="how long to wait for every ISR to be full before the next broker")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         if self.order is None:
             return
         for i, name in enumerate(self.order):
@@ -62,7 +67,7 @@ class RollingRestartParams(FaultParams):
             raise ValueError(f"order: lists a broker twice: {self.order}")
 
 
-class RollingRestart(BrokerFault):
+class RollingRestart(Fault):
     """Every broker in turn, as an operator deploys: a graceful stop, a start, then wait until the
     broker is back and no partition is under-replicated before the next one goes down. Each step is
     noted in faults.jsonl (`steps`). The roll runs in its own thread, so the nemesis goes on with
@@ -73,11 +78,16 @@ class RollingRestart(BrokerFault):
     target_kind = "cluster"
     Params = RollingRestartParams
 
+    def __init__(self, cluster: ClusterHandle, order: list[BrokerHandle], params: RollingRestartParams, *,
+                 timeline: FaultTimeline | None = None, **kw: object) -> None:
+        super().__init__("cluster", timeline, **{**params.model_dump(), **kw})
+        self.cluster, self.order, self.spec = cluster, order, params
+
     @classmethod
-    def build(cls, ctx, target, params, **record):
-        fault = cls(_Cluster(ctx.cluster), params, cluster=ctx.cluster, timeline=ctx.timeline, **record)
-        fault.order = [broker_in(ctx, name) for name in params.order] if params.order else list(ctx.cluster.brokers)
-        return fault
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
+        spec = params_as(RollingRestartParams, params)
+        order = [broker_in(ctx, name) for name in spec.order] if spec.order else list(ctx.cluster.brokers)
+        return cls(ctx.cluster, order, spec, timeline=ctx.timeline, **record)
 
     def _inject(self) -> None:
         self.steps: list[dict] = []
@@ -88,14 +98,14 @@ class RollingRestart(BrokerFault):
     def _roll(self) -> None:
         try:
             for broker in self.order:
-                step = {"broker": broker.name, "down_ms": _now_ms()}
+                step = {"broker": broker.name, "down_ms": now_ms()}
                 broker.stop(GRACEFUL_STOP_S)
-                step["stopped_ms"] = _now_ms()
+                step["stopped_ms"] = now_ms()
                 self.cluster.start_broker(broker)
-                step["up_ms"] = _now_ms()
+                step["up_ms"] = now_ms()
                 self.cluster.wait_until(lambda: not self.cluster.under_replicated(), self.spec.replicated_timeout_s,
                                         f"partitions still under-replicated after {broker.name} came back", broker)
-                step["replicated_ms"] = _now_ms()
+                step["replicated_ms"] = now_ms()
                 self.steps.append(step)
                 self.note(steps=self.steps)
                 time.sleep(self.spec.settle_s)
@@ -111,15 +121,3 @@ class RollingRestart(BrokerFault):
             self.cluster.start_broker(broker)
         if thread is not None and thread.is_alive():
             raise RuntimeError(f"the rolling restart did not finish within {ROLL_LIMIT_S} s")
-
-
-class _Cluster:
-    """A rolling restart aims at the whole cluster; it is recorded under this name."""
-    name = "cluster"
-
-    def __init__(self, cluster) -> None:
-        self.cluster = cluster
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

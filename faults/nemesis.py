@@ -45,23 +45,23 @@ class Nemesis:
         return self
 
     def _run(self) -> None:
-        # (due time, order, action, payload): inject steps at at_s, heal them at at_s + duration_s.
-        queue = [(s.at_s, i, "inject", s) for i, s in enumerate(self.steps)]
+        # (due time, order, what): inject a step at its at_s, heal its fault at_s + duration_s after.
+        queue: list[tuple[float, int, Step | Fault]] = [(s.at_s, i, s) for i, s in enumerate(self.steps)]
         heapq.heapify(queue)
         counter = len(queue)
         while queue and not self._stop.is_set():
-            due, _, action, payload = queue[0]
+            due, _, due_item = queue[0]
             if self._stop.wait(max(0.0, self._t0 + due - time.monotonic())):
                 return
             heapq.heappop(queue)
-            if action == "inject":
-                fault = self._inject(payload)
+            if isinstance(due_item, Step):
+                fault = self._inject(due_item)
                 if fault is not None:
                     counter += 1
                     injected_at = time.monotonic() - self._t0
-                    heapq.heappush(queue, (injected_at + payload.duration_s, counter, "heal", fault))
+                    heapq.heappush(queue, (injected_at + due_item.duration_s, counter, fault))
             else:
-                self._heal(payload)
+                self._heal(due_item)
 
     def _inject(self, step: Step) -> Fault | None:
         try:

@@ -1,9 +1,14 @@
 """Network faults, all through Toxiproxy (this kernel has no netem)."""
 from __future__ import annotations
 
-from faults.base import Fault
+from typing import Unpack
+
+from faults.base import Fault, FaultParams, StepRecord
 from faults.broker import BrokerFault
-from faults.targets import MEMBER_ROLES, TargetError, resolve_member
+from faults.context import FaultContext
+from faults.targets import MEMBER_ROLES, TargetError, resolve_member, toxiproxy_of
+from faults.timeline import FaultTimeline
+from kafkanet.toxiproxy import Toxiproxy
 
 
 class ProxyCut(BrokerFault):
@@ -12,11 +17,8 @@ class ProxyCut(BrokerFault):
     kind = "proxy_cut"
     needs = "toxiproxy"
 
-    def __init__(self, broker, params=None, **kw) -> None:
-        super().__init__(broker, params, **kw)
-        self._proxies = broker.client_proxies()
-
     def _inject(self) -> None:
+        self._proxies = self.broker.client_proxies()
         for proxy in self._proxies:
             self.toxiproxy.set_enabled(proxy, False)
 
@@ -32,14 +34,15 @@ class MemberCut(Fault):
     target_kind = "client"
     needs = "lanes"
 
-    def __init__(self, lane: str, proxies: list[str], toxiproxy, **kw) -> None:
-        super().__init__(lane, proxies=proxies, **kw)
+    def __init__(self, lane: str, proxies: list[str], toxiproxy: Toxiproxy, *, timeline: FaultTimeline | None = None,
+                 **kw: object) -> None:
+        super().__init__(lane, timeline, proxies=proxies, **kw)
         self._proxies, self.toxiproxy = proxies, toxiproxy
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
         lane = client_lane(ctx, target)
-        return cls(lane, [b.proxy(lane) for b in ctx.cluster.brokers], ctx.cluster.toxiproxy,
+        return cls(lane, [b.proxy(lane) for b in ctx.cluster.brokers], toxiproxy_of(ctx.cluster),
                    timeline=ctx.timeline, **record)
 
     def _inject(self) -> None:
@@ -51,7 +54,7 @@ class MemberCut(Fault):
             self.toxiproxy.set_enabled(proxy, True)
 
 
-def client_lane(ctx, target: str) -> str:
+def client_lane(ctx: FaultContext, target: str) -> str:
     """The lane a client target names: member-N, producer-1, or random-member (a member of the run, on
     its own lane unless it was started on another one)."""
     lane = target

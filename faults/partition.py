@@ -11,27 +11,36 @@ dropped, and clients (CLIENT lanes, host -> Toxiproxy -> broker) are untouched u
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
+from typing import Unpack
 
 from pydantic import Field
 
-from faults.base import FaultParams
+from faults.backend import BrokerHandle, ClusterHandle
+from faults.base import Fault, FaultParams, StepRecord, params_as
 from faults.broker import BrokerFault
+from faults.context import FaultContext, ScenarioFacts
 from faults.targets import broker_in, check_broker_target
+from faults.timeline import FaultTimeline
 from kafkanet import netns
+
+Pair = tuple[BrokerHandle, BrokerHandle]
 
 
 class BrokerPartition(BrokerFault):
     """Cuts every pair of `self.pairs` both ways; the heal removes exactly those rules."""
 
-    def __init__(self, broker, params=None, *, pairs=(), **kw) -> None:
-        super().__init__(broker, params, **kw)
-        self.pairs = list(pairs)
+    def __init__(self, broker: BrokerHandle, params: FaultParams, pairs: list[Pair], *, cluster: ClusterHandle,
+                 timeline: FaultTimeline, group_id: str | None = None, target: str | None = None,
+                 **record: Unpack[StepRecord]) -> None:
+        super().__init__(broker, params, target=target, cluster=cluster, group_id=group_id, timeline=timeline, **record)
+        self.pairs = pairs
         self._toxiproxy_ip = self.cluster.toxiproxy_ip
         self._tag = f"kafka-chaos-{secrets.token_hex(4)}"  # marks this fault's rules, and only them
 
     def _inject(self) -> None:
         self.note(cut=[sorted([a.name, b.name]) for a, b in self.pairs], rule_tag=self._tag)
-        down = set()
+        down: set[str] = set()
         for a, b in self.pairs:
             for sender, receiver in ((a, b), (b, a)):
                 if not netns.drop(sender.run_in_netns, self._toxiproxy_ip, list(receiver.peer_ports), self._tag):
@@ -48,7 +57,7 @@ class BrokerPartition(BrokerFault):
         self.cluster.wait_rejoined(list({b.name: b for pair in self.pairs for b in pair}.values()))
 
 
-def _cut_between(side: list, brokers: list) -> list[tuple]:
+def _cut_between(side: Sequence[BrokerHandle], brokers: Sequence[BrokerHandle]) -> list[Pair]:
     """Every (inside, outside) pair: what separates `side` from the rest of the cluster."""
     names = {b.name for b in side}
     return [(a, b) for a in side for b in brokers if b.name not in names]
@@ -73,11 +82,12 @@ class IsolateBroker(BrokerPartition):
     Heals by deleting its iptables rules (and enabling those proxies), then waits until it is registered again."""
     kind = "isolate_broker"
     Params = IsolateParams
+    spec: IsolateParams
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
         broker = broker_in(ctx, target)
-        return cls(broker, params, pairs=_cut_between([broker], ctx.cluster.brokers), cluster=ctx.cluster,
+        return cls(broker, params, _cut_between([broker], ctx.cluster.brokers), cluster=ctx.cluster,
                    group_id=ctx.group_id, timeline=ctx.timeline, **record)
 
     def _inject(self) -> None:
@@ -101,7 +111,7 @@ class SplitParams(FaultParams):
                                                      "(default: the largest minority: the target and random others, "
                                                      "chosen when it fires)")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         if self.side is None:
             if minority_size(facts.brokers) < 1:
                 raise ValueError(f"side: a split of {facts.brokers} brokers cannot leave a majority side (it needs 3 or more)")
@@ -130,20 +140,18 @@ class Split(BrokerPartition):
     Params = SplitParams
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
-        broker = broker_in(ctx, target)
-        if params.side is not None:
-            side = [ctx.cluster.broker(name) for name in params.side]
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
+        broker, chosen = broker_in(ctx, target), params_as(SplitParams, params).side
+        if chosen is not None:
+            side = [ctx.cluster.broker(name) for name in chosen]
         else:
             others = sorted((b for b in ctx.cluster.brokers if b.name != broker.name), key=lambda b: b.name)
             side = [broker, *ctx.rng.sample(others, minority_size(len(ctx.cluster.brokers)) - 1)]
-        fault = cls(broker, params, pairs=_cut_between(side, ctx.cluster.brokers), cluster=ctx.cluster,
-                    group_id=ctx.group_id, timeline=ctx.timeline, **record)
-        fault.side = sorted(b.name for b in side)
-        return fault
+        return cls(broker, params, _cut_between(side, ctx.cluster.brokers), cluster=ctx.cluster,
+                   group_id=ctx.group_id, timeline=ctx.timeline, **record)
 
     def _inject(self) -> None:
-        self.note(side=self.side)
+        self.note(side=sorted({inside.name for inside, _ in self.pairs}))
         super()._inject()
 
 
@@ -153,7 +161,7 @@ class PairParams(FaultParams):
     a: str = Field(description="one broker (any broker target, resolved when the fault fires)")
     b: str = Field(description="the other broker; only the link between a and b is cut")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         if facts.brokers < 2:
             raise ValueError("a: a pair partition needs two brokers")
         for field in ("a", "b"):
@@ -173,18 +181,13 @@ class PartitionPair(BrokerPartition):
     Params = PairParams
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
-        a = None if params.a == "random" else broker_in(ctx, params.a)
-        b = None if params.b == "random" else broker_in(ctx, params.b)
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
+        ends = params_as(PairParams, params)
+        a = None if ends.a == "random" else broker_in(ctx, ends.a)
+        b = None if ends.b == "random" else broker_in(ctx, ends.b)
         a = a or ctx.rng.choice([x for x in ctx.cluster.brokers if b is None or x.name != b.name])
         b = b or ctx.rng.choice([x for x in ctx.cluster.brokers if x.name != a.name])
         if a.name == b.name:
-            raise ValueError(f"partition_pair: a ({params.a}) and b ({params.b}) are both {a.name} now")
-        return cls(_Pair(a, b), params, pairs=[(a, b)], cluster=ctx.cluster, timeline=ctx.timeline, **record)
-
-
-class _Pair:
-    """What a pair partition is recorded under (faults.jsonl's target)."""
-
-    def __init__(self, a, b) -> None:
-        self.name = f"{a.name}<->{b.name}"
+            raise ValueError(f"partition_pair: a ({ends.a}) and b ({ends.b}) are both {a.name} now")
+        return cls(a, params, [(a, b)], target=f"{a.name}<->{b.name}", cluster=ctx.cluster, timeline=ctx.timeline,
+                   **record)

@@ -1,21 +1,27 @@
 """Faults on a consumer-group member's process."""
 from __future__ import annotations
 
-from faults.base import Fault
+from typing import Unpack
+
+from faults.backend import MemberHandle
+from faults.base import Fault, FaultParams, StepRecord
+from faults.context import FaultContext
 from faults.targets import resolve_member
+from faults.timeline import FaultTimeline
 
 
 class MemberFault(Fault):
     target_kind = "member"
     needs = "processes"
 
-    def __init__(self, process, params=None, **kw) -> None:
+    def __init__(self, process: MemberHandle, params: FaultParams | None = None, *,
+                 timeline: FaultTimeline | None = None, **kw: object) -> None:
         self.spec = params or self.Params()
-        super().__init__(process.name, **{**self.spec.model_dump(), **kw})
+        super().__init__(process.name, timeline, **{**self.spec.model_dump(), **kw})
         self._process = process
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
         return cls(resolve_member(ctx.members, target, ctx.rng), params, timeline=ctx.timeline, **record)
 
 

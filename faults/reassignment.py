@@ -11,10 +11,15 @@ nothing new for them.
 """
 from __future__ import annotations
 
+from typing import Unpack
+
 from confluent_kafka import ElectionType, TopicPartition
 from pydantic import Field
 
-from faults.base import Fault, FaultParams
+from faults.backend import ClusterHandle
+from faults.base import Fault, FaultParams, StepRecord
+from faults.context import FaultContext
+from faults.timeline import FaultTimeline
 from kafkanet.reassign import reassign
 
 SETTLE_TIMEOUT_S = 120
@@ -26,12 +31,13 @@ class TopicMove(Fault):
     target_kind = "topic"
     needs = "processes"  # the run's own topic, through the admin API
 
-    def __init__(self, topic: str, cluster, params: FaultParams, **kw) -> None:
+    def __init__(self, topic: str, cluster: ClusterHandle, params: FaultParams, *, timeline: FaultTimeline | None = None,
+                 **kw: object) -> None:
         self.spec, self.cluster = params, cluster
-        super().__init__(topic, **{**params.model_dump(), **kw})
+        super().__init__(topic, timeline, **{**params.model_dump(), **kw})
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
         return cls(ctx.topic if target == "topic" else target, ctx.cluster, params, timeline=ctx.timeline, **record)
 
     def assignment(self) -> Assignment:
@@ -74,6 +80,7 @@ class ReassignPartitions(TopicMove):
     """The topic's replicas moved (and, with `elect`, its leaders); the heal moves them back."""
     kind = "reassign_partitions"
     Params = ReassignParams
+    spec: ReassignParams
 
     def _inject(self) -> None:
         self.before = self.assignment()

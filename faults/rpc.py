@@ -10,13 +10,20 @@ API and version, and what the request said of its member (member_id, generation 
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Unpack
 
 from pydantic import Field
 
-from faults.base import Fault, FaultParams
+from faults.base import Fault, FaultParams, StepRecord, params_as
+from faults.context import FaultContext, ScenarioFacts
 from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member
-from kafkanet.rpc_proxy import GROUP_APIS, Rule, request_facts
+from faults.timeline import FaultTimeline
+from kafkanet.rpc_proxy import GROUP_APIS, RequestHeader, Rule, RpcProxy, request_facts
+
+if TYPE_CHECKING:
+    GroupApi = str  # mypy cannot read a Literal built at run time; pydantic checks the name against GROUP_APIS
+else:
+    GroupApi = Literal[tuple(GROUP_APIS)]
 
 _COORDINATOR = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "GROUP_AUTHORIZATION_FAILED")
 # The errors each API can answer: the "Possible error codes" of Kafka's *Response.java, and (for JoinGroup and
@@ -44,7 +51,7 @@ CONSUMER_ONLY = ("ConsumerGroupHeartbeat",)
 
 
 class RpcParams(FaultParams):
-    api: Literal[tuple(GROUP_APIS)] = Field(description="the group request it acts on")
+    api: GroupApi = Field(description="the group request it acts on")
     action: Literal["delay", "hold", "error", "drop_connection", "observe"] = Field(
         description="delay by delay_ms; hold until the heal; answer with `error`; close the connection; observe: pass "
                     "it on and record the hit")
@@ -53,7 +60,7 @@ class RpcParams(FaultParams):
     count: int | None = Field(None, ge=1, description="only the first N matching requests (default: every one until the heal)")
     probability: float = Field(1.0, gt=0, le=1, description="the chance that a matching request is acted on (seeded by run.seed)")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         if (self.action == "error") != (self.error is not None):
             raise ValueError("error: required with action: error, and only with it")
         if (self.action == "delay") != (self.delay_ms is not None):
@@ -80,21 +87,23 @@ class RpcFault(Fault):
     needs = "lanes"
     effect_from = "first_hit"  # a rule changes nothing until a request matches it
 
-    def __init__(self, target: str, proxy, params: RpcParams, client_id: str | None, seed: int, **kw) -> None:
-        super().__init__(target, **{**params.model_dump(exclude_none=True), **kw})
-        self.proxy, self.hits = proxy, []
+    def __init__(self, target: str, proxy: RpcProxy, params: RpcParams, client_id: str | None, seed: int, *,
+                 timeline: FaultTimeline | None = None, **kw: object) -> None:
+        super().__init__(target, timeline, **{**params.model_dump(exclude_none=True), **kw})
+        self.proxy = proxy
+        self.hits: list[dict] = []
         self.rule = Rule(api=params.api, action=params.action, client_id=client_id, count=params.count,
                          probability=params.probability, delay_ms=params.delay_ms or 0, error=params.error, seed=seed,
                          on_hit=self._hit)
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
         if ctx.rpc_proxy is None:
             raise TargetError("this run's member lanes do not cross the request-aware proxy (run.rpc_proxy: false)")
         client_id = None
         if target != GROUP_TARGET:
             client_id = resolve_member(ctx.members, target, ctx.rng).name if target in MEMBER_ROLES else target
-        return cls(client_id or target, ctx.rpc_proxy, params, client_id, ctx.rng.randrange(1 << 30),
+        return cls(client_id or target, ctx.rpc_proxy, params_as(RpcParams, params), client_id, ctx.rng.randrange(1 << 30),
                    timeline=ctx.timeline, **record)
 
     def label(self) -> str:
@@ -107,7 +116,7 @@ class RpcFault(Fault):
         """An observe rule passes every request on: its window never opens."""
         return {**super().facts(), **({"effect_from": "never"} if self.params["action"] == "observe" else {})}
 
-    def _hit(self, rule, header, frame) -> None:
+    def _hit(self, rule: Rule, header: RequestHeader, frame: bytes) -> None:
         self.hits.append({"at_ms": self.timeline.now_ms(), "member": header.client_id, "api": self.rule.api,
                           "version": header.api_version, **request_facts(frame)})
         self.note(hits=list(self.hits))

@@ -23,7 +23,8 @@ def random_schedule(menu: list[dict], *, seed: int, start_s: float, until_s: flo
     """Fault entries (kind, target, at_s, duration_s and the kind's parameters), in time order."""
     rng = random.Random(seed)
     pools = {"brokers": sorted(brokers), "members": sorted(members)}
-    schedule, t = [], start_s
+    schedule: list[dict] = []
+    t = start_s
     while t < until_s:
         if len(schedule) == MAX_FAULTS:
             raise ScheduleTooLong(f"more than {MAX_FAULTS} faults would start before {until_s:g} s "

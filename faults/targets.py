@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from faults.backend import BrokerHandle, ClusterHandle, MemberHandle
+from kafkanet.broker_view import BrokerView
+from kafkanet.toxiproxy import Toxiproxy
+
+if TYPE_CHECKING:
+    from faults.context import FaultContext, ScenarioFacts
 
 OFFSETS_TOPIC = "__consumer_offsets"
 BROKER_ROLES = ("coordinator", "controller", "leader", "random")
@@ -44,7 +52,7 @@ def offsets_partition(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-def partition_leader(view, topic: str, partition: int) -> int:
+def partition_leader(view: BrokerView, topic: str, partition: int) -> int:
     """The leader of topic:partition in a BrokerView (kafkanet/broker_view.py)."""
     found = [p for p in view.partitions if p.topic == topic and p.partition == partition]
     if not found:
@@ -54,7 +62,7 @@ def partition_leader(view, topic: str, partition: int) -> int:
     return found[0].leader
 
 
-def coordinator_id(view, group_id: str) -> int:
+def coordinator_id(view: BrokerView, group_id: str) -> int:
     """The group coordinator is the leader of the group's __consumer_offsets partition.
 
     Computed from metadata rather than asked with DescribeConsumerGroups: that admin call can abort
@@ -68,7 +76,7 @@ def coordinator_id(view, group_id: str) -> int:
 
 # -- checked before the run -------------------------------------------------------------------
 
-def check_broker_target(target: str, facts) -> None:
+def check_broker_target(target: str, facts: ScenarioFacts) -> None:
     """Raise ValueError naming the target when it cannot exist in this scenario."""
     if target in BROKER_ROLES or target in facts.broker_names:
         return
@@ -90,7 +98,7 @@ def is_role(target: str) -> bool:
     return target in BROKER_ROLES or target in MEMBER_ROLES or LEADER_OF.match(target) is not None
 
 
-def check_member_target(target: str, facts) -> None:
+def check_member_target(target: str, facts: ScenarioFacts) -> None:
     if target not in facts.members and target not in MEMBER_ROLES:
         raise ValueError(f"target: {target!r} is not one of {list(facts.members) + list(MEMBER_ROLES)}")
 
@@ -101,13 +109,13 @@ def is_client_target(target: str) -> bool:
     return CLIENT_LANE.match(target) is not None or target in MEMBER_ROLES
 
 
-def check_client_target(target: str, facts) -> None:
+def check_client_target(target: str, facts: ScenarioFacts) -> None:
     """A workload client with a lane of its own: member-N (spares included), producer-1, random-member."""
     if target not in facts.lanes and target not in MEMBER_ROLES:
         raise ValueError(f"target: {target!r} is not one of {list(facts.lanes) + list(MEMBER_ROLES)}")
 
 
-def check_lane_target(target: str, facts) -> None:
+def check_lane_target(target: str, facts: ScenarioFacts) -> None:
     """A broker target (its lanes) or a workload client (its lane to every broker)."""
     if is_client_target(target):
         return check_client_target(target, facts)
@@ -117,31 +125,31 @@ def check_lane_target(target: str, facts) -> None:
         raise ValueError(f"{exc}, or a client with a lane: {list(facts.lanes) + list(MEMBER_ROLES)}") from None
 
 
-def check_rpc_target(target: str, facts) -> None:
+def check_rpc_target(target: str, facts: ScenarioFacts) -> None:
     """Every member (`group`), or one that has a lane (spares included) or a role."""
     members = [lane for lane in facts.lanes if lane.startswith("member-")]
     if target != GROUP_TARGET and target not in members and target not in MEMBER_ROLES:
         raise ValueError(f"target: {target!r} is not a member of this scenario; one of {[GROUP_TARGET, *members, *MEMBER_ROLES]}")
 
 
-def check_cluster_target(target: str, facts) -> None:
+def check_cluster_target(target: str, facts: ScenarioFacts) -> None:
     if target != "cluster":
         raise ValueError(f"target: {target!r}: this fault aims at the whole cluster; write target: cluster")
 
 
-def check_group_target(target: str, facts) -> None:
+def check_group_target(target: str, facts: ScenarioFacts) -> None:
     if target != GROUP_TARGET:
         raise ValueError(f"target: {target!r}: this trigger acts on the whole group; write target: group")
 
 
-def check_new_topic_target(target: str, facts) -> None:
+def check_new_topic_target(target: str, facts: ScenarioFacts) -> None:
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,249}", target):
         raise ValueError(f"target: {target!r} is not a valid topic name (letters, digits, '.', '_', '-')")
     if target in facts.topics:
         raise ValueError(f"target: {target!r} is already a topic of this scenario")
 
 
-def check_topic_target(target: str, facts) -> None:
+def check_topic_target(target: str, facts: ScenarioFacts) -> None:
     if target != "topic" and target not in facts.topics:
         raise ValueError(f"target: {target!r} is not a topic of this scenario ({sorted(facts.topics)})")
 
@@ -152,7 +160,7 @@ TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "new_
 
 # -- resolved when the fault fires -------------------------------------------------------------
 
-def resolve_broker(cluster, target: str, *, group_id: str, topic: str, rng: random.Random):
+def resolve_broker(cluster: ClusterHandle, target: str, *, group_id: str, topic: str, rng: random.Random) -> BrokerHandle:
     """The broker a target names now: kafka-N, or whoever holds the role at this moment."""
     if target == "coordinator":
         return cluster.broker_by_id(coordinator_id(cluster.view(), group_id))
@@ -168,11 +176,18 @@ def resolve_broker(cluster, target: str, *, group_id: str, topic: str, rng: rand
     return cluster.broker(target)
 
 
-def resolve_member(members: dict, target: str, rng: random.Random):
+def resolve_member(members: Mapping[str, MemberHandle], target: str, rng: random.Random) -> MemberHandle:
     if target == "random-member":
         return members[rng.choice(sorted(members))]
     return members[target]
 
 
-def broker_in(ctx, target: str):
+def broker_in(ctx: FaultContext, target: str) -> BrokerHandle:
     return resolve_broker(ctx.cluster, target, group_id=ctx.group_id, topic=ctx.topic, rng=ctx.rng)
+
+
+def toxiproxy_of(cluster: ClusterHandle) -> Toxiproxy:
+    """The cluster's Toxiproxy; a fault built by hand on a cluster without one is refused here."""
+    if cluster.toxiproxy is None:
+        raise TargetError("this cluster has no Toxiproxy in front of its brokers (a fault that needs: toxiproxy)")
+    return cluster.toxiproxy

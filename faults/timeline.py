@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from pathlib import Path
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
+from kafkanet.clock import now_ms
 
 
 class FaultTimeline:
@@ -39,7 +36,7 @@ class FaultTimeline:
     def healed(self, row: dict) -> None:
         self.update(row, healed_at_ms=now_ms())
 
-    def update(self, row: dict, **fields) -> None:
+    def update(self, row: dict, **fields: object) -> None:
         with self._lock:
             row.update(fields)
             self._write()

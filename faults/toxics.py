@@ -11,14 +11,18 @@ fault's id, so two faults on one proxy never collide and a heal removes exactly 
 from __future__ import annotations
 
 import secrets
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self, Unpack
 
 from pydantic import Field, model_validator
 
-from faults.base import Fault, FaultParams
+from faults.backend import BrokerHandle
+from faults.base import Fault, FaultParams, StepRecord, params_as
+from faults.context import FaultContext, ScenarioFacts
 from faults.failover import WatchesCoordinator
 from faults.network import client_lane
-from faults.targets import broker_in, check_broker_target, is_client_target
+from faults.targets import broker_in, check_broker_target, is_client_target, toxiproxy_of
+from faults.timeline import FaultTimeline
+from kafkanet.toxiproxy import Toxiproxy
 
 BROKER_LANES = ("client", "internal", "controller")
 
@@ -29,7 +33,7 @@ class ToxicParams(FaultParams):
     stream: Literal["downstream", "upstream", "both"] = "downstream"
     toxicity: float = Field(1.0, gt=0, le=1, description="the probability that a connection gets the toxic")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         if self.lane not in BROKER_LANES and self.lane not in facts.lanes:
             raise ValueError(f"lane: {self.lane!r} is not one of {list(BROKER_LANES) + list(facts.lanes)}")
         client_target = is_client_target(target)
@@ -47,29 +51,31 @@ class ToxicParams(FaultParams):
         raise NotImplementedError
 
 
-class Toxic(WatchesCoordinator, Fault):
+class Toxic(WatchesCoordinator):
     target_kind = "lane"
     needs = "toxiproxy"
     toxic_type: ClassVar[str]
 
-    def __init__(self, target: str, proxies: list[str], toxiproxy, params: ToxicParams, broker=None, **kw) -> None:
+    def __init__(self, target: str, proxies: list[str], toxiproxy: Toxiproxy, params: ToxicParams,
+                 broker: BrokerHandle | None = None, *, timeline: FaultTimeline | None = None, **kw: object) -> None:
         self.spec = params
-        super().__init__(target, **{**params.model_dump(), **kw})
+        super().__init__(target, timeline, **{**params.model_dump(), **kw})
         self.proxies, self.toxiproxy, self.broker = proxies, toxiproxy, broker
         self._token = secrets.token_hex(3)
 
     @classmethod
-    def requirement(cls, target, params) -> str:
+    def requirement(cls, target: str, params: FaultParams) -> str:
         """A broker's client listener through any Toxiproxy; a client's own lane or a link between brokers
         only through the harness's."""
-        return "lanes" if is_client_target(target) or params.lane != "client" else "toxiproxy"
+        return "lanes" if is_client_target(target) or params_as(ToxicParams, params).lane != "client" else "toxiproxy"
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
-        name, proxies, broker = toxic_proxies(ctx, target, params)
-        fault = cls(name, proxies, ctx.cluster.toxiproxy, params, broker, timeline=ctx.timeline, **record)
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
+        spec = params_as(ToxicParams, params)
+        name, proxies, broker = toxic_proxies(ctx, target, spec)
+        fault = cls(name, proxies, toxiproxy_of(ctx.cluster), spec, broker, timeline=ctx.timeline, **record)
         if broker is not None:
-            fault.watch_coordinator(ctx.cluster, ctx.group_id, record.get("requested_target"))
+            fault.watch_coordinator(broker, ctx.cluster, ctx.group_id, record.get("requested_target"))
         return fault
 
     def _streams(self) -> list[str]:
@@ -77,7 +83,7 @@ class Toxic(WatchesCoordinator, Fault):
 
     def _toxic_name(self, stream: str) -> str:
         """Unique per fault, also across timelines (a test's fault next to a run's): id plus a token."""
-        return f"kafka-chaos-{self.record['id']}-{self._token}-{stream}"
+        return f"kafka-chaos-{self.row()['id']}-{self._token}-{stream}"
 
     def _inject(self) -> None:
         self.note(proxies=self.proxies, toxics=[self._toxic_name(stream) for stream in self._streams()])
@@ -92,7 +98,7 @@ class Toxic(WatchesCoordinator, Fault):
                 self.toxiproxy.remove_toxic(proxy, self._toxic_name(stream))
 
 
-def toxic_proxies(ctx, target: str, params: ToxicParams):
+def toxic_proxies(ctx: FaultContext, target: str, params: ToxicParams) -> tuple[str, list[str], BrokerHandle | None]:
     """What the fault is on (its name in faults.jsonl), the proxies it puts its toxics on, and the
     broker when the target is one (a client target is on every broker, or on `broker` only)."""
     if is_client_target(target):
@@ -114,7 +120,7 @@ class LatencyParams(ToxicParams):
     jitter_ms: int = Field(0, ge=0)
 
     @model_validator(mode="after")
-    def _jitter_below_latency(self):
+    def _jitter_below_latency(self) -> Self:
         if self.jitter_ms > self.latency_ms:
             raise ValueError(f"jitter_ms: must not exceed latency_ms ({self.latency_ms}), got {self.jitter_ms}")
         return self
@@ -146,7 +152,7 @@ class SlicerParams(ToxicParams):
     delay_us: int = Field(0, ge=0, le=10_000_000, description="between slices")
 
     @model_validator(mode="after")
-    def _variation_below_size(self):
+    def _variation_below_size(self) -> Self:
         if self.size_variation >= self.average_size:
             raise ValueError(f"size_variation: must be below average_size ({self.average_size}), got {self.size_variation}")
         return self

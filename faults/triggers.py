@@ -8,13 +8,16 @@ slow member speeds up again), or, for triggers with nothing to undo, when the ne
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, Unpack
 
 from confluent_kafka.admin import NewPartitions
 from pydantic import Field
 
-from faults.base import Fault, FaultParams
-from faults.targets import resolve_member
+from faults.backend import PoolHandle, TopicsHandle
+from faults.base import Fault, FaultParams, StepRecord
+from faults.context import FaultContext, ScenarioFacts
+from faults.targets import TargetError, resolve_member
+from workloads.config import MemberConfig
 from workloads.control import control_path, write_atomically
 
 
@@ -22,13 +25,25 @@ class Trigger(Fault):
     target_kind = "member"
     needs = "processes"
 
-    def __init__(self, target: str, ctx, params: FaultParams, **kw) -> None:
+    def __init__(self, target: str, ctx: FaultContext, params: FaultParams, **kw: object) -> None:
         self.spec, self.ctx = params, ctx
-        super().__init__(target, timeline=ctx.timeline, **{**params.model_dump(), **kw})
+        super().__init__(target, ctx.timeline, **{**params.model_dump(), **kw})
 
     @classmethod
-    def build(cls, ctx, target, params, **record):
+    def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
         return cls(target, ctx, params, **record)
+
+    @property
+    def pool(self) -> PoolHandle:
+        if self.ctx.pool is None:
+            raise TargetError(f"{self.kind}: this run starts no members during the run (no member pool)")
+        return self.ctx.pool
+
+    @property
+    def topics(self) -> TopicsHandle:
+        if self.ctx.topics is None:
+            raise TargetError(f"{self.kind}: this run adds no topics (no run topics)")
+        return self.ctx.topics
 
     def _heal(self) -> None:
         """Most triggers have nothing to undo."""
@@ -39,7 +54,7 @@ class JoinParams(FaultParams):
     like: int | None = Field(None, ge=0, description="i: the new members have the settings of consumer_group.members[i] "
                                                      "(client, version, assignor, ...); default: the group's own")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         spare = len([lane for lane in facts.lanes if lane.startswith("member-")]) - len(facts.members)
         if self.count > spare:
             raise ValueError(f"count: {self.count} new members need spare lanes; the cluster has {spare} "
@@ -56,12 +71,13 @@ class MemberJoin(Trigger):
     kind = "member_join"
     target_kind = "group"
     Params = JoinParams
+    spec: JoinParams
 
     def _inject(self) -> None:
-        names = self.ctx.pool.next_names(self.spec.count)
+        names = self.pool.next_names(self.spec.count)
         self.note(members=names)
         for name in names:
-            self.ctx.pool.start(name, like=self.spec.like)
+            self.pool.start(name, like=self.spec.like)
 
 
 class MemberLeave(Trigger):
@@ -96,7 +112,7 @@ class SlowParams(FaultParams):
     distribution: Literal["fixed", "exponential"] = Field("fixed", description="exponential: the mean is the fixed value")
     seed: int = 0
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         group = facts.group
         if group.get("client") == "java":
             raise ValueError("per_batch_ms: the Java member (VerifiableConsumer) has no processing delay to slow down")
@@ -113,6 +129,7 @@ class SlowProcessing(Trigger):
     heartbeats go on, so the group removes it."""
     kind = "slow_processing"
     Params = SlowParams
+    spec: SlowParams
 
     def _inject(self) -> None:
         process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
@@ -128,7 +145,7 @@ REFRESH_LIMIT_MS = 60_000
 CLIENT_REFRESH_DEFAULT_MS = 300_000
 
 
-def check_members_see_metadata(facts, kind: str, what: str) -> None:
+def check_members_see_metadata(facts: ScenarioFacts, kind: str, what: str) -> None:
     """Classic members see new partitions and topics only when they refresh metadata, every 5 minutes by
     default: longer than any drain. (Under KIP-848 the coordinator notices and assigns them itself.)"""
     group = facts.group
@@ -145,7 +162,7 @@ def check_members_see_metadata(facts, kind: str, what: str) -> None:
 class PartitionsParams(FaultParams):
     partitions: int = Field(ge=2, le=10_000, description="the topic's new partition count")
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         have = facts.topics.get(target) if target != "topic" else next(iter(facts.topics.values()), None)
         if have is not None and self.partitions <= have:
             raise ValueError(f"partitions: {target} already has {have}; a topic only grows")
@@ -158,6 +175,7 @@ class PartitionsAdd(Trigger):
     kind = "partitions_add"
     target_kind = "topic"
     Params = PartitionsParams
+    spec: PartitionsParams
 
     def _inject(self) -> None:
         topic = self.ctx.topic if self.target == "topic" else self.target
@@ -169,7 +187,7 @@ class TopicParams(FaultParams):
     partitions: int = Field(3, ge=1, le=1000)
     replication_factor: int = Field(3, ge=1)
 
-    def check(self, facts, target: str) -> None:
+    def check(self, facts: ScenarioFacts, target: str) -> None:
         pattern = facts.group.get("pattern")
         if pattern is None:
             raise ValueError("target: topic_create needs consumer_group.pattern: a group subscribed by name never "
@@ -187,10 +205,11 @@ class TopicCreate(Trigger):
     kind = "topic_create"
     target_kind = "new_topic"
     Params = TopicParams
+    spec: TopicParams
 
     def _inject(self) -> None:
         self.ctx.cluster.create_topic(self.target, self.spec.partitions, self.spec.replication_factor)
-        self.ctx.topics.add(self.target)
+        self.topics.add(self.target)
 
 
 class DuplicateInstance(Trigger):
@@ -202,16 +221,18 @@ class DuplicateInstance(Trigger):
     kind = "duplicate_instance"
 
     class Params(FaultParams):
-        def check(self, facts, target: str) -> None:
+        def check(self, facts: ScenarioFacts, target: str) -> None:
             if not facts.group.get("static_membership"):
                 raise ValueError("target: duplicate_instance needs consumer_group.static_membership: true")
 
     def _inject(self) -> None:
         original = resolve_member(self.ctx.members, self.target, self.ctx.rng)
+        if not isinstance(original.config, MemberConfig):
+            raise TargetError(f"{original.name} is no member of the group")
         name = f"{original.name}-dup"
         fenced = original.name if original.config.protocol == "classic" else name
         self.note(member=original.name, duplicate=name, expected_fatal=[fenced])
-        self.duplicate = self.ctx.pool.start(name, lane=original.name, instance=int(original.name.rsplit("-", 1)[1]))
+        self.duplicate = self.pool.start(name, lane=original.name, instance=int(original.name.rsplit("-", 1)[1]))
 
     def _heal(self) -> None:
         self.duplicate.stop()

@@ -294,7 +294,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_clean(args) -> int:
-    from harness.cluster import NoDockerEngine, sweep_stale_containers
+    from harness.containers import NoDockerEngine, sweep_stale_containers
     from workloads.services import sweep_stale_workloads
     from analysis import service
     try:

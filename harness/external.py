@@ -24,7 +24,7 @@ from typing import NoReturn
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.backend import BrokerHandle
-from harness.cluster import BrokerQueries, create_topic_with
+from harness.brokers import BrokerQueries, create_topic_with
 from harness.scenario import ClusterSpec
 from kafkanet.broker_view import BrokerView, PartitionView
 from kafkanet.toxiproxy import Toxiproxy, ToxiproxyError
@@ -87,6 +87,12 @@ class ExternalBroker:
 
     def logs(self) -> str:
         self._refuse("read the logs of")
+
+    def fill_log_dir(self) -> int:
+        self._refuse("fill the log directory of")
+
+    def free_log_dir(self) -> None:
+        self._refuse("free the log directory of")
 
 
 @dataclass

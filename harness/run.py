@@ -25,6 +25,7 @@ from harness.progress import progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
 from harness.versions import kafka_version
+from kafkanet import waiting
 from workloads.config import AdminProbeConfig, ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
 from workloads.services import (WorkloadProcess, admin_probe_process, after_stop, member_process, producer_process,
@@ -189,26 +190,10 @@ def workload_time_limit(plan: Plan) -> float:
     return max(planned, last_fault) + 300
 
 
-POLL_S = 0.2  # every question polled here is a request or two on the control lane, or a look at a process
-
-
 def wait_until(condition, timeout_s: float, what: str, on_tick=None) -> bool:
-    """Poll a condition (never a fixed sleep); a condition that raises counts as not yet."""
-    deadline = time.monotonic() + timeout_s
-    last_tick, last_error = 0.0, None
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return True
-        except Exception as exc:  # requests time out while a fault is active: say so once, not every poll
-            if str(exc) != last_error:
-                say(f"{what}: not yet ({exc})")
-            last_error = str(exc)
-        if on_tick and time.monotonic() - last_tick >= PROGRESS_EVERY_S:
-            last_tick = time.monotonic()
-            on_tick()
-        time.sleep(POLL_S)
-    return False
+    """kafkanet.waiting.wait_until, saying once why not yet (requests time out while a fault is active)."""
+    return waiting.wait_until(condition, timeout_s, on_error=lambda exc: say(f"{what}: not yet ({exc})"),
+                              on_tick=on_tick, tick_every_s=PROGRESS_EVERY_S)
 
 
 def run_scenario(scenario: Scenario, runs_root: Path, cluster: KafkaCluster | None = None,

@@ -48,6 +48,10 @@ class ClusterSpec(Strict):
     kafka_version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+$",
                                       description="brokers of this Apache Kafka release (KRaft, 3.7 or later), built "
                                                   "locally on first use; default: the release versions.env pins")
+    log_disk_mb: int | None = Field(None, ge=32, le=65536,
+                                    description="each broker's log directory on a disk of its own of this many MB (a "
+                                                "loop-mounted ext4 image on the host, needs root), which disk_full fills; "
+                                                "default: the container's own layer")
 
     @model_validator(mode="after")
     def _a_kraft_release_we_run(self):
@@ -450,7 +454,8 @@ class Scenario(Strict):
         return ScenarioFacts(brokers=self.cluster.brokers,
                              members=tuple(f"member-{n}" for n in range(1, self.consumer_group.member_count + 1)),
                              topics={t.name: t.partitions for t in self.topics}, lanes=self.client_lanes(),
-                             group=self.consumer_group.effective().model_dump())
+                             group=self.consumer_group.effective().model_dump(),
+                             log_disk_mb=self.cluster.log_disk_mb)
 
     def settings(self) -> dict:
         """The scenario as run, every default filled in (what `kafka-chaos validate` prints)."""

@@ -19,7 +19,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -31,9 +30,11 @@ import docker
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from harness.cluster import OWNER_LABEL, PROJECT_LABEL, ClusterError, docker_client
+from harness.containers import (OWNER_LABEL, PROJECT_LABEL, ClusterError, container_logs, docker_client,
+                                free_loopback_port, log_tail, remove_container)
 from harness.progress import progress
 from harness.versions import ROOT
+from kafkanet.waiting import NotYet, require
 
 CLUSTER_LABEL = "org.kafka-chaos.spark-cluster"
 MASTER_PORT, MASTER_UI_PORT, WORKER_UI_PORT = 7077, 8080, 8081
@@ -141,7 +142,7 @@ class SparkCluster:
         return container
 
     def _start_master(self, image: str) -> None:
-        rpc, ui = _free_loopback_port(), _free_loopback_port()
+        rpc, ui = free_loopback_port(), free_loopback_port()
         container = self._container(image, "spark-master", "spark-class org.apache.spark.deploy.master.Master "
                                     f"--host $SPARK_LOCAL_IP --port {MASTER_PORT} --webui-port {MASTER_UI_PORT}")
         container.ports[f"{MASTER_PORT}/tcp"] = ("127.0.0.1", rpc)
@@ -163,23 +164,20 @@ class SparkCluster:
 
     def _wait_ready(self, client) -> None:
         """Until the master's UI counts every worker alive; a container that exits ends the wait at once."""
-        deadline, last = time.monotonic() + READY_TIMEOUT_S, "no answer yet"
-        while time.monotonic() < deadline:
-            for container in self._containers:
-                container.reload()
-                if container.status in ("exited", "dead"):
-                    raise SparkClusterError(f"{container.get_wrapped_container().name} exited during start-up:\n"
-                                            f"{_tail(container)}")
-            try:
-                alive = self.alive_workers()
-                if alive >= self.workers:
-                    return
-                last = f"{alive} of {self.workers} workers registered"
-            except OSError as exc:
-                last = str(exc)
-            time.sleep(0.3)
-        tails = "\n".join(f"--- {c.get_wrapped_container().name}\n{_tail(c)}" for c in self._containers)
-        raise SparkClusterError(f"the Spark cluster was not ready after {READY_TIMEOUT_S} s ({last}).\n{tails}")
+        require(self._ready, READY_TIMEOUT_S, "the Spark cluster was not ready", error=SparkClusterError,
+                fatal=(SparkClusterError,), interval_s=0.3,
+                detail=lambda: "\n".join(f"--- {c.get_wrapped_container().name}\n{_tail(c)}" for c in self._containers))
+
+    def _ready(self) -> bool:
+        for container in self._containers:
+            container.reload()
+            if container.status in ("exited", "dead"):
+                raise SparkClusterError(f"{container.get_wrapped_container().name} exited during start-up:\n"
+                                        f"{_tail(container)}")
+        alive = self.alive_workers()
+        if alive < self.workers:
+            raise NotYet(f"{alive} of {self.workers} workers registered")
+        return True
 
     def alive_workers(self) -> int:
         with urllib.request.urlopen(f"{self.master_ui_url}/json/", timeout=2) as answer:
@@ -206,7 +204,7 @@ class SparkCluster:
         started = [c for c in self._containers if c._container is not None]
         if started:
             with ThreadPoolExecutor(len(started)) as pool:
-                list(pool.map(_remove, started))
+                list(pool.map(remove_container, started))
         self._containers.clear()
         if self._network is not None and self._network._network is not None:
             try:
@@ -240,22 +238,5 @@ def remove_clusters() -> int:
     return len(containers)
 
 
-def _free_loopback_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _tail(container: DockerContainer, lines: int = 30) -> str:
-    try:
-        text = container.get_wrapped_container().logs(tail=lines).decode(errors="replace")
-        return "\n".join(f"  | {line}" for line in text.splitlines())
-    except Exception as exc:  # the tail is only for an error message
-        return f"  (no logs: {exc})"
-
-
-def _remove(container: DockerContainer) -> None:
-    try:
-        container.get_wrapped_container().remove(force=True, v=True)
-    except docker.errors.NotFound:
-        pass
+def _tail(container: DockerContainer) -> str:
+    return "\n".join(f"  | {line}" for line in log_tail(lambda: container_logs(container)).splitlines())

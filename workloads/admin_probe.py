@@ -12,14 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-import confluent_kafka
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from kafkanet.waiting import wait_until
 from workloads import config as workload_config
 from workloads.config import AdminProbeConfig
 from workloads.history import JsonlLog, now_ms
-from workloads.member import CLIENT, package_version
+from workloads.member import librdkafka_facts
 from workloads.security import security_config
 
 ROLE = "admin_probe"
@@ -55,14 +55,12 @@ class AdminProbe:
 
     def run(self) -> int:
         cfg = self.cfg
-        self.event("started", client=CLIENT, client_version=package_version(),
-                   librdkafka_version=confluent_kafka.libversion()[0],
+        self.event("started", **librdkafka_facts(),
                    detail=f"call={cfg.call} every_ms={cfg.every_ms} request_timeout_ms={cfg.request_timeout_ms}")
         while not self.stopping:
             due = time.monotonic() + cfg.every_ms / 1000
             self.call()
-            while not self.stopping and time.monotonic() < due:
-                time.sleep(min(0.1, max(0.0, due - time.monotonic())))
+            wait_until(lambda: self.stopping, due - time.monotonic(), interval_s=0.1)
         self.event("stopped")
         self.events.close()
         return 0

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
+
+from kafkanet.clock import now_ms  # re-exported: every workload stamps its rows with the one clock
+from workloads.config import MemberConfig
 
 
 # How the group refuses a duplicated group.instance.id: classic fences the old member (KIP-345), KIP-848 refuses
@@ -19,8 +21,19 @@ def end_event(error: str, text: str, fatal: bool, request: str | None) -> tuple[
                                                          "detail": f"{error}: {text}"}
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
+def started_facts(client: str, client_version: str | None, member: MemberConfig | None = None,
+                  librdkafka_version: str | None = None) -> dict:
+    """The typed facts of a `started` event (the events contract; analysis/history.py STARTED_FACTS reads them),
+    for every writer: the client that ran and, for a group member, the settings it joined with."""
+    facts: dict = {"client": client}
+    if member is not None:
+        facts |= {"protocol": member.protocol, "assignor": member.assignor or member.remote_assignor,
+                  "instance_id": member.instance_id, "commit": member.commit,
+                  "heartbeat_interval_ms": member.heartbeat_interval_ms}
+    facts["client_version"] = client_version
+    if librdkafka_version is not None:
+        facts["librdkafka_version"] = librdkafka_version
+    return facts
 
 
 class JsonlLog:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from workloads import config as workload_config
 from workloads.config import MemberConfig
-from workloads.history import drop_unterminated_tail, now_ms
-from workloads.verifiable import FACTS_EVENT, Converter, FatalWatch
+from workloads.history import drop_unterminated_tail, now_ms, started_facts
+from workloads.verifiable import CLIENT, FACTS_EVENT, Converter, FatalWatch
 
 ASSIGNORS = {
     "range": "org.apache.kafka.clients.consumer.RangeAssignor",
@@ -122,11 +122,8 @@ def main() -> int:
     drop_unterminated_tail(raw)  # a killed JVM's last, half-printed line: nothing was committed after it
     with open(raw, "ab") as events:
         # the facts VerifiableConsumer does not print, for the converter's typed `started` event
-        events.write((json.dumps({"name": FACTS_EVENT, "timestamp": int(time.time() * 1000),
-                                  "protocol": cfg.protocol, "assignor": cfg.assignor or cfg.remote_assignor,
-                                  "instance_id": cfg.instance_id, "commit": cfg.commit, "heartbeat_interval_ms": cfg.heartbeat_interval_ms,
-                                  "client_version": kafka_clients_version(cfg.release.classpath)
-                                  or cfg.release.client_version}) + "\n").encode())
+        facts = started_facts(CLIENT, kafka_clients_version(cfg.release.classpath) or cfg.release.client_version, cfg)
+        events.write((json.dumps({"name": FACTS_EVENT, "timestamp": now_ms(), **facts}) + "\n").encode())
         events.flush()
         jvm = subprocess.Popen(command_line(cfg, properties_file), stdout=events, stderr=subprocess.PIPE)
     log_watch = threading.Thread(target=watch_log, args=(jvm.stderr, raw), name="jvm-log", daemon=True)

@@ -6,6 +6,7 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 """
 from __future__ import annotations
 
+import json
 import random
 import re
 import struct
@@ -20,7 +21,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from workloads import config as workload_config
 from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
-from workloads.history import JsonlLog, end_event, now_ms
+from workloads.history import JsonlLog, end_event, now_ms, started_facts
 from workloads.security import security_config
 
 CLIENT = "librdkafka"
@@ -136,6 +137,30 @@ def package_version() -> str:
     return version if isinstance(version, str) else version[0]
 
 
+def librdkafka_facts(member: MemberConfig | None = None) -> dict:
+    """The `started` facts of a process on this client: the confluent-kafka and librdkafka that run it."""
+    return started_facts(CLIENT, package_version(), member, librdkafka_version=confluent_kafka.libversion()[0])
+
+
+def next_sequence(log: Path) -> int:
+    """The consumption sequence number after the last row of a consumed log (0 for a new log): its last line's n
+    plus one. Read from the tail only (JsonlLog has already dropped a cut-short last line)."""
+    try:
+        with open(log, "rb") as fh:
+            end = fh.seek(0, 2)
+            fh.seek(max(0, end - 4096))
+            lines = fh.read().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(lines):
+        try:
+            n = json.loads(line).get("n")
+        except ValueError:
+            continue
+        return n + 1 if isinstance(n, int) else 0
+    return 0
+
+
 class FatalError(Exception):
     """A fatal client error, with the group request that drew it when the member knows it."""
 
@@ -150,6 +175,8 @@ class Member:
         self.name = cfg.member
         run_dir = Path(cfg.run_dir)
         self.consumed = JsonlLog(run_dir / "consumed" / f"{self.name}.jsonl")
+        # the consumption sequence (the contract's column n): a restarted process goes on from its log's last row
+        self.next_n = next_sequence(run_dir / "consumed" / f"{self.name}.jsonl")
         self.events = JsonlLog(run_dir / "events" / f"{self.name}.jsonl")
         self.stopping = False
         self.generation = -1  # the last one seen; kept for events after close()
@@ -188,10 +215,7 @@ class Member:
         self.consumer.subscribe(subscription(self.cfg), on_assign=self.on_assign, on_revoke=self.on_revoke, on_lost=self.on_lost)
         cfg = self.cfg
         # typed facts of the client contract; the analysis reads these fields, detail is for people
-        self.event("started", client=CLIENT, protocol=cfg.protocol,
-                   assignor=cfg.assignor or cfg.remote_assignor, instance_id=cfg.instance_id,
-                   commit=cfg.commit, heartbeat_interval_ms=cfg.heartbeat_interval_ms, client_version=package_version(),
-                   librdkafka_version=confluent_kafka.libversion()[0], detail=f"commit={cfg.commit}")
+        self.event("started", **librdkafka_facts(cfg), detail=f"commit={cfg.commit}")
         try:
             while not self.stopping:
                 batch = self.consumer.consume(self.cfg.batch_size, timeout=0.5)
@@ -258,7 +282,8 @@ class Member:
             rows.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(), "member": self.name,
                          "consumed_at_ms": at, "key": m.key().decode(errors="replace") if m.key() else None,
                          "producer_id": producer_id or None, "seq": int(seq) if seq.isdigit() else None,
-                         "instance_id": instance_id, "generation": generation, "client": CLIENT})
+                         "instance_id": instance_id, "generation": generation, "client": CLIENT, "n": self.next_n})
+            self.next_n += 1
         self.consumed.extend(rows)
         self.consumed.flush()
 

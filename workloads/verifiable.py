@@ -39,7 +39,7 @@ class Converter:
             path.unlink(missing_ok=True)
         self.consumed, self.events = (JsonlLog(path) for path in paths)
         self.position, self.rows, self.written_events, self.previous_ts = 0, 0, 0, -1
-        self.facts = {"protocol": None, "assignor": None, "commit": None, "heartbeat_interval_ms": None, "client_version": None}
+        self.facts: dict = {"client": CLIENT, "instance_id": instance_id}  # until the launcher's FACTS_EVENT
 
     def poll(self) -> None:
         """Convert the whole lines added since the last call, and flush them."""
@@ -78,16 +78,17 @@ class Converter:
         # no earlier than the event before it.
         requested_at, self.previous_ts = self.previous_ts, ts
         if name == FACTS_EVENT:
-            self.facts = {k: e.get(k) for k in self.facts}
+            self.facts |= {k: v for k, v in e.items() if k not in ("name", "timestamp")}
         elif name == "record_data":
             producer_id, _, seq = str(e.get("value") or "").partition(":")
             self.consumed.append({"topic": e["topic"], "partition": e["partition"], "offset": e["offset"],
                                   "member": self.member, "consumed_at_ms": ts, "key": e.get("key"),
                                   "producer_id": producer_id or None, "seq": int(seq) if seq.isdigit() else None,
-                                  "instance_id": self.instance_id, "generation": -1, "client": CLIENT})
+                                  "instance_id": self.instance_id, "generation": -1, "client": CLIENT,
+                                  "n": self.rows})  # VerifiableConsumer prints records in consumption order
             self.rows += 1
         elif name == "startup_complete":
-            self._event(ts, "started", client=CLIENT, **self.facts, instance_id=self.instance_id, detail="VerifiableConsumer")
+            self._event(ts, "started", **self.facts, detail="VerifiableConsumer")
         elif name == "partitions_assigned":
             self._event(ts, "assigned", partitions=_partitions(e))
         elif name == "partitions_revoked":

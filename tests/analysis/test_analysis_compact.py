@@ -50,7 +50,9 @@ def test_every_row_column_and_the_row_order_are_kept(tmp_path):
     rd = r.write()
     original = [json.loads(line) for line in (rd / "consumed" / "m1.jsonl").read_text().splitlines()]
     compact(rd)
-    assert pq.read_table(rd / "consumed" / "m1.parquet").to_pylist() == original
+    # compaction writes every column of the contract: this log predates `n`, which reads as null (and such a run's
+    # backwards is judged by log order, as before)
+    assert pq.read_table(rd / "consumed" / "m1.parquet").to_pylist() == [{**row, "n": None} for row in original]
     produced = pq.read_table(rd / "produced" / "producer-0.parquet")
     assert produced.schema.field("offset").type == "int64" and produced.schema.field("partition").type == "int32"
     assert [x for x in produced.column("error").to_pylist() if x] == [row["error"] for row in r.produced if "error" in row]

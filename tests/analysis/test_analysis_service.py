@@ -9,13 +9,13 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from analysis import analyze, service
 from analysis_runs import clean_run, known_run
+from kafkanet.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,9 +28,7 @@ def env(tmp_path, monkeypatch):
     monkeypatch.setenv(service.DIR_ENV, str(folder))
     yield {**os.environ, "PYTHONPATH": str(ROOT)}
     service.stop()
-    deadline = time.monotonic() + 30
-    while service.running() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: not service.running(), 30)
     assert not service.running()
     shutil.rmtree(folder, ignore_errors=True)
 
@@ -88,9 +86,7 @@ def test_a_service_of_other_code_steps_aside_and_an_idle_one_exits(tmp_path, env
     assert not service.running()  # from its answer on, no client reaches it (one would be served by stale code)
     assert service.analyze(rd)["valid"] is True  # a new service, of this code
     assert pid_of_service() != old
-    deadline = time.monotonic() + 60
-    while service.running() and time.monotonic() < deadline:
-        time.sleep(0.5)
+    wait_until(lambda: not service.running(), 60, interval_s=0.5)
     assert not service.running(), "the idle service did not exit"
     assert "exits: idle" in service._log().read_text()
 
@@ -101,7 +97,5 @@ def test_clean_stops_the_service(tmp_path, env):
     assert service.running()
     done = cli(env, "clean")
     assert "stopped the analysis service" in done.stdout
-    deadline = time.monotonic() + 30
-    while service.running() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: not service.running(), 30)
     assert not service.running()

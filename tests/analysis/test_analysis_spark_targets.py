@@ -23,6 +23,7 @@ import pytest
 from analysis import analyze, cli
 from analysis import spark as S
 from analysis_runs import clean_run, known_run
+from kafkanet.waiting import require
 
 SPARK_HOME = Path(pyspark.__file__).parent
 READY_TIMEOUT_S = 180
@@ -72,14 +73,17 @@ class Daemon:
 
 
 def wait_until(ready, what: str, *daemons: Daemon) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while not ready():
+    """Until ready(); a daemon that exits fails the test at once (pytest.fail is no Exception: never "not yet")."""
+    def ready_and_alive() -> bool:
+        if ready():
+            return True
         for d in daemons:
             if d.proc.poll() is not None:
                 pytest.fail(f"{d.name} exited ({d.proc.returncode}) before {what}:\n{d.tail()}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} after {READY_TIMEOUT_S}s:\n" + "\n".join(d.tail() for d in daemons))
-        time.sleep(0.2)
+        return False
+
+    require(ready_and_alive, READY_TIMEOUT_S, f"no {what}", error=pytest.fail.Exception,
+            detail=lambda: "\n".join(d.tail() for d in daemons))
 
 
 @pytest.fixture(scope="module")

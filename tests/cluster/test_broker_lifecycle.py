@@ -1,6 +1,5 @@
 """Broker process faults on the real cluster: a crashed coordinator, a graceful restart, a rolling restart."""
 import random
-import time
 
 import pytest
 from confluent_kafka.admin import NewTopic
@@ -9,6 +8,7 @@ from faults.context import FaultContext
 from faults.lifecycle import BrokerCrash, BrokerRestart
 from faults.timeline import FaultTimeline
 from kafkanet.probe import api_versions_roundtrip
+from kafkanet.waiting import wait_until
 from run_logs import rows
 from scenario_files import catalog
 
@@ -17,15 +17,6 @@ pytestmark = pytest.mark.cluster
 
 def leaders_of(cluster, topic: str) -> set[int]:
     return {p.leader for p in cluster.view().partitions if p.topic == topic}
-
-
-def wait_until(condition, timeout_s: float = 120, poll_s: float = 0.5) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(poll_s)
-    return False
 
 
 def test_a_crashed_coordinator_fails_over_comes_back_and_nothing_is_lost(chaos_run, kafka_cluster):
@@ -39,7 +30,7 @@ def test_a_crashed_coordinator_fails_over_comes_back_and_nothing_is_lost(chaos_r
     assert outcome.summary["valid"] is True, outcome.summary["anomalies"][:5]
     crashed = kafka_cluster.broker(fault["target"])
     assert crashed.node_id in kafka_cluster.registered_brokers()
-    assert wait_until(lambda: not kafka_cluster.under_replicated()), "the crashed broker never caught up"
+    assert wait_until(lambda: not kafka_cluster.under_replicated(), 120), "the crashed broker never caught up"
     assert_voters_caught_up_since(kafka_cluster, fault["healed_at_ms"])
 
 
@@ -63,7 +54,7 @@ def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_
         assert broker.node_id not in leaders_of(kafka_cluster, topic), "a controlled shutdown moves leaders first"
     assert broker.node_id in kafka_cluster.registered_brokers()
     assert api_versions_roundtrip(broker.client_address, timeout_s=5) is not None, "its client proxy no longer reaches it"
-    assert wait_until(lambda: not kafka_cluster.under_replicated())
+    assert wait_until(lambda: not kafka_cluster.under_replicated(), 120)
 
     broker = kafka_cluster.brokers[2]  # the restarted one leads nothing until a preferred election
     assert broker.node_id in leaders_of(kafka_cluster, topic)

@@ -5,7 +5,6 @@ import json
 import secrets
 import shutil
 import subprocess
-import time
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -13,6 +12,7 @@ import pytest
 import requests
 
 from harness.external import ExternalCluster
+from kafkanet.waiting import NotYet, require
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOTSTRAP, TOXIPROXY = "127.0.0.1:29091", "http://127.0.0.1:8474"
@@ -41,24 +41,22 @@ def test_dynamic_bounce_on_your_cluster(chaos_run):
 '''
 
 
+def three_brokers_take_a_topic() -> bool:
+    cluster = ExternalCluster(BOOTSTRAP).start()
+    if len(cluster.brokers) != 3:
+        raise NotYet(f"{len(cluster.brokers)} of 3 brokers")
+    cluster.create_topic(f"ready-{secrets.token_hex(3)}", 1, 3)
+    return True
+
+
 @pytest.fixture(scope="module")
 def compose_cluster():
     project = f"kafka-chaos-test-{secrets.token_hex(3)}"
     compose = ["docker-compose", "-p", project, "-f", str(ROOT / "compose.yaml"), "--env-file", str(ROOT / "versions.env")]
     subprocess.run([*compose, "up", "-d"], check=True, capture_output=True, timeout=300)
     try:
-        deadline, error = time.monotonic() + 120, None
-        while time.monotonic() < deadline:
-            try:
-                cluster = ExternalCluster(BOOTSTRAP).start()
-                if len(cluster.brokers) == 3:
-                    cluster.create_topic(f"ready-{secrets.token_hex(3)}", 1, 3)
-                    break
-            except Exception as exc:
-                error = exc
-            time.sleep(1)
-        else:
-            pytest.fail(f"the compose cluster was not ready within 120 s: {error}")
+        require(three_brokers_take_a_topic, 120, "the compose cluster was not ready", error=pytest.fail.Exception,
+                interval_s=1)
         yield
     finally:
         subprocess.run([*compose, "down", "-v"], capture_output=True, timeout=300)

@@ -7,6 +7,7 @@ from faults.broker import BrokerFreeze
 from faults.nemesis import Nemesis, Step
 from faults.network import ProxyCut
 from faults.timeline import FaultTimeline
+from kafkanet.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -45,10 +46,7 @@ def test_nemesis_final_heal_ends_faults_scheduled_to_last_longer(kafka_cluster, 
              Step(0, 600, lambda: BrokerFreeze(broker, timeline=timeline), "freeze")]
     nemesis = Nemesis(steps, log=lambda m: None).start()
     try:
-        import time
-        deadline = time.monotonic() + 10
-        while len(nemesis.active()) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: len(nemesis.active()) == 2, 10, interval_s=0.1)
         assert len(nemesis.active()) == 2
     finally:
         nemesis.heal_all()

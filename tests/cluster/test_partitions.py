@@ -8,7 +8,6 @@ import random
 import re
 import subprocess
 import threading
-import time
 
 import pytest
 from confluent_kafka import Producer
@@ -18,7 +17,8 @@ from faults.context import FaultContext
 from faults.partition import IsolateBroker, PartitionPair, Split
 from faults.timeline import FaultTimeline
 from harness.broker_config import CONTROLLER_PORT
-from kafkanet import netns
+from kafkanet import netns, waiting
+from kafkanet.clock import now_ms
 from kafkanet.probe import api_versions_roundtrip
 from run_logs import rows
 from scenario_files import catalog
@@ -26,19 +26,13 @@ from scenario_files import catalog
 pytestmark = pytest.mark.cluster
 
 
-def wait_until(condition, timeout_s: float = 90, poll_s: float = 0.25, since_ms: int | None = None) -> float | None:
+def wait_until(condition, timeout_s: float = 90, since_ms: int | None = None) -> float | None:
     """Seconds until the condition held (counted from `since_ms`, a wall-clock time, if given), or
-    None if it never did."""
-    started_ms = since_ms or time.time() * 1000
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return (time.time() * 1000 - started_ms) / 1000
-        except Exception:  # a metadata request that times out counts as not yet
-            pass
-        time.sleep(poll_s)
-    return None
+    None if it never did. A metadata request that times out counts as not yet."""
+    started_ms = since_ms or now_ms()
+    if not waiting.wait_until(condition, timeout_s, interval_s=0.25):
+        return None
+    return (now_ms() - started_ms) / 1000
 
 
 def partitions(cluster, topic):

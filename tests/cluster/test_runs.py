@@ -3,14 +3,14 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import docker
 import pytest
 import yaml
 
-from harness.cluster import PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
+from harness.containers import PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
+from kafkanet.waiting import wait_until
 from run_logs import rows
 
 pytestmark = pytest.mark.cluster
@@ -61,14 +61,12 @@ def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--plan", str(plan), "--runs-dir", str(runs)],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        faults_file = None
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and process.poll() is None:
+        def both_injected() -> Path | None:
             found = list(runs.glob("*/faults.jsonl"))
-            if found and len(found[0].read_text().splitlines()) == 2:
-                faults_file = found[0]
-                break
-            time.sleep(0.5)
+            return found[0] if found and len(found[0].read_text().splitlines()) == 2 else None
+
+        wait_until(lambda: process.poll() is not None or both_injected(), 240, interval_s=0.5)
+        faults_file = both_injected()
         assert faults_file is not None, "both faults were never injected"
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=180)
@@ -101,17 +99,14 @@ def test_a_killed_harness_leaves_nothing_behind_for_long(tmp_path):
     process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario), "--runs-dir", str(runs)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline and not any(f.read_text() for f in runs.glob("*/faults.jsonl")):
-            time.sleep(0.5)
+        wait_until(lambda: any(f.read_text() for f in runs.glob("*/faults.jsonl")), 240, interval_s=0.5)
         [run_dir] = list(runs.iterdir())
         assert workload_processes_of(run_dir.name), "no workload was running"
     finally:
         process.kill()
         process.wait()
-    deadline = time.monotonic() + 60  # a clean stop may wait on the frozen broker; 15 s later it is forced
-    while workload_processes_of(run_dir.name) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    # a clean stop may wait on the frozen broker; 15 s later it is forced
+    wait_until(lambda: not workload_processes_of(run_dir.name), 60, interval_s=0.5)
     assert workload_processes_of(run_dir.name) == []
     for member in ("member-1", "member-2"):  # the Java launchers converted their output while they ran
         printed = [json.loads(line) for line in (run_dir / "logs" / f"{member}.verifiable.jsonl").read_text().splitlines()
@@ -152,12 +147,11 @@ def test_the_next_command_cleans_up_after_a_harness_killed_mid_crash_split_and_f
     process = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(scenario), "--runs-dir", str(runs)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and process.poll() is None:
+        def three_injected() -> bool:
             found = list(runs.glob("*/faults.jsonl"))
-            if found and sum("inject_done_ms" in line for line in found[0].read_text().splitlines()) == 3:
-                break
-            time.sleep(0.5)
+            return bool(found) and sum("inject_done_ms" in line for line in found[0].read_text().splitlines()) == 3
+
+        wait_until(lambda: process.poll() is not None or three_injected(), 300, interval_s=0.5)
         [run_dir] = list(runs.iterdir())
         assert sum("inject_done_ms" in line for line in (run_dir / "faults.jsonl").read_text().splitlines()) == 3
     finally:
@@ -168,7 +162,6 @@ def test_the_next_command_cleans_up_after_a_harness_killed_mid_crash_split_and_f
     clean = subprocess.run([sys.executable, "-m", "harness.cli", "clean"], capture_output=True, text=True, timeout=120)
     assert clean.returncode == 0 and "thawed 1 " in clean.stdout, clean.stdout + clean.stderr
     assert docker.from_env().containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"}) == []
-    deadline = time.monotonic() + 60  # the thawed member sees its harness gone and stops (forced after 15 s)
-    while workload_processes_of(run_dir.name) and time.monotonic() < deadline:
-        time.sleep(0.5)
+    # the thawed member sees its harness gone and stops (forced after 15 s)
+    wait_until(lambda: not workload_processes_of(run_dir.name), 60, interval_s=0.5)
     assert workload_processes_of(run_dir.name) == []

@@ -12,7 +12,7 @@ from analysis import analyze, cli as analysis_cli
 from analysis import spark as S
 from benchmarks.synth import Plan, generate
 from harness import cli as harness_cli
-from harness.cluster import docker_client
+from harness.containers import docker_client
 from harness.spark_cluster import CLUSTER_LABEL, EXECUTOR_PYTHON, SparkCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]

@@ -15,7 +15,9 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from faults.context import FaultContext
 from faults.kinds import fault_kinds
 from faults.timeline import FaultTimeline
+from kafkanet.clock import now_ms
 from kafkanet.probe import api_versions_request, api_versions_roundtrip
+from kafkanet.waiting import wait_until
 
 pytestmark = pytest.mark.cluster
 LANE, OTHER_LANE = "member-8", "member-7"  # spare lanes of the session cluster: no chaos_run member uses them
@@ -35,13 +37,16 @@ def roundtrip(broker, lane=LANE, timeout_s=3.0):
 def seconds_until(condition, since_ms: int, timeout_s: float = 30) -> float | None:
     """Seconds from `since_ms` (wall clock) to the start of the first probe for which the condition held:
     a stall is only known a time-out later, but it had taken hold when that probe started."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        probe_started = time.time()
-        if condition():
-            return max(0.0, probe_started - since_ms / 1000)
-        time.sleep(0.05)
-    return None
+    probe_started_ms = since_ms
+
+    def holds() -> bool:
+        nonlocal probe_started_ms
+        probe_started_ms = now_ms()
+        return condition()
+
+    if not wait_until(holds, timeout_s, interval_s=0.05):
+        return None
+    return max(0.0, (probe_started_ms - since_ms) / 1000)
 
 
 def measured(fault, effect, healthy) -> tuple[float, float]:
@@ -197,7 +202,7 @@ def test_a_broker_target_puts_the_toxic_on_the_lane_it_names(kafka_cluster):
 def test_a_toxic_aimed_at_the_coordinator_records_it(kafka_cluster):
     group = f"toxic-coordinator-{random.randrange(16**6):06x}"
     consumer = Consumer({"bootstrap.servers": kafka_cluster.control_bootstrap_servers, "group.id": group})
-    committed = seconds_until(lambda: committed_once(consumer), time.time() * 1000)  # the group exists
+    committed = seconds_until(lambda: committed_once(consumer), now_ms())  # the group exists
     consumer.close()
     assert committed is not None, "the group never committed"
     with toxic(kafka_cluster, "latency", "coordinator", group_id=group, latency_ms=10) as fault:

@@ -4,6 +4,7 @@ import time
 from faults import nemesis as nemesis_module
 from faults.base import Fault
 from faults.nemesis import Nemesis, Step
+from kafkanet.waiting import wait_until
 
 
 class Recorded(Fault):
@@ -25,9 +26,7 @@ class Recorded(Fault):
 
 def run_until_finished(nemesis, timeout_s=10):
     nemesis.start()
-    deadline = time.monotonic() + timeout_s
-    while not nemesis.finished and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_until(lambda: nemesis.finished, timeout_s, interval_s=0.02)
     nemesis.heal_all()
 
 

@@ -8,7 +8,8 @@ import random
 from faults.backend import BrokerHandle, ClusterHandle, MemberHandle, PoolHandle, TopicsHandle
 from faults.context import FaultContext
 from faults.timeline import FaultTimeline
-from harness.cluster import Broker, KafkaCluster
+from harness.brokers import Broker
+from harness.cluster import KafkaCluster
 from harness.external import ExternalBroker, ExternalCluster
 from harness.run import MemberPool, RunTopics
 from kafkanet.rpc_proxy import RpcProxy

@@ -29,7 +29,7 @@ def test_an_external_cluster_refuses_a_restart_naming_the_broker():
 
 def test_both_backends_brokers_have_every_operation_of_the_protocol():
     """The shallow check, at run time (mypy's in test_typing.py compares the signatures too)."""
-    from harness.cluster import Broker
+    from harness.brokers import Broker
     assert isinstance(ExternalBroker(1, "kafka-1", "h:1"), BrokerHandle)
     assert isinstance(Broker(1, "kafka-1", None, "h:1", "h:2"), BrokerHandle)
 

@@ -3,8 +3,8 @@ import os
 import signal
 import socket
 import subprocess
-import time
 
+from kafkanet.waiting import wait_until
 from workloads.services import OWNER_ENV, sweep_stale_workloads
 
 
@@ -15,9 +15,7 @@ def state(pid: int) -> str:
 def frozen_sleeper(owner: str) -> subprocess.Popen:
     process = subprocess.Popen(["sleep", "60"], env={**os.environ, OWNER_ENV: owner})
     os.kill(process.pid, signal.SIGSTOP)
-    deadline = time.monotonic() + 5
-    while state(process.pid) != "T" and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: state(process.pid) == "T", 5, interval_s=0.01)
     return process
 
 

@@ -26,7 +26,8 @@ def test_convert_writes_the_contract(tmp_path):
     assert convert(raw, tmp_path, "member-1", "instance-1") == (1, 6)
     [row] = lines(tmp_path / "consumed" / "member-1.jsonl")
     assert row == {"topic": "t", "partition": 0, "offset": 0, "member": "member-1", "consumed_at_ms": 120, "key": "7",
-                   "producer_id": "producer-1", "seq": 7, "instance_id": "instance-1", "generation": -1, "client": "java"}
+                   "producer_id": "producer-1", "seq": 7, "instance_id": "instance-1", "generation": -1, "client": "java",
+                   "n": 0}
     events = lines(tmp_path / "events" / "member-1.jsonl")
     assert [e["kind"] for e in events] == ["started", "assigned", "committed", "commit_failed", "revoked", "stopped"]
     assert events[2]["offsets"] == {"t:0": 1} and events[2]["requested_at_ms"] == 121

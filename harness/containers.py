@@ -1,0 +1,125 @@
+"""The container engine under the harness's own clusters: labels that say whose a container is, the engine
+client, a container's logs and removal, and the sweep of what a killed harness left behind."""
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+
+import docker
+from testcontainers.core.config import testcontainers_config
+from testcontainers.core.container import DockerContainer
+
+from harness import log_disk
+from harness.versions import toxiproxy_image
+from workloads.services import owner_gone
+
+# Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
+testcontainers_config.ryuk_disabled = True
+
+PROJECT_LABEL = "org.kafka-chaos.project"
+RUN_LABEL = "org.kafka-chaos.run"
+OWNER_LABEL = "org.kafka-chaos.owner"  # host:pid of the harness process that started it
+# A docker-py port binding: a random host port, published on 127.0.0.1 only.
+LOOPBACK_ANY_PORT = ("127.0.0.1",)
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def run_labels(run_id: str) -> dict[str, str]:
+    return {PROJECT_LABEL: "kafka-chaos", RUN_LABEL: run_id, OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"}
+
+
+class NoDockerEngine(ClusterError):
+    """No Docker engine answers."""
+
+
+def docker_client() -> docker.DockerClient:
+    """A client of the Docker engine that answers; NoDockerEngine when none does."""
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:
+        raise NoDockerEngine(f"no Docker engine answers ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
+    return client
+
+
+def check_engine_and_images(kafka: str) -> None:
+    """Fail before starting anything, with what to do about it (the brokers of another Kafka release are
+    built on first use: harness/kafka_release.py)."""
+    try:
+        client = docker_client()
+    except NoDockerEngine as exc:
+        raise ClusterError(f"{exc}; `make setup` starts one (as root)") from None
+    for image in (kafka, toxiproxy_image()):
+        try:
+            client.images.get(image)
+        except docker.errors.ImageNotFound:
+            raise ClusterError(f"image {image} is not on this machine; `make setup` builds it") from None
+
+
+def host_ports(container: DockerContainer) -> dict[int, int]:
+    """Every published port of a container: container port -> host port (one look-up)."""
+    wrapped = container.get_wrapped_container()
+    wrapped.reload()
+    return {int(port.split("/")[0]): int(bindings[0]["HostPort"])
+            for port, bindings in wrapped.attrs["NetworkSettings"]["Ports"].items() if bindings}
+
+
+def container_logs(container: DockerContainer) -> str:
+    stdout, stderr = container.get_logs()
+    return (stdout + stderr).decode(errors="replace")
+
+
+def log_tail(logs: Callable[[], str], lines: int = 30) -> str:
+    try:
+        return "\n".join(logs().splitlines()[-lines:])
+    except Exception as exc:  # the tail is only for an error message
+        return f"(no logs: {exc})"
+
+
+def free_loopback_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def remove_container(container: DockerContainer) -> None:
+    try:
+        wrapped = container.get_wrapped_container()
+        wrapped.reload()
+        if wrapped.status == "paused":
+            wrapped.unpause()
+        wrapped.remove(force=True, v=True)
+    except docker.errors.NotFound:
+        pass
+
+
+def sweep_stale_containers(include_live: bool = False) -> int:
+    """Remove containers and networks of ours whose owning harness process is gone (or all, if asked)."""
+    client = docker_client()
+    removed = 0
+
+    def stale(labels: dict[str, str]) -> bool:
+        if OWNER_LABEL not in labels:
+            return False  # not started by a harness process: e.g. a cluster brought up from compose.yaml
+        if include_live:
+            return True
+        return owner_gone(labels[OWNER_LABEL])
+
+    for container in client.containers.list(all=True, filters={"label": PROJECT_LABEL}):
+        if stale(container.labels):
+            if container.status == "paused":
+                container.unpause()
+            container.remove(force=True, v=True)
+            removed += 1
+    for network in client.networks.list(filters={"label": PROJECT_LABEL}):
+        if stale(network.attrs.get("Labels") or {}):
+            try:
+                network.remove()
+            except docker.errors.APIError:
+                pass
+    log_disk.sweep_stale_disks(include_live)  # after the containers that had them mounted
+    return removed

@@ -1,0 +1,38 @@
+"""commit_ahead asks Spark one question per ownership, however many commits it has (records.commits_ahead): what the
+member missed in the ownership comes back as offset ranges, and each commit is placed in them on the driver, with
+the same answer a question per commit gave."""
+from analysis import analyze
+from analysis.records import inside
+from analysis_runs import Run
+
+EAGER = dict(protocol="classic", assignor="range", commit="sync")
+
+
+def test_a_commit_takes_what_the_ranges_hold_inside_its_own_span():
+    ranges = [(3, 5), (9, 9), (20, 29)]
+    ends = [z for _, z in ranges]
+    assert inside(ranges, ends, 0, 3) is None
+    assert inside(ranges, ends, 0, 10) == {"n": 4, "first": 3, "last": 9}
+    assert inside(ranges, ends, 4, 9) == {"n": 2, "first": 4, "last": 5}   # cut on both sides, hi excluded
+    assert inside(ranges, ends, 10, 20) is None
+    assert inside(ranges, ends, 25, 100) == {"n": 5, "first": 25, "last": 29}
+    assert inside([], [], 0, 100) is None
+
+
+def test_every_commit_of_one_ownership_gets_its_own_answer(tmp_path, spark):
+    """a owns t:0 and skips 10, 30-31 and 45; it commits 20, 25, 40 and 50: three commits ahead, each with the
+    records it passed and the last offset consumed by then; 25 passed nothing."""
+    r = Run(tmp_path / "run", "jsonl").produce("t", 0, range(60))
+    r.event("a", "started", 0, **EAGER).event("a", "assigned", 10, ["t:0"], generation=1)
+    skipped = {10, 30, 31, 45}
+    for i, upto in enumerate((20, 25, 40, 50)):
+        lo = (0, 20, 25, 40)[i]
+        r.consume("a", "t", 0, [o for o in range(lo, upto) if o not in skipped], at=100 + 100 * i, generation=1)
+        r.event("a", "committed", 150 + 100 * i, offsets={"t:0": upto}, generation=1)
+    r.consume("a", "t", 0, range(50, 60), at=600, generation=1)
+    r.event("a", "stopped", 2000)
+    s = analyze(r.write(), spark=spark)
+    got = [(a["committed_offset"], a["from_offset"], a["first_skipped"], a["offsets"], a["skipped"], a["last_consumed"])
+           for a in s["anomalies"] if a["type"] == "commit_ahead"]
+    assert got == [(20, 0, 10, [10, 10], 1, 19), (40, 25, 30, [30, 31], 2, 39), (50, 40, 45, [45, 45], 1, 49)]
+    assert s["checks"]["commit_ahead"]["ownerships_queried"] == 1
