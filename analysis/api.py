@@ -207,15 +207,16 @@ def scan_config(hist: history.History, own: history.Ownership, stall_ms: int) ->
 
 def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_ms, stall_ms, scan, expected_fatal=()) -> dict:
     out: dict = {"anomalies": [], "counts": {}}
-    side = lambda k, i: (sides.get(k) or (0, None, None))[i]  # noqa: E731
-    out["produced_ok"], out["produced_fail"] = side(records.PRODUCED, 0), side(records.FAILED, 0)
-    out["produced_info"], out["consumed_rows"] = side(records.INFO, 0), side(records.CONSUMED, 0)
-    times = [side(k, 1) for k in (records.CONSUMED, records.PRODUCED) if side(k, 1) is not None] + \
+    none = records.SideTotal(0, None, None)
+    produced_side, consumed_side = sides.get(records.PRODUCED, none), sides.get(records.CONSUMED, none)
+    out["produced_ok"], out["produced_fail"] = produced_side.rows, sides.get(records.FAILED, none).rows
+    out["produced_info"], out["consumed_rows"] = sides.get(records.INFO, none).rows, consumed_side.rows
+    times = [t.tmin for t in (consumed_side, produced_side) if t.tmin is not None] + \
         [e.ts for e in hist.events] + [f.injected_at_ms for f in hist.faults]
-    ends = [side(k, 2) for k in (records.CONSUMED, records.PRODUCED) if side(k, 2) is not None] + \
+    ends = [t.tmax for t in (consumed_side, produced_side) if t.tmax is not None] + \
         [e.ts for e in hist.events] + [f.healed_at_ms or f.injected_at_ms for f in hist.faults]
     out["t0"], out["t1"] = (min(times), max(ends)) if times else (0, 0)
-    out["observe_end"] = side(records.CONSUMED, 2) if side(records.CONSUMED, 2) is not None else out["t1"]
+    out["observe_end"] = consumed_side.tmax if consumed_side.tmax is not None else out["t1"]
     bin_ms = max(100, _nice_bin(max(1, out["observe_end"] - out["t0"]) // 200))
     out["rate_bin_ms"] = bin_ms
 

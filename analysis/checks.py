@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 
 from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode, periods_by_key
-from .records import LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, merge_spans
+from .records import LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, Step, merge_spans
 from .records import bits_of as bits
 
 
@@ -276,7 +276,7 @@ class Facts:
     got: dict
     rows: list[dict]
     need_rows: set
-    steps: list[tuple]
+    steps: list[Step]
     query: Callable | None = None          # query(kind, arg) -> rows: a follow-up Spark query, only when needed
     stall_ms: int = 5_000
     observe_end: int = OPEN
@@ -495,10 +495,11 @@ def backwards(x: Facts):
     if getattr(x.steps, "unsequenced", 0):
         info["rows_without_n"] = x.steps.unsequenced  # left out: a file with the column, a row without a value
     out = []
-    for member, topic, partition, period, prev, nxt in x.steps:
-        out.append({"type": "backwards", "topic": topic, "partition": partition, "offsets": [nxt[0], prev[0]], "count": 1,
-                    "members": [member], "generations": list(x.ctx.period_gens(period)), "time_ms": [prev[1], nxt[1]],
-                    "from_offset": prev[0], "to_offset": nxt[0], "period": period})
+    for s in x.steps:
+        prev, nxt = s.before, s.after
+        out.append({"type": "backwards", "topic": s.topic, "partition": s.partition, "offsets": [nxt.offset, prev.offset],
+                    "count": 1, "members": [s.member], "generations": list(x.ctx.period_gens(s.period)),
+                    "time_ms": [prev.ts, nxt.ts], "from_offset": prev.offset, "to_offset": nxt.offset, "period": s.period})
     out.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
     return out, len(out), info
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import bisect
 import json
+from typing import NamedTuple
 
 import numpy as np
 
@@ -151,12 +152,19 @@ def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
     return got
 
 
-def side_totals(got: dict[str, list[dict]]) -> dict[int, tuple]:
-    """side -> (rows, tmin, tmax), over every partition."""
+class SideTotal(NamedTuple):
+    """One side's (produced, consumed, bad rows) totals over every partition."""
+    rows: int
+    tmin: int | None
+    tmax: int | None
+
+
+def side_totals(got: dict[str, list[dict]]) -> dict[int, SideTotal]:
+    """side -> its totals, over every partition."""
     by_side: dict[int, list[dict]] = {}
     for r in got.get("sides", []):
         by_side.setdefault(r["side"], []).append(r)
-    return {side: (sum(r["n"] for r in rows), min((r["tmin"] for r in rows if r["tmin"] is not None), default=None),
+    return {side: SideTotal(sum(r["n"] for r in rows), min((r["tmin"] for r in rows if r["tmin"] is not None), default=None),
                    max((r["tmax"] for r in rows if r["tmax"] is not None), default=None))
             for side, rows in by_side.items()}
 
@@ -177,6 +185,23 @@ LOG_ORDER_NOTE = "backwards judged by log order: exact only when each member's r
 LOG_SCHEMA = ("kind int, mh bigint, th bigint, `partition` int, period bigint, fh bigint, blk bigint, pos bigint, "
               "`offset` bigint, ts bigint, generation int, epoch int, pos2 bigint, offset2 bigint, ts2 bigint, tmin bigint")
 LOG_ROWS = 1 << 20                       # rows a task folds at once (its memory bound): pieces are stitched anyway
+
+
+class At(NamedTuple):
+    """A consumed record, as a step back names its two ends."""
+    offset: int
+    ts: int
+
+
+class Step(NamedTuple):
+    """One step back: inside one ownership ``period`` of (member, topic, partition), the record consumed ``after``
+    ``before`` was not above it."""
+    member: str
+    topic: str
+    partition: int
+    period: int
+    before: At
+    after: At
 
 
 class Steps(list):
@@ -219,7 +244,7 @@ def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order:
     else:
         steps = stitch_steps(segments, inner, _file_ranks(consumed))
     unsequenced = int(np.asarray(table.filter(kind == UNSEQUENCED).column("pos")).sum())
-    return rows, Steps([(name("member", m), name("topic", t), p, period, before, after)
+    return rows, Steps([Step(name("member", m), name("topic", t), p, period, At(*before), At(*after))
                         for m, t, p, period, before, after in steps], by_sequence, unsequenced)
 
 

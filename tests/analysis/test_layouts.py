@@ -72,7 +72,11 @@ def test_ordered_run_finds_every_planted_anomaly(ordered):
     assert summary["checks"]["backwards"]["judged_by"] == "sequence"
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+SLOW_LAYOUTS = {"thousands of files"}  # 2-3 min each here: the nightly's (make test keeps 40 files, and 1,000 below)
+
+
+@pytest.mark.parametrize("layout", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LAYOUTS else name
+                                    for name in LAYOUTS])
 def test_layout_gives_the_same_summary(layout, ordered, tmp_path, spark):
     summary, rows, truth = _analysed(tmp_path / "run", replace(PLAN, **LAYOUTS[layout]), spark)
     ref_summary, ref_rows, _ = ordered
