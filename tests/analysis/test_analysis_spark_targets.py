@@ -23,18 +23,13 @@ import pytest
 from analysis import analyze, cli
 from analysis import spark as S
 from analysis_runs import clean_run, known_run
+from harness.containers import free_loopback_port
 from kafkanet.waiting import require
 
 SPARK_HOME = Path(pyspark.__file__).parent
 READY_TIMEOUT_S = 180
 RUNS = {"clean-jsonl": (clean_run, "jsonl"), "clean-parquet": (clean_run, "parquet"),
         "known-jsonl": (known_run, "jsonl"), "known-parquet": (known_run, "parquet")}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_open(port: int) -> bool:
@@ -95,7 +90,7 @@ def daemons(tmp_path_factory):
     quick_jvm = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"  # start-up and little CPU over peak speed (2 cores)
     daemon_env = dict(env, SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS=quick_jvm,
                       SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false")  # no REST submission port
-    ports = {name: free_port() for name in ("connect", "master", "master_ui", "worker_ui")}
+    ports = {name: free_loopback_port() for name in ("connect", "master", "master_ui", "worker_ui")}
     started: dict[str, Daemon] = {}
     try:
         started["connect"] = Daemon("connect", [
@@ -175,7 +170,7 @@ def one_line_error(err: str) -> list[str]:
 def test_unreachable_connect_server_exits_3_in_seconds(tmp_path, spark, capsys):
     rd = clean_run(tmp_path / "run", "jsonl").write()
     held = S._SESSION
-    url = f"sc://127.0.0.1:{free_port()}"  # nothing listens there
+    url = f"sc://127.0.0.1:{free_loopback_port()}"  # nothing listens there
     t0 = time.monotonic()
     code = cli.main(["analyze", str(rd), "--remote", url])
     took = time.monotonic() - t0
@@ -191,7 +186,7 @@ def test_unreachable_connect_server_exits_3_in_seconds(tmp_path, spark, capsys):
 def test_unreachable_master_exits_3_at_once(tmp_path, spark, capsys):
     rd = clean_run(tmp_path / "run", "jsonl").write()
     held = S._SESSION
-    port = free_port()
+    port = free_loopback_port()
     t0 = time.monotonic()
     code = cli.main(["analyze", str(rd), "--master", f"spark://127.0.0.1:{port}"])
     took = time.monotonic() - t0
