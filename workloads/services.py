@@ -79,7 +79,12 @@ class WorkloadProcess:
         """To the whole process group (a member may be a launcher and its JVM)."""
         if self.alive():
             self.sent.add(sig)
-            os.killpg(self.pid, sig)
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                # the group is gone and the watcher has reaped it, but poll() cannot say so yet: while the watcher
+                # thread holds Popen's waitpid lock, poll() answers None ("not known") instead of the exit code
+                pass
 
     def request_stop(self) -> None:
         self.resume()
