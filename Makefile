@@ -27,7 +27,7 @@ demo: setup ## run the default scenario
 	.venv/bin/kafka-chaos run scenarios/default.yaml
 
 test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests), the slow families left out
-	.venv/bin/python -m pytest -q -rsx --durations=15 -m "not slow"
+	.venv/bin/python -m pytest -q -rsx --durations=40 -m "not slow"
 
 NIGHTLY_DIR ?= nightly
 NIGHT := $(NIGHTLY_DIR)/$(shell date -u +%Y%m%d-%H%M)
