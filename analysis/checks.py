@@ -21,7 +21,8 @@ from typing import Callable, NamedTuple
 
 from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode, periods_by_key
-from .records import LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, Step, merge_spans
+from .records import (LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, CommitAsked, DeliveryWindow, OwnershipAsked,
+                      Span, Step, merge_spans)
 from .records import bits_of as bits
 
 
@@ -36,8 +37,7 @@ class Delivery:
 
 
 class DupRange(NamedTuple):
-    """Offsets first..last of one partition, each delivered to exactly the same deliveries, with one budget verdict
-    (first and last stand third and fourth, as :func:`_merge` reads them)."""
+    """Offsets first..last of one partition, each delivered to exactly the same deliveries, with one budget verdict."""
     topic: str
     partition: int
     first: int
@@ -103,28 +103,42 @@ def _gens(row, ctx: Context) -> tuple:
 
 
 # ------------------------------------------------------------------------------------------- duplicates
-def pair_verdict(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int):
-    """The part of the budget rule that does not depend on the offset: (verdict, reason, commit) where a
-    "within" verdict still needs offset >= commit.offset (when there is a commit)."""
+class Verdict(NamedTuple):
+    """The budget verdict of one re-delivery ("within", "over" or "unknown") and why."""
+    budget: str
+    reason: str
+
+
+class PairVerdict(NamedTuple):
+    """The verdict of a pair of deliveries whatever the offset, but for ``commit``: a "within" verdict turns "over"
+    below the last commit (None: none) of ``owner``, the previous delivery's ownership, before that ownership ended."""
+    budget: str
+    reason: str
+    owner: Period | None = None
+    commit: Commit | None = None
+
+
+def pair_verdict(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int) -> PairVerdict:
+    """The part of the budget rule that does not depend on the offset."""
     if not ctx.history.has_events:
-        return "unknown", "no events", None
+        return PairVerdict("unknown", "no events")
     for d in (prev, cur):
         if d.period == NO_EVENTS_PERIOD:
-            return "unknown", f"member {d.member} logged no events", None
+            return PairVerdict("unknown", f"member {d.member} logged no events")
     if prev.period >= 0 and prev.member == cur.member and prev.period == cur.period:
-        return "over", f"re-delivered to {cur.member} inside the same ownership (a step back, not a rebalance)", None
+        return PairVerdict("over", f"re-delivered to {cur.member} inside the same ownership (a step back, not a rebalance)")
     if prev.period == OUTSIDE_PERIOD:
-        return "over", f"first delivered to {prev.member} while it did not own the partition", None
+        return PairVerdict("over", f"first delivered to {prev.member} while it did not own the partition")
     if cur.period == OUTSIDE_PERIOD:
-        return "over", f"re-delivered to {cur.member} while it did not own the partition", None
+        return PairVerdict("over", f"re-delivered to {cur.member} while it did not own the partition")
     owner = ctx.periods[prev.period]
     if owner.end > cur.t0:
-        return "over", f"{owner.member} still owned the partition when {cur.member} consumed it again (two owners)", None
+        return PairVerdict("over", f"{owner.member} still owned the partition when {cur.member} consumed it again (two owners)")
     c = ctx.last_commit(owner.member, topic, partition, owner.start, cur.t0)
-    return "within", f"in {owner.member}'s uncommitted tail after it was {owner.end_kind}", (c, owner)
+    return PairVerdict("within", f"in {owner.member}'s uncommitted tail after it was {owner.end_kind}", owner, c)
 
 
-def _pair(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, cache: dict):
+def _pair(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, cache: dict) -> PairVerdict:
     key = (id(prev), id(cur))
     if key not in cache:
         cache[key] = pair_verdict(ctx, prev, cur, topic, partition)
@@ -133,20 +147,19 @@ def _pair(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: in
 
 def commit_cut(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, cache: dict) -> Commit | None:
     """The commit below which this pair's "within" verdict turns "over" (None: the verdict holds for any offset)."""
-    verdict, _, extra = _pair(ctx, prev, cur, topic, partition, cache)
-    return extra[0] if verdict == "within" and extra is not None else None
+    return _pair(ctx, prev, cur, topic, partition, cache).commit
 
 
-def classify_budget(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, offset: int, cache: dict):
-    """("within" | "over" | "unknown", reason) for one re-delivery. Within budget means: the previous delivery
-    was by an owner whose ownership had ended (revoked, lost, left) before this one, and the offset is at or
-    above that owner's last successful commit (Kafka's committed offset: the next one to consume)."""
-    verdict, reason, extra = _pair(ctx, prev, cur, topic, partition, cache)
-    if verdict == "within" and extra is not None:
-        c, owner = extra
-        if c is not None and offset < c.offset:
-            return "over", f"below {owner.member}'s last commit ({c.offset}) before its ownership ended ({owner.end_kind})"
-    return verdict, reason
+def classify_budget(ctx: Context, prev: Delivery, cur: Delivery, topic: str, partition: int, offset: int,
+                    cache: dict) -> Verdict:
+    """The verdict of one re-delivery. Within budget means: the previous delivery was by an owner whose ownership had
+    ended (revoked, lost, left) before this one, and the offset is at or above that owner's last successful commit
+    (Kafka's committed offset: the next one to consume)."""
+    v = _pair(ctx, prev, cur, topic, partition, cache)
+    if v.commit is not None and v.owner is not None and offset < v.commit.offset:
+        return Verdict("over", f"below {v.owner.member}'s last commit ({v.commit.offset}) before its ownership ended "
+                               f"({v.owner.end_kind})")
+    return Verdict(v.budget, v.reason)
 
 
 def duplicate_blocks_needing_rows(ctx: Context, groups: list[dict]) -> set[tuple]:
@@ -172,10 +185,32 @@ def duplicate_blocks_needing_rows(ctx: Context, groups: list[dict]) -> set[tuple
     return need
 
 
-def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list[dict], list[dict], dict]:
-    """(duplicate anomalies, duplicate_over_budget anomalies, stats). Offsets delivered to the same deliveries are
-    judged as one range, cut only where a commit makes the budget rule change its verdict: the work grows with
-    the blocks re-delivered, not with their offsets."""
+class Duplicates(NamedTuple):
+    """What :func:`duplicates` found: the ``duplicate`` and ``duplicate_over_budget`` anomalies, and their counts."""
+    anomalies: list[dict]
+    over_budget: list[dict]
+    stats: dict
+
+
+class RepeatedSlot(NamedTuple):
+    """Offset ``slot`` (0..63) of a block, delivered more than once: to ``deliveries``, in delivery order (``ids``:
+    theirs, which the slots next to it must share to join its range)."""
+    slot: int
+    deliveries: list[Delivery]
+    ids: tuple
+
+    @property
+    def first(self) -> int:
+        return self.slot
+
+    @property
+    def last(self) -> int:
+        return self.slot
+
+
+def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates:
+    """Offsets delivered to the same deliveries are judged as one range, cut only where a commit makes the budget rule
+    change its verdict: the work grows with the blocks re-delivered, not with their offsets."""
     drilled = defaultdict(list)
     for r in rows:
         drilled[(r["topic"], r["partition"], r["offset"] >> 6)].append(r)
@@ -195,10 +230,10 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
         cuts = sorted({c.offset for c in commits if c is not None and lo < c.offset <= hi})
         for a, z in zip([lo] + cuts, cuts + [hi + 1]):  # the verdict is the same for every offset of [a, z)
             verdicts = [classify_budget(ctx, ds[i - 1], ds[i], topic, partition, a, cache) for i in range(1, len(ds))]
-            over = [r for v, r in verdicts if v == "over"]
-            unknown = [r for v, r in verdicts if v == "unknown"]
+            over = [v.reason for v in verdicts if v.budget == "over"]
+            unknown = [v.reason for v in verdicts if v.budget == "unknown"]
             budget = "over" if over else ("unknown" if unknown else "within")
-            reason = over[0] if over else (unknown[0] if unknown else verdicts[0][1])
+            reason = over[0] if over else (unknown[0] if unknown else verdicts[0].reason)
             items.append(DupRange(topic, partition, a, z - 1, len(ds), members, gens, budget, reason, t0, t1))
 
     for key in sorted(by_block):
@@ -221,9 +256,9 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
         for d, m in pairs:
             for j in bits(m):
                 slots[j].append(d)
-        repeated = [(slots[j], tuple(map(id, slots[j])), j, j) for j in sorted(slots) if len(slots[j]) > 1]
-        for run in _merge(repeated, lambda it: it[1]):  # consecutive offsets with the same deliveries: one range
-            add(topic, partition, b * 64 + run[0][2], b * 64 + run[-1][3], run[0][0])
+        repeated = [RepeatedSlot(j, slots[j], tuple(map(id, slots[j]))) for j in sorted(slots) if len(slots[j]) > 1]
+        for run in _merge(repeated, lambda it: it.ids):  # consecutive offsets with the same deliveries: one range
+            add(topic, partition, b * 64 + run[0].first, b * 64 + run[-1].last, run[0].deliveries)
     dup, over_list = [], []
     for group in _merge(items, lambda it: (it.topic, it.partition, it.members, it.gens, it.budget, it.reason)):
         head = group[0]
@@ -238,14 +273,14 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> tuple[list
              "extra_deliveries": sum((it.deliveries - 1) * it.width for it in items),
              "over_budget_offsets": sum(it.width for it in items if it.budget == "over"),
              "unknown_budget_offsets": sum(it.width for it in items if it.budget == "unknown")}
-    return dup, over_list, stats
+    return Duplicates(dup, over_list, stats)
 
 
 def _merge(items, signature):
-    """Group ranges of equal signature that follow each other (item[2]..item[3]: first and last offset)."""
+    """Group ranges of equal signature that follow each other (each item's ``first`` and ``last`` offset)."""
     out, cur = [], []
     for it in items:
-        if cur and signature(it) == signature(cur[-1]) and it[2] == cur[-1][3] + 1:
+        if cur and signature(it) == signature(cur[-1]) and it.first == cur[-1].last + 1:
             cur.append(it)
         else:
             if cur:
@@ -256,12 +291,18 @@ def _merge(items, signature):
     return out
 
 
-def _ranges(offsets: list[int]) -> list[tuple[int, int]]:
-    """Index ranges [i, j) of consecutive offsets in a sorted list."""
+class IndexRange(NamedTuple):
+    """Items [start, stop) of a list."""
+    start: int
+    stop: int
+
+
+def _ranges(offsets: list[int]) -> list[IndexRange]:
+    """The index ranges of consecutive offsets in a sorted list."""
     out, i = [], 0
     for j in range(1, len(offsets) + 1):
         if j == len(offsets) or offsets[j] != offsets[j - 1] + 1:
-            out.append((i, j))
+            out.append(IndexRange(i, j))
             i = j
     return out
 
@@ -290,6 +331,14 @@ class Facts:
         return self.memo[key]
 
 
+class CheckResult(NamedTuple):
+    """What a check returns: its anomalies, its count in its unit (``total``: a tuple's ``count`` is a method) and
+    what else it tells (its info; a ``status`` there replaces "ran")."""
+    anomalies: list[dict]
+    total: int
+    info: dict
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -297,7 +346,7 @@ class Check:
     invalidates: bool
     unit: str
     color: str
-    run: Callable           # Facts -> (anomalies, count, info dict); may raise Undecided
+    run: Callable           # Facts -> CheckResult; may raise Undecided
 
 
 REGISTRY: dict[str, Check] = {}
@@ -315,18 +364,19 @@ def invalid_types() -> tuple:
 
 
 # ------------------------------------------------------------------------------------------------ checks
-def _duplicates(x: Facts):
+def _duplicates(x: Facts) -> Duplicates:
     rows = [r for r in x.rows if (r["topic"], r["partition"], r["offset"] >> 6) in x.need_rows]
     return x.once("dup", lambda: duplicates(x.ctx, x.got.get("groups", []), rows))
 
 
 @check("duplicate", invalidates=False, unit="distinct topic/partition/offset consumed more than once", color="#8c8c8c")
 def duplicate_check(x: Facts):
-    dup, _, st = _duplicates(x)
+    found = _duplicates(x)
+    st = found.stats
     extra = sum(r["extra"] for r in x.got.get("stats", []))
     if st["extra_deliveries"] != extra:
         raise AssertionError(f"block counts say {extra} extra deliveries, records say {st['extra_deliveries']}")
-    return dup, st["duplicated_offsets"], {"extra_deliveries": st["extra_deliveries"]}
+    return CheckResult(found.anomalies, st["duplicated_offsets"], {"extra_deliveries": st["extra_deliveries"]})
 
 
 # ------------------------------------------------------------------------------------------------- losses
@@ -343,6 +393,22 @@ class LossWindow:
     member: str
     mode: str
     crashed_at: int
+
+
+class LostOffset(NamedTuple):
+    """An acked record nobody consumed: its ``offset``, the ``block`` row (check_groups' "dirty") it is in, and the
+    loss window that explains it (None: none does)."""
+    offset: int
+    block: dict
+    window: LossWindow | None
+
+    @property
+    def first(self) -> int:
+        return self.offset
+
+    @property
+    def last(self) -> int:
+        return self.offset
 
 
 def crashes(h: History) -> dict[str, list[int]]:
@@ -404,11 +470,11 @@ def _losses(x: Facts):
         for (topic, partition), rs in sorted(by_tp.items()):
             cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
             ws = windows.get((topic, partition), [])
-            budget = [next((w for w in ws if w.lo <= o <= w.hi), None) for o, _ in cells]
-            for run in _merge([(c, w, c[0], c[0]) for c, w in zip(cells, budget)], lambda it: it[1]):
-                window, offsets = run[0][1], [c[0] for c, *_ in run]
-                t0 = min(c[1]["ptmin"] for c, *_ in run)
-                t1 = max(max(c[1]["ptmax"], c[1]["ctmax"] or c[1]["ptmax"]) for c, *_ in run)
+            lost_offsets = [LostOffset(o, r, next((w for w in ws if w.lo <= o <= w.hi), None)) for o, r in cells]
+            for run in _merge(lost_offsets, lambda it: it.window):
+                window, offsets = run[0].window, [it.offset for it in run]
+                t0 = min(it.block["ptmin"] for it in run)
+                t1 = max(max(it.block["ptmax"], it.block["ctmax"] or it.block["ptmax"]) for it in run)
                 owners = x.ctx.owners_during(topic, partition, t0, t1)
                 kind = "lost" if window is None else "lost_within_budget"
                 a = {"type": kind, "topic": topic, "partition": partition, "offsets": [offsets[0], offsets[-1]],
@@ -428,14 +494,14 @@ def _losses(x: Facts):
 @check("lost", unit="acked (ok) records never consumed, outside any loss budget", color="#d62728")
 def lost(x: Facts):
     out, counts = _losses(x)
-    return out["lost"], counts["lost"], {}
+    return CheckResult(out["lost"], counts["lost"], {})
 
 
 @check("lost_within_budget", invalidates=False, needs=("events",), unit="acked records never consumed that a crashed "
        "at-most-once member (commit: auto or before_process) had committed", color="#f7b6d2")
 def lost_within_budget(x: Facts):
     out, counts = _losses(x)
-    return out["lost_within_budget"], counts["lost_within_budget"], {}
+    return CheckResult(out["lost_within_budget"], counts["lost_within_budget"], {})
 
 
 @check("duplicate_write", needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",
@@ -458,7 +524,7 @@ def duplicate_writes(x: Facts):
                     "offsets": [rs[0]["offset"], rs[-1]["offset"]], "count": 1, "members": [], "generations": [],
                     "time_ms": [min(r["tmin"] for r in rs), max(r["tmax"] for r in rs)], "producer_id": pid, "seq": seq,
                     "copies": [f"{r['topic']}:{r['partition']}@{r['offset']}" for r in rs]})
-    return out, len(out), {"unacked_records": len(cells)}
+    return CheckResult(out, len(out), {"unacked_records": len(cells)})
 
 
 @check("skip", needs=("events",), unit="known records a member did not consume inside one ownership of a partition",
@@ -476,12 +542,13 @@ def skips(x: Facts):
         member, topic, partition, period = key
         offs = sorted(skipped[key])
         total += len(offs)
-        for i, j in _ranges(offs):
-            times = [skipped[key][o] for o in offs[i:j]]
-            anomalies.append({"type": "skip", "topic": topic, "partition": partition, "offsets": [offs[i], offs[j - 1]],
-                              "count": j - i, "members": [member], "generations": list(x.ctx.period_gens(period)),
+        for r in _ranges(offs):
+            times = [skipped[key][o] for o in offs[r.start:r.stop]]
+            anomalies.append({"type": "skip", "topic": topic, "partition": partition,
+                              "offsets": [offs[r.start], offs[r.stop - 1]], "count": r.stop - r.start,
+                              "members": [member], "generations": list(x.ctx.period_gens(period)),
                               "time_ms": [min(t[0] for t in times), max(t[1] for t in times)], "period": period})
-    return anomalies, total, {}
+    return CheckResult(anomalies, total, {})
 
 
 @check("backwards", needs=("events",), unit="times a member's next consumed record (by its consumption sequence n, "
@@ -501,7 +568,7 @@ def backwards(x: Facts):
                     "count": 1, "members": [s.member], "generations": list(x.ctx.period_gens(s.period)),
                     "time_ms": [prev.ts, nxt.ts], "from_offset": prev.offset, "to_offset": nxt.offset, "period": s.period})
     out.sort(key=lambda a: (a["topic"], a["partition"], a["time_ms"][0]))
-    return out, len(out), info
+    return CheckResult(out, len(out), info)
 
 
 @check("commit_regression", needs=("events",), unit="times a partition's committed offset went down", color="#17becf")
@@ -521,7 +588,7 @@ def commit_regressions(x: Facts):
                             "generations": sorted({g for g in (prev.generation, cur.generation) if g is not None and g >= 0}),
                             "time_ms": [prev.eff_ts, cur.eff_ts], "from_offset": prev.offset, "to_offset": cur.offset,
                             "by": cur.member})
-    return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok)}
+    return CheckResult(out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok)})
 
 
 # ------------------------------------------------------------------------------------------ commit ahead
@@ -548,10 +615,17 @@ def start_position(cs: list[Commit], times: list[int], own: set, until: int) -> 
     return cs[i].offset if i >= 0 else 0
 
 
-def commit_spans(x: Facts) -> list[tuple[Commit, Period, int]]:
-    """(commit, its ownership, lo) for every successful commit that vouches for offsets [lo, commit.offset): lo is the
-    member's previous commit in that ownership, or its start position (:func:`start_position`, looked up by the
-    member's first delivery in the ownership, so that a previous owner's commit logged a little late still counts)."""
+class CommitSpan(NamedTuple):
+    """A successful ``commit`` in its ``ownership``, vouching for offsets [lo, commit.offset)."""
+    commit: Commit
+    ownership: Period
+    lo: int
+
+
+def commit_spans(x: Facts) -> list[CommitSpan]:
+    """Every successful commit that vouches for some offsets: from ``lo``, the member's previous commit in that
+    ownership, or its start position (:func:`start_position`, looked up by the member's first delivery in the
+    ownership, so that a previous owner's commit logged a little late still counts)."""
     h, by_key = x.history, periods_by_key(x.history.periods)
     first = {(r["member"], r["topic"], r["partition"], r["period"]): r["tmin"] for r in x.got.get("periods", [])}
     ok = sorted((c for c in h.commits if c.ok), key=lambda c: (c.ts, c.line))
@@ -570,14 +644,15 @@ def commit_spans(x: Facts) -> list[tuple[Commit, Period, int]]:
             tp = (c.topic, c.partition)
             lo = max(start_position(by_tp[tp], times[tp], own, until), done)
             if c.offset > lo:
-                out.append((c, p, lo))
+                out.append(CommitSpan(c, p, lo))
             done = max(done, c.offset)
     return out
 
 
-def _cleared(x: Facts, c: Commit, p: Period, lo: int) -> bool:
-    """The groups prove that the member consumed every known record of [lo, c.offset) in its ownership: the range
-    lies inside the offsets it consumed there, and no known record inside those was skipped."""
+def _cleared(x: Facts, span: CommitSpan) -> bool:
+    """The groups prove that the member consumed every known record the commit vouches for in its ownership: the
+    range lies inside the offsets it consumed there, and no known record inside those was skipped."""
+    c, p, lo = span
     r = x.once("consumed_ranges", lambda: {(r["member"], r["topic"], r["partition"], r["period"]): r
                                             for r in x.got.get("periods", [])}).get((c.member, c.topic, c.partition, p.id))
     if r is None or lo < r["omin"] or c.offset - 1 > r["omax"]:
@@ -600,6 +675,17 @@ def _fetching_until(by_key: dict, p: Period) -> int:
     return min([p.logged_end] + [t - 1 for t in later])
 
 
+def ownerships_asked(spans: list[CommitSpan], by_key: dict) -> list[OwnershipAsked]:
+    """One question per ownership, however many commits it has; a commit's id is its place in ``spans``."""
+    commits: dict[int, list[CommitAsked]] = {}
+    ownerships: dict[int, Period] = {}
+    for i, (c, p, lo) in enumerate(spans):
+        ownerships.setdefault(p.id, p)
+        commits.setdefault(p.id, []).append(CommitAsked(i, lo, c.offset, c.ts))
+    return [OwnershipAsked(p.id, p.member, p.topic, p.partition, p.start, _fetching_until(by_key, p), commits[p.id])
+            for p in ownerships.values()]
+
+
 @check("commit_ahead", needs=("events",), unit="successful commits past an acked record the member never consumed in "
        "that ownership", color="#ad494a")
 def commit_ahead(x: Facts):
@@ -614,12 +700,8 @@ def commit_ahead(x: Facts):
     commit; the rest are settled by one Spark query keyed by ownership (``records.commits_ahead``). One row per commit: the committed
     offset, the last offset the member had consumed in [lo, C) by then (null: none), the first acked offset it
     skipped, and how many acked records it skipped (``skipped``)."""
-    spans = [s for s in commit_spans(x) if not _cleared(x, *s)]
-    by_key = periods_by_key(x.history.periods)
-    by_period: dict[int, tuple[Period, list[tuple]]] = {}  # one question per ownership, however many commits it has
-    for i, (c, p, lo) in enumerate(spans):
-        by_period.setdefault(p.id, (p, []))[1].append((i, lo, c.offset, c.ts))
-    asked = [(p.id, p.member, p.topic, p.partition, p.start, _fetching_until(by_key, p), cs) for p, cs in by_period.values()]
+    spans = [s for s in commit_spans(x) if not _cleared(x, s)]
+    asked = ownerships_asked(spans, periods_by_key(x.history.periods))
     found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
     budgets = loss_windows(x.ctx)
     out = []
@@ -637,32 +719,33 @@ def commit_ahead(x: Facts):
                     "reason": f"{c.member} committed {c.offset} having consumed "
                               f"{'nothing' if last is None else f'up to {last}'} since {lo}: {r['n']} acked record(s) "
                               f"from {r['first']} never consumed in that ownership"})
-    return out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok), "queried": len(spans),
-                           "ownerships_queried": len(asked)}
+    return CheckResult(out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok), "queried": len(spans),
+                                       "ownerships_queried": len(asked)})
 
 
 @check("duplicate_over_budget", needs=("events",), unit="duplicated offsets not explained by a revoked owner's "
        "uncommitted tail", color="#e377c2")
 def over_budget(x: Facts):
-    _, over, st = _duplicates(x)
+    found = _duplicates(x)
+    st = found.stats
     info = {"within_budget_offsets": st["duplicated_offsets"] - st["over_budget_offsets"] - st["unknown_budget_offsets"]}
     if st["unknown_budget_offsets"]:
         info.update(status="unknown", undecided_offsets=st["unknown_budget_offsets"], reason="some members logged no events")
-    return over, st["over_budget_offsets"], info
+    return CheckResult(found.over_budget, st["over_budget_offsets"], info)
 
 
 # --------------------------------------------------------------------------------------------- liveness
-def delivery_spans(x: Facts) -> dict[tuple[str, int], list[tuple[int, int, int]]]:
-    """(topic, partition) -> [(from ms, to ms, highest offset delivered)]: when the partition was delivered,
-    with no gap above stall_ms inside a span. The executor's spans, with the records of the blocks it could
-    not settle (records.stall_blocks, read back) added as points."""
+def delivery_spans(x: Facts) -> dict[tuple[str, int], list[Span]]:
+    """(topic, partition) -> when the partition was delivered, with no gap above stall_ms inside a span. The
+    executor's spans, with the records of the blocks it could not settle (records.stall_blocks, read back) added
+    as points."""
     spans = defaultdict(list)
     for r in x.got.get("spans", []):
-        spans[(r["topic"], r["partition"])].append((r["start"], r["end"], r["omax"]))
+        spans[(r["topic"], r["partition"])].append(Span(r["start"], r["end"], r["omax"]))
     blocks = {(r["topic"], r["partition"], r["b"]) for r in x.got.get("stall_blocks", [])}
     for r in x.rows:
         if (r["topic"], r["partition"], r["offset"] >> 6) in blocks:
-            spans[(r["topic"], r["partition"])].append((r["ts"], r["ts"], r["offset"]))
+            spans[(r["topic"], r["partition"])].append(Span(r["ts"], r["ts"], r["offset"]))
     return {tp: merge_spans(*zip(*ss), x.stall_ms) for tp, ss in spans.items()}
 
 
@@ -670,40 +753,47 @@ def rounds(x: Facts) -> list[dict]:
     return x.once("rounds", lambda: figures.rounds(x.history))
 
 
-def dead(x: Facts) -> dict[str, list[tuple[int, int]]]:
+class Interval(NamedTuple):
+    """From ``start`` to ``end`` (ms)."""
+    start: int
+    end: int
+
+
+def dead(x: Facts) -> dict[str, list[Interval]]:
     return x.once("dead", lambda: _dead(x.history))
 
 
-def _subtract(span: tuple[int, int], cuts: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """What is left of [a, z] once every interval of ``cuts`` is taken out."""
+def _subtract(span: Interval, cuts: list[Interval]) -> list[Interval]:
+    """What is left of ``span`` once every interval of ``cuts`` is taken out."""
     left, (a, z) = [], span
     for lo, hi in sorted(cuts):
         if hi < a or lo > z:
             continue
         if lo > a:
-            left.append((a, lo))
+            left.append(Interval(a, lo))
         a = max(a, hi)
     if a < z:
-        left.append((a, z))
+        left.append(Interval(a, z))
     return left
 
 
-def _dead(h: History) -> dict[str, list[tuple[int, int]]]:
-    """member -> [(killed at, started again at)]: when its process was not running."""
+def _dead(h: History) -> dict[str, list[Interval]]:
+    """member -> when its process was not running: from a kill to its next start."""
     starts = defaultdict(list)
     for e in h.events:
         if e.kind == "started":
             starts[e.member].append(e.ts)
-    return {m: [(t, min((s for s in starts[m] if s > t), default=OPEN)) for t in ts] for m, ts in crashes(h).items()}
+    return {m: [Interval(t, min((s for s in starts[m] if s > t), default=OPEN)) for t in ts]
+            for m, ts in crashes(h).items()}
 
 
-def _not_watched(x: Facts, topic: str, partition: int) -> list[tuple[int, int]]:
+def _not_watched(x: Facts, topic: str, partition: int) -> list[Interval]:
     """When a stall of this partition is not the group's fault to avoid: no owner (in the group's view), its
     owner's process not running, or a rebalance under way."""
     owned = []
     for p in x.ctx.owners.get((topic, partition), []):
-        owned += _subtract((p.start, min(p.end, x.observe_end)), dead(x).get(p.member, []))
-    return _subtract((-OPEN, OPEN), owned) + [(r["start_ms"], r["end_ms"]) for r in rounds(x)]
+        owned += _subtract(Interval(p.start, min(p.end, x.observe_end)), dead(x).get(p.member, []))
+    return _subtract(Interval(-OPEN, OPEN), owned) + [Interval(r["start_ms"], r["end_ms"]) for r in rounds(x)]
 
 
 def assignment_waits(x: Facts) -> list[dict]:
@@ -717,7 +807,7 @@ def assignment_waits(x: Facts) -> list[dict]:
 
     def close(member, since, until, open_):
         a = max(since, formed) if formed is not None else since
-        z = min([until] + [k for k, _ in dead(x).get(member, []) if a < k < until])
+        z = min([until] + [d.start for d in dead(x).get(member, []) if a < d.start < until])
         if z - a > x.stall_ms:
             out.append({"type": "stall", "topic": None, "partition": None, "offsets": None, "count": 1,
                         "members": [member], "generations": [], "time_ms": [a, z], "stalled_ms": z - a,
@@ -755,10 +845,16 @@ class Gap(NamedTuple):
         return self.topic, self.partition, self.top
 
 
-def _waiting_since(bounds: tuple, last: int | None, nxt: int):
-    """When a gap from ``last`` (a delivery, or None) to ``nxt`` began to hold back acked records, given bounds
-    (lo, hi) on when the first record above everything delivered was acked (None: none was, or not before nxt);
-    ``...`` when the bounds cannot say."""
+class AckBounds(NamedTuple):
+    """Bounds on when the first record above an offset was acked (records.first_ack; both None: none was)."""
+    lo: int | None
+    hi: int | None
+
+
+def _waiting_since(bounds: AckBounds, last: int | None, nxt: int):
+    """When a gap from ``last`` (a delivery, or None) to ``nxt`` began to hold back acked records, given the bounds on
+    when the first record above everything delivered was acked (None: none was, or not before nxt); ``...`` when
+    the bounds cannot say."""
     lo, hi = bounds
     if lo is None or lo >= nxt:
         return None
@@ -785,28 +881,29 @@ def stall(x: Facts):
         tp, top = (r["topic"], r["partition"]), -1
         ss = spans.get((r["topic"], r["partition"]), [])
         prev = None
-        for a, z, o in ss + [(x.observe_end, x.observe_end, -1)]:
-            if a - (prev if prev is not None else -OPEN) > x.stall_ms:
-                gaps.append(Gap(*tp, prev, a, top))
-            prev, top = z, max(top, o)
-    acked = {(r["topic"], r["partition"], r["top"]): (r["lo"], r["hi"]) for r in x.got.get("acks", [])}
-    unsure = {g.waiting_key for g in gaps if _waiting_since(acked.get(g.waiting_key, (0, None)), g.last, g.nxt) is ...}
+        for s in ss + [Span(x.observe_end, x.observe_end, -1)]:
+            if s.start - (prev if prev is not None else -OPEN) > x.stall_ms:
+                gaps.append(Gap(*tp, prev, s.start, top))
+            prev, top = s.end, max(top, s.top)
+    acked = {(r["topic"], r["partition"], r["top"]): AckBounds(r["lo"], r["hi"]) for r in x.got.get("acks", [])}
+    unsure = {g.waiting_key for g in gaps
+              if _waiting_since(acked.get(g.waiting_key, AckBounds(0, None)), g.last, g.nxt) is ...}
     if unsure:  # exact: the first ack above a block's end (the executor's), and the block's own rows above top
         rows = defaultdict(list)
         for r in x.query("acked_in_block", unsure):
             rows[(r["topic"], r["partition"], r["offset"] >> 6)].append(r)
         for topic, partition, top in unsure:
             end = acked[(topic, partition, top | 63)]
-            assert end[0] == end[1], f"no exact first ack after {topic}:{partition}@{top | 63}"
-            times = [r["ts"] for r in rows[(topic, partition, top >> 6)] if r["offset"] > top] + [end[0]]
+            assert end.lo == end.hi, f"no exact first ack after {topic}:{partition}@{top | 63}"
+            times = [r["ts"] for r in rows[(topic, partition, top >> 6)] if r["offset"] > top] + [end.lo]
             first = min((t for t in times if t is not None), default=None)
-            acked[(topic, partition, top)] = (first, first)
+            acked[(topic, partition, top)] = AckBounds(first, first)
     out = []
     for topic, partition, last, nxt, top in gaps:
         start = _waiting_since(acked[(topic, partition, top)], last, nxt)
         if start is None:
             continue
-        for a, z in _subtract((start, nxt), _not_watched(x, topic, partition)):
+        for a, z in _subtract(Interval(start, nxt), _not_watched(x, topic, partition)):
             if z - a > x.stall_ms:
                 owners = x.ctx.owners_during(topic, partition, a, z)
                 members = sorted({p.member for p in owners})
@@ -818,7 +915,24 @@ def stall(x: Facts):
                             "reason": f"nothing delivered for {(z - a) / 1000:.1f} s while acked records waited, "
                                       f"owner {', '.join(members) or '?'} alive"})
     out += waits
-    return out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure)}
+    return CheckResult(out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure)})
+
+
+class SplitWindow(NamedTuple):
+    """Where rebalance ``rebalance`` (one of :func:`rounds`) gave a partition to two members and both still owned it
+    (ownerships ``a`` and ``b``): from ``start`` to ``end``; ``id`` names it in the question to Spark."""
+    id: int
+    topic: str
+    partition: int
+    a: Period
+    b: Period
+    start: int
+    end: int
+    rebalance: dict
+
+    @property
+    def asked(self) -> DeliveryWindow:
+        return DeliveryWindow(self.id, self.topic, self.partition, self.a.member, self.b.member, self.start, self.end)
 
 
 @check("split_ownership", needs=("events",), unit="partitions one rebalance gave to two members that both delivered "
@@ -827,7 +941,7 @@ def split_ownership(x: Facts):
     """One rebalance round ends with the same partition owned by two of the members it assigned, each by its own
     log, and both deliver records of it while their ownerships overlap (KAFKA-7026). A member that was frozen
     and still believes in an older assignment (a zombie) took no part in the round: that is not a split."""
-    windows = {}
+    windows: dict[tuple[int, int], SplitWindow] = {}
     for r in rounds(x):
         owners = defaultdict(list)
         for p in x.history.periods:
@@ -837,15 +951,14 @@ def split_ownership(x: Facts):
             for i, a in enumerate(ps):
                 for b in ps[i + 1:]:
                     lo, hi = max(a.start, b.start), min(a.logged_end, b.logged_end, x.observe_end)
-                    windows.setdefault((a.id, b.id), (len(windows), topic, partition, a, b, lo, hi, r))
+                    windows.setdefault((a.id, b.id), SplitWindow(len(windows), topic, partition, a, b, lo, hi, r))
     if not windows:
-        return [], 0, {}
-    per_member, twice = x.query("window_deliveries", [(w, t, p, a.member, b.member, lo, hi)
-                                                      for w, t, p, a, b, lo, hi, _ in windows.values()])
+        return CheckResult([], 0, {})
+    per_member, twice = x.query("window_deliveries", [w.asked for w in windows.values()])
     delivered = {(r["w"], r["member"]): r["count"] for r in per_member}
     both = {r["w"]: r for r in twice}
     out = []
-    for w, topic, partition, a, b, lo, hi, rnd in sorted(windows.values(), key=lambda v: v[0]):
+    for w, topic, partition, a, b, lo, hi, rnd in sorted(windows.values(), key=lambda v: v.id):
         if not (delivered.get((w, a.member)) and delivered.get((w, b.member))):
             continue
         d = both.get(w, {"n": 0})
@@ -856,7 +969,7 @@ def split_ownership(x: Facts):
                     "time_ms": [lo, hi], "round": rnd["index"], "delivered_twice": d["n"],
                     "delivered": {a.member: delivered[(w, a.member)], b.member: delivered[(w, b.member)]},
                     "reason": f"rebalance #{rnd['index']} gave it to both; {d['n']} record(s) delivered by both"})
-    return out, len(out), {}
+    return CheckResult(out, len(out), {})
 
 
 # ------------------------------------------------------------------------------------------ member ends
@@ -871,11 +984,17 @@ def fatal_ends(h: History) -> list:
             or (e.kind == "crashed" and e.facts.get("signal"))]
 
 
-def _drawn_by(h: History, member: str, error: str, at: int) -> tuple[dict, str] | None:
-    """(hit, fault id) of the last request of this member a fault answered with this very error, before ``at``."""
-    hits = [(hit, f.id) for f in h.faults if f.params.get("error") == error for hit in f.hits
+class Drawn(NamedTuple):
+    """A request of a member's that a fault (``fault_id``) answered with an error: the fault's ``hit`` row."""
+    hit: dict
+    fault_id: str
+
+
+def _drawn_by(h: History, member: str, error: str, at: int) -> Drawn | None:
+    """The last request of this member a fault answered with this very error, before ``at``."""
+    hits = [Drawn(hit, f.id) for f in h.faults if f.params.get("error") == error for hit in f.hits
             if hit.get("member") == member and hit.get("at_ms", OPEN) <= at]
-    return max(hits, key=lambda x: x[0]["at_ms"], default=None)
+    return max(hits, key=lambda d: d.hit["at_ms"], default=None)
 
 
 def _expected_by(x: Facts, member: str, at: int) -> str | None:
@@ -901,7 +1020,7 @@ def member_fatal(x: Facts):
         text = (e.detail or "").removeprefix(f"{error}: ")
         drawn = _drawn_by(h, e.member, error, e.ts)
         generation = e.generation if e.generation is not None and e.generation >= 0 else \
-            (drawn[0].get("generation") if drawn else None)
+            (drawn.hit.get("generation") if drawn else None)
         by = _expected_by(x, e.member, e.ts)
         if by is not None:
             expected.append({"member": e.member, "error": error, "time_ms": e.ts, "expected_by": by})
@@ -910,11 +1029,11 @@ def member_fatal(x: Facts):
         out.append({"type": "member_fatal", "topic": None, "partition": None, "offsets": None, "count": 1,
                     "members": [e.member], "generations": [generation] if generation is not None else [],
                     "time_ms": [e.ts, e.ts], "error": error, "error_text": text, "event": e.kind,
-                    "request": e.facts.get("request") or (drawn[0].get("api") if drawn else None),
-                    "request_from": "member" if e.facts.get("request") else (drawn[1] if drawn else None),
+                    "request": e.facts.get("request") or (drawn.hit.get("api") if drawn else None),
+                    "request_from": "member" if e.facts.get("request") else (drawn.fault_id if drawn else None),
                     "generation": generation, "preceding_fault": before[-1].id if before else None,
                     "reason": f"{e.member} ended on {error}" + (f" ({text})" if text else "")})
-    return out, len(out), {"expected": expected, "expected_fatal": list(x.expected_fatal)}
+    return CheckResult(out, len(out), {"expected": expected, "expected_fatal": list(x.expected_fatal)})
 
 
 @check("unhealed_fault", needs=("faults",), unit="faults never healed", color="#000000")
@@ -922,7 +1041,7 @@ def unhealed_faults(x: Facts):
     out = [{"type": "unhealed_fault", "topic": None, "partition": None, "offsets": None, "count": 1, "members": [],
             "generations": [], "time_ms": [f.injected_at_ms, None], "fault_ids": [f.id], "kind": f.kind,
             "target": f.target} for f in x.history.faults if f.healed_at_ms is None]
-    return out, len(out), {}
+    return CheckResult(out, len(out), {})
 
 
 def attribute(anomalies: list[dict], h: History, grace_ms: int) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from . import contract
 from .errors import InputError
 from .inputs import jsonl_objects, rel
+from .records import EpochRange
 
 OPEN = 2**62  # "still owned at the end of the history"
 STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
@@ -424,16 +425,16 @@ class Ownership:
         import bisect
         self.bounds = boundaries(h.periods)
         self.with_events = set(h.members_with_events) if h.has_events else set()
-        self.periods: dict[tuple, list[tuple[int, int, int]]] = {}
+        self.periods: dict[tuple, list[EpochRange]] = {}
         for key, ps in periods_by_key(h.periods).items():
             for i, p in enumerate(ps):
                 last = min(p.end, (ps[i + 1].start if i + 1 < len(ps) else OPEN) - 1)
                 if last >= p.start:
                     self.periods.setdefault(key, []).append(
-                        (bisect.bisect_right(self.bounds, p.start), bisect.bisect_right(self.bounds, last), p.id))
+                        EpochRange(bisect.bisect_right(self.bounds, p.start), bisect.bisect_right(self.bounds, last), p.id))
 
     def period_of(self, member, topic, partition, epoch) -> int:
-        for lo, hi, pid in self.periods.get((member, topic, partition), ()):
-            if lo <= epoch <= hi:
-                return pid
+        for r in self.periods.get((member, topic, partition), ()):
+            if r.first <= epoch <= r.last:
+                return r.period
         return -1 if member in self.with_events else -2

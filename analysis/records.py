@@ -467,9 +467,21 @@ def acked_in_block(produced, keys):
             .select("topic", "partition", "offset", "ts").toArrow().to_pylist())
 
 
-def window_deliveries(consumed, windows):
-    """For each window (id, topic, partition, member a, member b, from ms, to ms): how many records each of
-    the two members delivered inside it, and the offsets both delivered there (count, lowest, highest)."""
+class DeliveryWindow(NamedTuple):
+    """A window the ``split_ownership`` check asks about: from ``start`` to ``end`` (ms), ``member_a`` and ``member_b``
+    both owned the partition; ``id`` names it in the answer (the rows' ``w``)."""
+    id: int
+    topic: str
+    partition: int
+    member_a: str
+    member_b: str
+    start: int
+    end: int
+
+
+def window_deliveries(consumed, windows: list[DeliveryWindow]):
+    """For each window: how many records each of the two members delivered inside it, and the offsets both delivered
+    there (count, lowest, highest)."""
     from pyspark.sql import functions as F
     cond = "topic = {} AND `partition` = {} AND member IN ({}, {}) AND {} BETWEEN {} AND {}"
     if not windows:
@@ -497,14 +509,34 @@ ON_RANGE = "topic = kt AND `partition` = kp AND `offset` >= lo AND `offset` < hi
 OK_ACKED = "_bad IS NULL AND (status IS NULL OR status = 'ok')"
 
 
-def commits_ahead(produced, consumed, ownerships):
-    """For each ownership (id, member, topic, partition, t0, t1, commits), whose commits (id, lo, hi, ts) vouch for
-    offsets [lo, hi): each commit with ok-acked offsets in [lo, hi) that the member did not consume between t0
-    and t1 (``n``, ``first``, ``last`` of them), and the highest offset in [lo, hi) it consumed between t0 and the
-    commit's ts (``last_consumed``, null: none). One query keyed by ownership finds what each ownership missed (as
-    offset ranges), whatever its number of commits; the driver places the commits in them; only the commits found
-    ahead are asked their last_consumed (a second query). Asked only for the commits the groups cannot clear
-    (checks.commit_ahead)."""
+class CommitAsked(NamedTuple):
+    """A commit the ``commit_ahead`` check asks about: logged at ``ts``, it vouches for offsets [lo, hi); ``id`` names
+    it in the answer."""
+    id: int
+    lo: int
+    hi: int
+    ts: int
+
+
+class OwnershipAsked(NamedTuple):
+    """One ownership (``id``: its period) of a partition by ``member``, fetching from ``t0`` to ``t1`` (ms), and its
+    commits the ``commit_ahead`` check asks about."""
+    id: int
+    member: str
+    topic: str
+    partition: int
+    t0: int
+    t1: int
+    commits: list[CommitAsked]
+
+
+def commits_ahead(produced, consumed, ownerships: list[OwnershipAsked]):
+    """For each ownership, whose commits vouch for offsets [lo, hi): each commit with ok-acked offsets in [lo, hi)
+    that the member did not consume between t0 and t1 (``n``, ``first``, ``last`` of them), and the highest offset in
+    [lo, hi) it consumed between t0 and the commit's ts (``last_consumed``, null: none). One query keyed by ownership
+    finds what each ownership missed (as offset ranges), whatever its number of commits; the driver places the commits
+    in them; only the commits found ahead are asked their last_consumed (a second query). Asked only for the commits
+    the groups cannot clear (checks.commit_ahead)."""
     if not ownerships:
         return []
     missed = missed_ranges(produced, consumed, [(o, m, t, p, t0, t1, min(c[1] for c in cs), max(c[2] for c in cs))
@@ -655,9 +687,17 @@ def _codes(*cols) -> tuple[np.ndarray, np.ndarray]:
     return np.repeat(inv.ravel(), np.diff(np.r_[starts, n])), starts[first]
 
 
+class EpochRange(NamedTuple):
+    """Ownership ``period`` of a (member, topic, partition), as the epochs ``first``..``last`` it spans
+    (history.Ownership); the executors get them in ``cfg["periods"]``."""
+    first: int
+    last: int
+    period: int
+
+
 def periods_of(mh, th, partition, epoch, cfg: dict) -> np.ndarray:
     """The ownership period of each row or group (member hash, topic hash, partition, epoch), one look-up per distinct
-    tuple in ``cfg["periods"]`` (history.Ownership's periods by epochs): OUTSIDE_PERIOD for a member with events
+    tuple in ``cfg["periods"]`` (history.Ownership's EpochRanges): OUTSIDE_PERIOD for a member with events
     outside all of them, NO_EVENTS_PERIOD for a member without events."""
     if len(mh) == 0:
         return np.zeros(0, np.int64)
@@ -665,14 +705,14 @@ def periods_of(mh, th, partition, epoch, cfg: dict) -> np.ndarray:
     values = []
     for m, t, p, e in zip(mh[first].tolist(), th[first].tolist(), partition[first].tolist(), epoch[first].tolist()):
         value = OUTSIDE_PERIOD if m in cfg["with_events"] else NO_EVENTS_PERIOD
-        values.append(next((pid for lo, hi, pid in cfg["periods"].get((m, t, p), ()) if lo <= e <= hi), value))
+        values.append(next((r.period for r in cfg["periods"].get((m, t, p), ()) if r.first <= e <= r.last), value))
     return np.asarray(values, np.int64)[code]
 
 
 def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
     """All checks over the groups of every (topic, partition) in ``table`` (pyarrow, :func:`aggregate`'s columns) at
     once: numpy over all partitions, keyed by a partition code ``tp``, never a Python loop a partition. ``cfg``:
-    ``periods`` {(member hash, topic hash, partition): [(first epoch, last epoch, period id)]}, ``with_events``
+    ``periods`` {(member hash, topic hash, partition): [EpochRange]}, ``with_events``
     (hashes of the members that logged events), ``stall_ms``. Returns (kind, row) pairs; topics and members are
     their hashes (:func:`name_rows`). A partition with only rows that break the contract (diagnose names them) is
     only counted."""
@@ -735,7 +775,7 @@ def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
     out += [("skip", {**where(r.pop("tp")), **r}) for r in _skips(bg, allK, known)]
     spans, stall_blocks = _delivery_spans(bg, cfg["stall_ms"])
     out += [("stall_blocks", {**where(t), "b": x}) for t, x in stall_blocks]
-    out += [("spans", {**where(t), "start": a, "end": z, "omax": o}) for t, a, z, o in spans]
+    out += [("spans", {**where(t), "start": s.start, "end": s.end, "omax": s.top}) for t, s in spans]
     out += [("acks", {**where(t), "top": top, **first_ack(pb_t, top)}) for t, top, pb_t in _gap_tops(good, spans, stall_blocks, pb)]
     return out
 
@@ -800,7 +840,7 @@ def _gap_tops(good, spans, stall_blocks, pb):
     what the blocks cannot say of them, the block's end (exact) and its rows can."""
     tops = [(t, -1) for t in np.flatnonzero(good).tolist()]
     if spans:
-        t, omax = (np.asarray(v, np.int64) for v in zip(*[(s[0], s[3]) for s in spans]))
+        t, omax = (np.asarray(v, np.int64) for v in zip(*[(tp, s.top) for tp, s in spans]))
         top = _segmented_cummax(t, omax)  # spans come sorted by (partition, time)
         tops += zip(t.tolist(), top.tolist())
         tops += zip(t.tolist(), (top | 63).tolist())
@@ -821,9 +861,9 @@ def _segmented_cummax(key, v) -> np.ndarray:
     return u[np.maximum.accumulate(seg * len(u) + rank.ravel()) - seg * len(u)]
 
 
-def _delivery_spans(bg, stall_ms) -> tuple[list[tuple], list[tuple]]:
+def _delivery_spans(bg, stall_ms) -> tuple[list[tuple[int, Span]], list[tuple]]:
     """When each partition was delivered, folded into spans with no gap above ``stall_ms`` inside, each with the
-    highest offset delivered in it (the ``stall`` check's input): [(partition code, from, to, highest offset)]. A
+    highest offset delivered in it (the ``stall`` check's input): [(partition code, Span)]. A
     group whose own time span is above ``stall_ms`` may hide such a gap: its block (partition code, b) is returned
     to be read back record by record."""
     long = (bg["tmax"] - bg["tmin"]) > stall_ms
@@ -832,10 +872,17 @@ def _delivery_spans(bg, stall_ms) -> tuple[list[tuple], list[tuple]]:
     return merge_spans(bg["tmin"][short], bg["tmax"][short], bg["omax"][short], stall_ms, key=bg["tp"][short]), blocks
 
 
-def merge_spans(t0, t1, omax, gap_ms: int, key=None) -> list[tuple]:
+class Span(NamedTuple):
+    """A time a partition was delivered: from ``start`` to ``end`` (ms), ``top`` the highest offset delivered in it."""
+    start: int
+    end: int
+    top: int
+
+
+def merge_spans(t0, t1, omax, gap_ms: int, key=None) -> list:
     """Time spans [t0, t1] (each with a highest offset) merged wherever no gap above ``gap_ms`` separates them:
-    [(from, to, highest offset)], in time order; with ``key``, only spans of one key merge: [(key, from, to,
-    highest offset)], by key and time. The one span rule of the ``stall`` check (executor and driver)."""
+    [Span], in time order; with ``key``, only spans of one key merge: [(key, Span)], by key and time. The one span
+    rule of the ``stall`` check (executor and driver)."""
     t0, t1, omax = (np.asarray(v, np.int64) for v in (t0, t1, omax))
     k = np.zeros(len(t0), np.int64) if key is None else np.asarray(key, np.int64)
     if len(t0) == 0:
@@ -846,8 +893,9 @@ def merge_spans(t0, t1, omax, gap_ms: int, key=None) -> list[tuple]:
     new = np.ones(len(t0), bool)
     new[1:] = (k[1:] != k[:-1]) | (t0[1:] - reach[:-1] > gap_ms)
     st = np.flatnonzero(new)
-    spans = zip(t0[st].tolist(), np.maximum.reduceat(t1, st).tolist(), np.maximum.reduceat(omax, st).tolist())
-    return list(spans) if key is None else [(x, *s) for x, s in zip(k[st].tolist(), spans)]
+    spans = [Span(*s) for s in zip(t0[st].tolist(), np.maximum.reduceat(t1, st).tolist(),
+                                   np.maximum.reduceat(omax, st).tolist())]
+    return spans if key is None else list(zip(k[st].tolist(), spans))
 
 
 def _skips(bg, allK, known) -> list[dict]:

@@ -68,12 +68,20 @@ def host_ports(container: DockerContainer) -> dict[int, int]:
             for port, bindings in wrapped.attrs["NetworkSettings"]["Ports"].items() if bindings}
 
 
-def container_logs(container: DockerContainer) -> str:
+TAIL_LINES = 30  # what an error message shows of a log
+
+
+def container_logs(container: DockerContainer, tail: int | None = None) -> str:
+    """Its whole output, stdout then stderr; with ``tail``, only the last ``tail`` lines of both streams in the order
+    written, cut by the engine: a long-running container's log is not read to show its end."""
+    if tail is not None:
+        return container.get_wrapped_container().logs(tail=tail).decode(errors="replace")
     stdout, stderr = container.get_logs()
     return (stdout + stderr).decode(errors="replace")
 
 
-def log_tail(logs: Callable[[], str], lines: int = 30) -> str:
+def log_tail(logs: Callable[[], str], lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines ``logs()`` gives, for an error message (which a failure to read them must not cost)."""
     try:
         return "\n".join(logs().splitlines()[-lines:])
     except Exception as exc:  # the tail is only for an error message

@@ -222,12 +222,8 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
     say(f"run {run_id}: {run_dir}")
     own_cluster = cluster is None
     try:
-        release = plan.scenario.cluster.kafka_version
-        if not own_cluster and not cluster.owned and release:
-            raise ScenarioError("cluster.kafka_version: an external cluster runs the release its owner runs; leave it unset")
-        if not own_cluster and cluster.owned and kafka_version(release) != kafka_version(cluster.spec.kafka_version):
-            raise ScenarioError(f"cluster.kafka_version: this cluster runs Kafka {kafka_version(cluster.spec.kafka_version)}, "
-                                f"not {kafka_version(release)}; run the scenario on its own cluster")
+        if not own_cluster:
+            refuse_a_cluster_unlike_the_plan(plan, cluster)
         schedule = planned_faults(plan, cluster or KafkaCluster, outcome)  # its own cluster: the class says what it gives
         if own_cluster:
             with phase("cluster"):
@@ -253,6 +249,26 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
             _let_go(cluster, own_cluster, run_dir, phase)
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
+
+
+def refuse_a_cluster_unlike_the_plan(plan: Plan, cluster) -> None:
+    """A cluster the run is given (the pytest fixture's, --cluster's, an external one) must be what the scenario's
+    cluster section asks for, where that matters to the run: one ScenarioError naming the field, before anything
+    starts."""
+    section = plan.scenario.cluster
+    if not cluster.owned:
+        if section.kafka_version:
+            raise ScenarioError("cluster.kafka_version: an external cluster runs the release its owner runs; leave it unset")
+        if section.log_disk_mb is not None:
+            raise ScenarioError("cluster.log_disk_mb: an external cluster's brokers keep their logs on their owner's "
+                                "disks; leave it unset")
+        return
+    if kafka_version(section.kafka_version) != kafka_version(cluster.spec.kafka_version):
+        raise ScenarioError(f"cluster.kafka_version: this cluster runs Kafka {kafka_version(cluster.spec.kafka_version)}, "
+                            f"not {kafka_version(section.kafka_version)}; run the scenario on its own cluster")
+    if section.log_disk_mb is not None and cluster.spec.log_disk_mb is None:
+        raise ScenarioError("cluster.log_disk_mb: this cluster was started without it, so its brokers have no log disk "
+                            "of their own (disk_full fills one); run the scenario on its own cluster")
 
 
 def _let_go(cluster, own_cluster: bool, run_dir: Path, phase) -> None:

@@ -30,7 +30,7 @@ import docker
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from harness.containers import (OWNER_LABEL, PROJECT_LABEL, ClusterError, container_logs, docker_client,
+from harness.containers import (OWNER_LABEL, PROJECT_LABEL, TAIL_LINES, ClusterError, container_logs, docker_client,
                                 free_loopback_port, log_tail, remove_container)
 from harness.progress import progress
 from harness.versions import ROOT
@@ -239,4 +239,4 @@ def remove_clusters() -> int:
 
 
 def _tail(container: DockerContainer) -> str:
-    return "\n".join(f"  | {line}" for line in log_tail(lambda: container_logs(container)).splitlines())
+    return "\n".join(f"  | {line}" for line in log_tail(lambda: container_logs(container, tail=TAIL_LINES)).splitlines())

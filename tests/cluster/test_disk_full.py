@@ -36,6 +36,16 @@ def test_disk_full_without_a_log_disk_is_refused_naming_the_field():
         parse_scenario(disk_full_scenario(log_disk_mb=8))
 
 
+def test_disk_full_on_the_session_cluster_without_log_disks_is_refused_before_anything_starts(kafka_cluster, tmp_path):
+    """The session cluster is started without cluster.log_disk_mb: the refusal comes before the run's topic or any
+    member, not at inject (the stand-in cluster's cases: tests/harness/test_given_cluster_checks.py)."""
+    parsed = parse_with_unique_names(disk_full_scenario(log_disk_mb=64), secrets.token_hex(3), "disk_full")
+    with pytest.raises(ScenarioError, match=r"^cluster\.log_disk_mb: "):
+        run_scenario(parsed, tmp_path / "runs", cluster=kafka_cluster)
+    topics = kafka_cluster.admin().list_topics(timeout=15).topics
+    assert not [t.name for t in parsed.topics if t.name in topics], "the run created its topic before refusing"
+
+
 @pytest.mark.parametrize("operation", ["fill_log_dir", "free_log_dir"])
 def test_an_external_broker_refuses_to_fill_its_log_dir(operation):
     with pytest.raises(ExternalClusterError, match="^kafka-2: cannot (fill|free) the log directory of a broker of an external"):
