@@ -34,8 +34,21 @@ def timed(argv: list[str], env: dict) -> float:
     return time.monotonic() - t
 
 
-def main(argv=None) -> int:
+def stop_service(folder: str) -> None:
+    """Stop the service of this folder only (not `kafka-chaos clean`: that also removes other runs' containers)."""
+    subprocess.run([sys.executable, "-c", "from analysis import service; service.stop()"], cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": str(ROOT), "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR": folder}, capture_output=True)
+
+
+def duckdb_argv(run_dir: Path) -> list[str]:
+    """DuckDB as a user runs it: a fresh Python process that imports duckdb and prints the duplicate and loss counts
+    of the Parquet run (benchmarks.bench's query), one row in bench.COUNT_KEYS order."""
     from benchmarks.bench import duckdb_query
+    return [sys.executable, "-c", "import duckdb; print(list(duckdb.connect().execute('SET enable_progress_bar = false').execute("
+            + repr(duckdb_query(run_dir, "parquet")) + ").fetchone()))"]  # no progress bar: stdout is the one row
+
+
+def main(argv=None) -> int:
     from benchmarks.synth import Plan, generate
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=10_000_000)
@@ -46,7 +59,7 @@ def main(argv=None) -> int:
     rd = a.data_dir / f"synth-{a.records}-parquet-s7"
     if not (rd / "truth.json").is_file():
         generate(rd, Plan(records=a.records, fmt="parquet", seed=7))
-    duck = [sys.executable, "-c", "import duckdb; print(duckdb.connect().execute(" + repr(duckdb_query(rd, "parquet")) + ").fetchone())"]
+    duck = duckdb_argv(rd)
     with tempfile.TemporaryDirectory(prefix="kafka-chaos-service-") as folder:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "KAFKA_CHAOS_ANALYSIS_SERVICE": "1",
                "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR": folder}
@@ -58,7 +71,7 @@ def main(argv=None) -> int:
                 ducks.append(timed(duck, env))
                 warm.append(timed(CLI + [str(rd)], env))
         finally:
-            subprocess.run(CLI[:-1] + ["clean"], cwd=ROOT, env=env, capture_output=True)
+            stop_service(folder)
     ratio = statistics.median(warm) / statistics.median(ducks)
     print(f"records {a.records:,} (Parquet), a fresh process each time:")
     print(f"  kafka-chaos analyze, service warm   {spread(warm, unit=' s')}")

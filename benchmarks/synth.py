@@ -19,6 +19,13 @@ one file a member) and ``--format mixed`` (the files alternately Parquet and JSO
 it out (a run written before the column, or a user's own log): ``backwards`` then counts the steps back of the log
 as written.
 
+Large runs (issue 23: 100M records): the rows are held as numbers only (member codes, no strings, each file's rows
+reordered in place), the Parquet files are written one row group at a time (the strings of one row group in
+memory), and the truth is counted a partition (duplicates, losses) or a member (``backwards``) at a time. The
+same seed gives the same rows in the same row groups as before this change. ``shuffled`` is a full shuffle of
+each file (one file a member by default: a third of the run each). JSONL is still built whole (100M records of it
+would not fit the disk anyway).
+
     python -m benchmarks.synth OUT_DIR --records 10000000 --format parquet
     python -m benchmarks.synth OUT_DIR --records 1000000 --order shuffled --files 2 --partitions 64
 """
@@ -182,69 +189,59 @@ def generate(out: Path, plan: Plan) -> Truth:
 
     logs = _write(out, plan, rng, n_per, acked, cons, events, faults)
     _truth(truth, plan, n_per, cons, plants, faults)
+    truth.commit_regression = commit_regressions(events)
     truth.backwards = steps_back(logs, plan.sequence)
     (out / "truth.json").write_text(json.dumps(truth.__dict__, indent=2) + "\n")
     return truth
 
 
 def _truth(truth: Truth, plan: Plan, n_per: int, cons, plants, faults) -> None:
-    keys = np.concatenate([p * (1 << 40) + offs for parts in cons.values() for (p, offs, t, gen) in parts])
-    truth.consumed_rows = int(len(keys))
-    uniq, counts = np.unique(keys, return_counts=True)
-    truth.duplicated_offsets = int((counts > 1).sum())
-    truth.duplicate_extra_deliveries = int((counts - 1).sum())
-    produced = np.concatenate([p * (1 << 40) + np.arange(n_per, dtype=np.int64) for p in range(plan.partitions)])
-    truth.lost_records = int(len(produced) - np.isin(produced, uniq, assume_unique=True).sum())
+    """Counted one partition at a time (an offset's deliveries are all in its partition), so that the memory it
+    takes is a partition's, not the run's."""
+    for p in range(plan.partitions):
+        pieces = [offs for parts in cons.values() for (q, offs, t, gen) in parts if q == p]
+        keys = np.concatenate(pieces) if pieces else np.zeros(0, np.int64)
+        truth.consumed_rows += int(len(keys))
+        uniq, counts = np.unique(keys, return_counts=True)
+        truth.duplicated_offsets += int((counts > 1).sum())
+        truth.duplicate_extra_deliveries += int((counts - 1).sum())
+        truth.lost_records += int(n_per - np.isin(np.arange(n_per, dtype=np.int64), uniq, assume_unique=True).sum())
     truth.skip = sum(v for (k, g, p), v in plants.items() if k == "skip")
     truth.stall = sum(1 for (k, g, p) in plants if k == "stall")
     truth.duplicate_over_budget = (sum(v for (k, g, p), v in plants.items() if k in ("backwards", "below_commit")))
-    truth.commit_regression = sum(1 for (k, g, p) in plants if k == "commit_regression")
     truth.unhealed_fault = sum(1 for f in faults if f["healed_at_ms"] is None)
 
 
+def commit_regressions(events: dict) -> int:
+    """Times a partition's committed offset went down, counted over every member's commits in time order: the planted
+    one, and those of a new owner that restarted below the last commit (below_commit) while its commits stay under
+    it (when commits come more often than its restart is deep: many partitions, few records each)."""
+    by_partition: dict[str, list[tuple[int, int]]] = {}
+    for member_events in events.values():
+        for e in member_events:
+            if e["kind"] == "committed":
+                for tp, value in e["offsets"].items():
+                    by_partition.setdefault(tp, []).append((e["ts_ms"], value))
+    return sum(int((np.diff([v for _, v in sorted(cs)]) < 0).sum()) for cs in by_partition.values())
+
+
 def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> list[tuple[str, dict]]:
-    import pyarrow as pa
+    """Every file of the run. The rows are held as numbers (member codes, no strings); each file's table, strings
+    and all, is built and written one row group at a time (memory: about 40 bytes a consumed row)."""
     out.mkdir(parents=True, exist_ok=True)
     for sub in ("produced", "consumed", "events"):
         (out / sub).mkdir(exist_ok=True)
-    P = plan.partitions
-    part = np.repeat(np.arange(P, dtype=np.int32), n_per)
-    offs = np.tile(np.arange(n_per, dtype=np.int64), P)
-    seq = offs * P + part
-    at = np.tile(acked, P)
-    order = np.argsort(at, kind="stable")
-    n_bad = 20 if plan.plant else 0
-    produced = pa.table({
-        "topic": pa.array(np.full(len(order) + n_bad, TOPIC)),
-        "partition": pa.array(np.concatenate([part[order], np.zeros(n_bad, np.int32)]),
-                              mask=np.concatenate([np.zeros(len(order), bool), np.ones(n_bad, bool)])),
-        "offset": pa.array(np.concatenate([offs[order], np.zeros(n_bad, np.int64)]),
-                           mask=np.concatenate([np.zeros(len(order), bool), np.ones(n_bad, bool)])),
-        "acked_at_ms": pa.array(np.concatenate([at[order], np.full(n_bad, at[-1])])),
-        "key": pa.array(np.char.add("k", np.concatenate([seq[order], np.arange(n_bad) + 10**9]).astype(str))),
-        "producer_id": pa.array(np.full(len(order) + n_bad, "producer-0")),
-        "seq": pa.array(np.concatenate([seq[order], np.arange(n_bad) + 10**9])),
-        "status": pa.array(["ok"] * len(order) + ["info", "fail"] * (n_bad // 2)),
-    })
-    if plan.order != "consumption":  # the order of produced rows means nothing to the analysis: any will do
-        produced = produced.take(rng.permutation(produced.num_rows))
-    _table_out(produced, out / "produced" / f"producer-0.{'parquet' if plan.fmt == 'mixed' else plan.fmt}",
-               "parquet" if plan.fmt == "mixed" else plan.fmt, plan.row_group_rows)
+    fmt = "parquet" if plan.fmt == "mixed" else plan.fmt
+    rows = _produced_rows(plan, rng, n_per, acked)
+    _table_out(lambda at: _produced_table(rows[at], plan.partitions, n_per, acked), len(rows),
+               out / "produced" / f"producer-0.{fmt}", fmt, plan.row_group_rows)
+    del rows
+    members = np.array(sorted(cons))
     logs = _logs(plan, rng, cons)
     for i, (name, log) in enumerate(logs):
-        o, p = log["offset"], log["partition"]
-        s = o * P + p
-        table = pa.table({
-            "topic": pa.array(np.full(len(o), TOPIC)), "partition": pa.array(p), "offset": pa.array(o),
-            "member": pa.array(log["member"]), "consumed_at_ms": pa.array(log["t"]),
-            "key": pa.array(np.char.add("k", s.astype(str))), "producer_id": pa.array(np.full(len(o), "producer-0")),
-            "seq": pa.array(s), "instance_id": pa.nulls(len(o), pa.string()), "generation": pa.array(log["generation"]),
-            "client": pa.array(np.full(len(o), "librdkafka")),
-        })
-        if plan.sequence:
-            table = table.append_column("n", pa.array(log["n"]))
         fmt = plan.fmt if plan.fmt != "mixed" else ("parquet", "jsonl")[i % 2]
-        _table_out(table, out / "consumed" / f"{name}.{fmt}", fmt, plan.row_group_rows)
+        _table_out(lambda at: _consumed_table(log, at, members, plan), len(log["offset"]),
+                   out / "consumed" / f"{name}.{fmt}", fmt, plan.row_group_rows)
     for m, evs in events.items():
         evs.sort(key=lambda e: e["ts_ms"])
         with open(out / "events" / f"{m}.jsonl", "w") as fh:
@@ -256,25 +253,78 @@ def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> li
     return logs
 
 
+BAD_ROWS = 20  # produced rows that are not acked records (status info/fail, no partition or offset)
+
+
+def _produced_rows(plan: Plan, rng, n_per: int, acked) -> np.ndarray:
+    """The produced file's rows, in file order, as numbers: j < P * n_per is partition j // n_per, offset
+    j % n_per; above, the bad rows. In ack order (partitions in turn at equal times), or any order at all."""
+    rows = np.argsort(np.tile(acked, plan.partitions), kind="stable")
+    rows = np.concatenate([rows, len(rows) + np.arange(BAD_ROWS if plan.plant else 0)])
+    if plan.order != "consumption":  # the order of produced rows means nothing to the analysis: any will do
+        rows = rows[rng.permutation(len(rows))]
+    return rows
+
+
+def _produced_table(rows: np.ndarray, P: int, n_per: int, acked):
+    import pyarrow as pa
+    bad = rows >= P * n_per
+    part = np.where(bad, 0, rows // n_per).astype(np.int32)
+    offs = np.where(bad, 0, rows % n_per)
+    seq = np.where(bad, rows - P * n_per + 10**9, offs * P + part)
+    status = np.where(bad, np.where((rows - P * n_per) % 2, "fail", "info"), "ok")
+    return pa.table({
+        "topic": pa.array(np.full(len(rows), TOPIC)), "partition": pa.array(part, mask=bad),
+        "offset": pa.array(offs, mask=bad), "acked_at_ms": pa.array(np.where(bad, acked[-1], acked[offs])),
+        "key": _keys(seq), "producer_id": pa.array(np.full(len(rows), "producer-0")), "seq": pa.array(seq),
+        "status": pa.array(status),
+    })
+
+
+def _consumed_table(log: dict, at: slice, members: np.ndarray, plan: Plan):
+    import pyarrow as pa
+    o, p = log["offset"][at], log["partition"][at]
+    s = o * plan.partitions + p
+    table = pa.table({
+        "topic": pa.array(np.full(len(o), TOPIC)), "partition": pa.array(p), "offset": pa.array(o),
+        "member": pa.array(members[log["member"][at]]), "consumed_at_ms": pa.array(log["t"][at]),
+        "key": _keys(s), "producer_id": pa.array(np.full(len(o), "producer-0")),
+        "seq": pa.array(s), "instance_id": pa.nulls(len(o), pa.string()), "generation": pa.array(log["generation"][at]),
+        "client": pa.array(np.full(len(o), "librdkafka")),
+    })
+    return table.append_column("n", pa.array(log["n"][at])) if plan.sequence else table
+
+
+def _keys(seq: np.ndarray):
+    """"k" and the sequence number, as text."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    return pc.binary_join_element_wise("k", pc.cast(pa.array(seq, pa.int64()), pa.string()), "")
+
+
 def _logs(plan: Plan, rng, cons) -> list[tuple[str, dict]]:
     """The consumed files (name, columns), in the order of the layout: one a member (``files`` 0) or every
-    member's rows merged by consumption time and cut into ``files`` pieces; rows inside a file in ``order``."""
+    member's rows merged by consumption time and cut into ``files`` pieces; rows inside a file in ``order``.
+    ``member`` is the index of the member's name in sorted order. Each piece is a view of one set of arrays,
+    reordered in place: the rows are in memory once."""
     members = sorted(cons)
-    cols = {"member": [], "partition": [], "offset": [], "t": [], "generation": []}
-    for m in members:
-        for p, o, t, g in cons[m]:
-            for k, v in (("member", np.full(len(o), m)), ("partition", np.full(len(o), p, np.int32)), ("offset", o),
-                         ("t", t), ("generation", np.full(len(o), g, np.int32))):
-                cols[k].append(v)
-    log = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in cols.items()}
-    log["member"] = log["member"].astype(str)
-    mcode = np.searchsorted(members, log["member"])
+    parts = [(code, p, o, t, g) for code, m in enumerate(members) for p, o, t, g in cons[m]]
+    sizes = [len(o) for _, _, o, _, _ in parts]
+    each = lambda i, dtype: np.repeat(np.array([e[i] for e in parts], dtype), sizes)  # noqa: E731
+    log = {"member": each(0, np.int16), "partition": each(1, np.int32),
+           "offset": np.concatenate([e[2] for e in parts]) if parts else np.zeros(0, np.int64),
+           "t": np.concatenate([e[3] for e in parts]) if parts else np.zeros(0, np.int64), "generation": each(4, np.int32)}
+    del parts
+    mcode = log["member"]
     consumption = np.lexsort((log["t"], mcode))  # a member's consumption order (equal times: the order it got them)
     log["n"] = np.empty(len(mcode), np.int64)
     log["n"][consumption] = np.arange(len(mcode)) - np.searchsorted(mcode[consumption], mcode[consumption])
-    by_time = np.lexsort((mcode, log["t"])) if plan.files else np.lexsort((log["t"], mcode))  # stable: log order kept
-    log = {k: v[by_time] for k, v in log.items()}
-    mcode = mcode[by_time]
+    by_time = np.lexsort((mcode, log["t"])) if plan.files else consumption  # stable: log order kept
+    del consumption
+    for k in log:  # one column at a time: one copy more at most
+        log[k] = log[k][by_time]
+    del by_time
+    mcode = log["member"]
     if plan.files:
         cuts = np.linspace(0, len(mcode), plan.files + 1).astype(np.int64)
         pieces = [(f"log-{i:05d}", slice(a, z)) for i, (a, z) in enumerate(zip(cuts[:-1], cuts[1:]))]
@@ -283,9 +333,10 @@ def _logs(plan: Plan, rng, cons) -> list[tuple[str, dict]]:
         pieces = [(m, slice(starts[i], starts[i + 1])) for i, m in enumerate(members) if starts[i] < starts[i + 1]]
     out = []
     for name, at in pieces:
-        piece = {k: v[at] for k, v in log.items()}
-        order = _row_order(plan.order, rng, np.searchsorted(members, piece["member"]) * plan.partitions + piece["partition"])
-        out.append((name, {k: v[order] for k, v in piece.items()}))
+        order = _row_order(plan.order, rng, log["member"][at].astype(np.int64) * plan.partitions + log["partition"][at])
+        for v in log.values():
+            v[at] = v[at][order]
+        out.append((name, {k: v[at] for k, v in log.items()}))
     return out
 
 
@@ -307,28 +358,42 @@ def steps_back(logs: list[tuple[str, dict]], by_sequence: bool = True) -> int:
     """The ``backwards`` truth of the written logs: inside each member's log, in the order of its consumption
     sequence ``n`` (``by_sequence``), else in log order (its files in the order of their first record of the
     partition, rows in file order), the times one partition's next record in one generation is not above the
-    previous one. Counted here by one plain sort, independently of the analysis."""
-    if not logs:
-        return 0
-    cat = lambda k: np.concatenate([log[k] for _, log in logs])  # noqa: E731
-    member, p, g, o, t = cat("member"), cat("partition").astype(np.int64), cat("generation"), cat("offset"), cat("t")
-    f = np.concatenate([np.full(len(log["offset"]), i) for i, (_, log) in enumerate(logs)])
-    row = np.concatenate([np.arange(len(log["offset"])) for _, log in logs])
-    m = np.unique(member, return_inverse=True)[1].ravel()
-    file_of_stream = np.unique(np.stack([m, p, f]), axis=1, return_inverse=True)[1].ravel()
-    first = np.full(file_of_stream.max() + 1, np.iinfo(np.int64).max)
-    np.minimum.at(first, file_of_stream, t)
-    order = np.lexsort((cat("n"), g, p, m)) if by_sequence else np.lexsort((row, f, first[file_of_stream], g, p, m))
-    m, p, g, o = m[order], p[order], g[order], o[order]
-    same = (m[1:] == m[:-1]) & (p[1:] == p[:-1]) & (g[1:] == g[:-1])
+    previous one. Counted here by one plain sort a member, independently of the analysis."""
+    members = np.unique(np.concatenate([log["member"] for _, log in logs])) if logs else []
+    return sum(_member_steps_back(logs, member, by_sequence) for member in members)
+
+
+def _member_steps_back(logs: list[tuple[str, dict]], member, by_sequence: bool) -> int:
+    mine = [(i, log, np.flatnonzero(log["member"] == member)) for i, (_, log) in enumerate(logs)]
+    cat = lambda k: np.concatenate([log[k][rows] for _, log, rows in mine])  # noqa: E731
+    p, g, o = cat("partition").astype(np.int64), cat("generation"), cat("offset")
+    if by_sequence:
+        order = np.lexsort((cat("n"), g, p))
+    else:
+        f = np.concatenate([np.full(len(rows), i) for i, _, rows in mine])
+        row = np.concatenate([rows for _, _, rows in mine])
+        file_of_stream = np.unique(np.stack([p, f]), axis=1, return_inverse=True)[1].ravel()
+        first = np.full(file_of_stream.max() + 1, np.iinfo(np.int64).max)
+        np.minimum.at(first, file_of_stream, cat("t"))
+        order = np.lexsort((row, f, first[file_of_stream], g, p))
+    p, g, o = p[order], g[order], o[order]
+    same = (p[1:] == p[:-1]) & (g[1:] == g[:-1])
     return int((same & (o[1:] <= o[:-1])).sum())
 
 
-def _table_out(table, path: Path, fmt: str, row_group_rows: int = 256 * 1024) -> None:
+def _table_out(make, rows: int, path: Path, fmt: str, row_group_rows: int = 256 * 1024) -> None:
+    """The table ``make(slice)`` gives for rows 0 to ``rows``, written to ``path``: Parquet one row group at a time
+    (only a row group's strings in memory), JSONL whole (a JSONL run that big would not fit the disk anyway)."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
-        pq.write_table(table, path, row_group_size=row_group_rows)
+        writer = None
+        for start in range(0, max(rows, 1), row_group_rows):
+            chunk = make(slice(start, min(start + row_group_rows, rows)))
+            writer = writer if writer is not None else pq.ParquetWriter(path, chunk.schema)
+            writer.write_table(chunk, row_group_size=row_group_rows)
+        writer.close()
         return
+    table = make(slice(0, rows))
     if table.num_rows > 200_000:
         import duckdb
         con = duckdb.connect()
