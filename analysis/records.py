@@ -351,8 +351,9 @@ def _log_rows(table, cfg, wanted, order, by_sequence=False):
 
 def _sequence_segments(c: dict, period, batch):
     """Inside every stream of these rows (``c``: numpy columns), in the order of ``n``: the steps back, and the
-    stream's first and last record (``pos``/``pos2``: their n). Rows without an n (-1) are only counted
-    (UNSEQUENCED, ``pos``)."""
+    first and last record (``pos``/``pos2``: their n) of each bucket of n (``n >> SEQUENCE_SHIFT``) the stream has
+    here. Cut by bucket because the re-sequencing task that holds buckets 3 and 5 of a stream need not hold 4: one
+    segment over both would overlap another task's. Rows without an n (-1) are only counted (UNSEQUENCED, ``pos``)."""
     n, off, ts = c["n"], c["offset"], c["ts"]
     inside = np.flatnonzero(period >= 0)
     missing = inside[n[inside] < 0]
@@ -364,7 +365,8 @@ def _sequence_segments(c: dict, period, batch):
     stream = _codes(c["mh"][sel], c["th"][sel], c["partition"][sel], period[sel])[0]
     k = np.lexsort((n[sel], stream))
     o, stream = sel[k], stream[k]
-    same = stream[1:] == stream[:-1]
+    bucket = n[o] >> SEQUENCE_SHIFT
+    same = (stream[1:] == stream[:-1]) & (bucket[1:] == bucket[:-1])  # the step between two buckets is the stitch's
     back = same & (off[o][1:] <= off[o][:-1])
     i, j = o[:-1][back], o[1:][back]
     if len(j):
