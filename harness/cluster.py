@@ -27,7 +27,7 @@ from faults.backend import BrokerHandle
 from harness import broker_config, log_disk
 from harness.brokers import Broker, BrokerQueries, create_topic_with
 from harness.containers import (ClusterError, check_engine_and_images, free_loopback_port, host_ports, log_tail,
-                                remove_container, run_labels, sweep_stale_containers)
+                                StartedInWith, remove_container, run_labels, sweep_stale_containers)
 from harness.kafka_release import ensure_kafka_image
 from harness.lanes import LANE_PORT_BASE, LaneRouting, lane_port
 from harness.progress import progress, say
@@ -54,7 +54,7 @@ def new_cluster_id() -> str:
 
 
 @dataclass
-class KafkaCluster(LaneRouting, BrokerQueries[Broker]):
+class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
     spec: ClusterSpec
     run_id: str
     client_lanes: tuple[str, ...] = ()  # workload clients that get a lane of their own (member-1, producer-1, ...)
@@ -72,16 +72,6 @@ class KafkaCluster(LaneRouting, BrokerQueries[Broker]):
         self.start_s: dict[str, float] = {}
 
     # -- lifecycle --------------------------------------------------------------------------
-
-    def __enter__(self) -> Self:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     @property
     def image(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Callable
+from typing import Self
 
 import docker
 from testcontainers.core.config import testcontainers_config
@@ -131,3 +132,24 @@ def sweep_stale_containers(include_live: bool = False) -> int:
                 pass
     log_disk.sweep_stale_disks(include_live)  # after the containers that had them mounted
     return removed
+
+
+class StartedInWith:
+    """`with X(...) as x:` starts x and stops it at the end; a start that fails stops what it had begun, so nothing
+    is left running (a cluster of containers, a Spark cluster)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -31,7 +31,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness.containers import (OWNER_LABEL, PROJECT_LABEL, TAIL_LINES, ClusterError, container_logs, docker_client,
-                                free_loopback_port, log_tail, remove_container)
+                                StartedInWith, free_loopback_port, log_tail, remove_container)
 from harness.progress import progress
 from harness.versions import ROOT
 from kafkanet.waiting import NotYet, require
@@ -75,7 +75,7 @@ def ensure_spark_image() -> str:
 
 
 @dataclass
-class SparkCluster:
+class SparkCluster(StartedInWith):
     """`with SparkCluster(workers=2, mounts=[run_dir]) as c: analyze(run_dir, master=c.master_url,
     conf=c.driver_conf())`. `cores`: each worker's cores (default: all of this machine's); `memory_mb`: each
     worker's executor memory. `owned=False` leaves the cluster to `kafka-chaos spark-cluster down` (or
@@ -96,16 +96,6 @@ class SparkCluster:
         self.mounts = tuple(sorted({Path(m).resolve() for m in self.mounts}))
         self._network: Network | None = None
         self._containers: list[DockerContainer] = []
-
-    def __enter__(self) -> Self:
-        try:
-            return self.start()
-        except BaseException:
-            self.stop()
-            raise
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
     @property
     def name(self) -> str:

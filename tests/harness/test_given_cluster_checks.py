@@ -85,3 +85,22 @@ def test_a_log_that_cannot_be_read_is_said_so_in_the_tail():
     def broken():
         raise RuntimeError("engine gone")
     assert log_tail(broken) == "(no logs: engine gone)"
+
+
+def test_a_cluster_whose_start_fails_in_a_with_block_is_stopped_and_the_error_kept():
+    from harness.containers import StartedInWith
+
+    class Half(StartedInWith):
+        stopped = 0
+
+        def start(self):
+            raise RuntimeError("the second broker did not start")
+
+        def stop(self):
+            self.stopped += 1
+
+    half = Half()
+    with pytest.raises(RuntimeError, match="second broker"):
+        with half:
+            pass
+    assert half.stopped == 1
