@@ -32,7 +32,7 @@ def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_membe
 
 
 @pytest.mark.parametrize("group", [{"assignor": "cooperative-sticky"},
-                                   pytest.param({"protocol": "consumer"}, id="kip848")])
+                                   pytest.param({"protocol": "consumer"}, id="kip848", marks=pytest.mark.slow)])
 def test_a_member_joining_an_incremental_group_revokes_only_what_moves(chaos_run, group):
     """KIP-429 and KIP-848: an old member gives up only the partitions that move to the new one; what it keeps
     is never revoked. Under KIP-848 there is no JoinGroup round: each member's epoch moves on its own."""
@@ -99,7 +99,7 @@ def test_added_partitions_are_assigned_and_consumed(chaos_run):
     assert outcome.summary["lost_records"] == 0
 
 
-@pytest.mark.parametrize("name", ["pattern-new-topic", "pattern-new-topic-kip848"])
+@pytest.mark.parametrize("name", ["pattern-new-topic", pytest.param("pattern-new-topic-kip848", marks=pytest.mark.slow)])
 def test_a_created_topic_that_matches_the_pattern_is_assigned_and_consumed(chaos_run, name):
     """Two topics subscribed by pattern; a third that matches is created mid-run: the producer writes to all
     three in turn, and the group is assigned and consumes the new one. Classic: each member matches the
@@ -143,7 +143,7 @@ def member_3_away(chaos_run, name, kind="member_bounce"):
     return outcome, down_at, back_at, owned_before(outcome, "member-3", down_at)
 
 
-@pytest.mark.parametrize("name", ["static-bounce", "static-bounce-kip848"])
+@pytest.mark.parametrize("name", ["static-bounce", pytest.param("static-bounce-kip848", marks=pytest.mark.slow)])
 def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_without_a_rebalance(chaos_run, name):
     outcome, down_at, back_at, had = member_3_away(chaos_run, name)
     moved = [e for e in events(outcome) if e["member"] != "member-3" and e["kind"] in ("assigned", "revoked")
