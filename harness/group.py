@@ -49,6 +49,7 @@ class GroupWatcher:
         self.bootstrap, self.group_id, self.topics, self.partitions = bootstrap, group_id, topics, partitions
         self._consumer = self._new_consumer()
         self._describer = GroupDescriber(bootstrap)
+        self.last_described: dict | None = None  # the last answer is_stable had (None: Kafka or the child could not say)
 
     def _new_consumer(self) -> Consumer:
         return Consumer({**security_config(), "bootstrap.servers": self.bootstrap, "group.id": self.group_id, "enable.auto.commit": False,
@@ -76,7 +77,7 @@ class GroupWatcher:
 
     def is_stable(self, members: int) -> bool:
         """Every member joined and every partition assigned (asked of the describing child, see above)."""
-        state = self._describer.describe(self.group_id)
+        state = self.last_described = self._describer.describe(self.group_id)
         return state is not None and state["state"] == "STABLE" and state["members"] == members \
             and state["assigned"] == self.partitions
 

@@ -371,8 +371,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             for member in plan.members:
                 pool.start(member.name, lane=member.lane)
             if not wait_until(lambda: watcher.is_stable(len(plan.members)), GROUP_STABLE_TIMEOUT_S, "group stable"):
-                raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s; "
-                                   f"see {run_dir / 'logs'}")
+                described = watcher.last_described or "none: Kafka or the describing child could not say"
+                raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s (its last "
+                                   f"description: {described}); see {run_dir / 'logs'}")
         with phase("workload and faults"):
             nemesis = nemesis_for(plan, cluster, pool, timeline, topics, schedule, rpc_proxy)
             producer = producer_process(producer_config(plan, run_dir, cluster.lane_bootstrap_servers(plan.producer.lane))).start()
