@@ -199,14 +199,6 @@ class RepeatedSlot(NamedTuple):
     deliveries: list[Delivery]
     ids: tuple
 
-    @property
-    def first(self) -> int:
-        return self.slot
-
-    @property
-    def last(self) -> int:
-        return self.slot
-
 
 def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates:
     """Offsets delivered to the same deliveries are judged as one range, cut only where a commit makes the budget rule
@@ -257,8 +249,9 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates
             for j in bits(m):
                 slots[j].append(d)
         repeated = [RepeatedSlot(j, slots[j], tuple(map(id, slots[j]))) for j in sorted(slots) if len(slots[j]) > 1]
-        for run in _merge(repeated, lambda it: it.ids):  # consecutive offsets with the same deliveries: one range
-            add(topic, partition, b * 64 + run[0].first, b * 64 + run[-1].last, run[0].deliveries)
+        # consecutive offsets with the same deliveries: one range
+        for run in _merge(repeated, lambda it: it.ids, lambda it: (it.slot, it.slot)):
+            add(topic, partition, b * 64 + run[0].slot, b * 64 + run[-1].slot, run[0].deliveries)
     dup, over_list = [], []
     for group in _merge(items, lambda it: (it.topic, it.partition, it.members, it.gens, it.budget, it.reason)):
         head = group[0]
@@ -276,11 +269,11 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates
     return Duplicates(dup, over_list, stats)
 
 
-def _merge(items, signature):
-    """Group ranges of equal signature that follow each other (each item's ``first`` and ``last`` offset)."""
+def _merge(items, signature, bounds=lambda it: (it.first, it.last)):
+    """Group ranges of equal signature that follow each other (``bounds``: an item's first and last offset)."""
     out, cur = [], []
     for it in items:
-        if cur and signature(it) == signature(cur[-1]) and it.first == cur[-1].last + 1:
+        if cur and signature(it) == signature(cur[-1]) and bounds(it)[0] == bounds(cur[-1])[1] + 1:
             cur.append(it)
         else:
             if cur:
@@ -402,14 +395,6 @@ class LostOffset(NamedTuple):
     block: dict
     window: LossWindow | None
 
-    @property
-    def first(self) -> int:
-        return self.offset
-
-    @property
-    def last(self) -> int:
-        return self.offset
-
 
 def crashes(h: History) -> dict[str, list[int]]:
     """member -> times its process was killed (a fault that ends its target's process, or a ``crashed`` event it
@@ -471,7 +456,7 @@ def _losses(x: Facts):
             cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
             ws = windows.get((topic, partition), [])
             lost_offsets = [LostOffset(o, r, next((w for w in ws if w.lo <= o <= w.hi), None)) for o, r in cells]
-            for run in _merge(lost_offsets, lambda it: it.window):
+            for run in _merge(lost_offsets, lambda it: it.window, lambda it: (it.offset, it.offset)):
                 window, offsets = run[0].window, [it.offset for it in run]
                 t0 = min(it.block["ptmin"] for it in run)
                 t1 = max(max(it.block["ptmax"], it.block["ctmax"] or it.block["ptmax"]) for it in run)
