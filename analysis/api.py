@@ -85,7 +85,7 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     try:
         say("scanning", f"{len(produced.files)} produced + {len(consumed.files)} consumed file(s), {size / 1e6:.1f} MB")
         own = history.Ownership(hist)
-        cfg, names = scan_config(hist, own, stall_ms)
+        cfg, names = scan_config(hist, own, stall_ms, sequence="n" in consumed.in_every_file)
         got = records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg)
         sides = records.side_totals(got)
         if sides.get(records.BAD_PRODUCED):
@@ -191,16 +191,17 @@ def default_stall_ms(h: history.History) -> int:
     return max(5_000, 5 * max(beats, default=3_000))
 
 
-def scan_config(hist: history.History, own: history.Ownership, stall_ms: int) -> tuple[dict, dict]:
+def scan_config(hist: history.History, own: history.Ownership, stall_ms: int, sequence: bool = False) -> tuple[dict, dict]:
     """What the executors need (ownership periods and members with events, keyed by the hashes the pass groups
-    names by), and the names the history knows by (column, hash)."""
+    names by; ``sequence``: every consumed file carries ``n``, so the groups settle the order of consumption), and
+    the names the history knows by (column, hash)."""
     topics = {p.topic for p in hist.periods} | {c.topic for c in hist.commits} | \
         {tp[0] for e in hist.events for tp in (e.partitions or [])}
     members = set(hist.members_with_events)
     th = {name: records.name_hash(name) for name in topics}
     mh = {name: records.name_hash(name) for name in members}
     cfg = {"periods": {(mh[m], th[t], p): v for (m, t, p), v in own.periods.items()},
-           "with_events": {mh[m] for m in own.with_events}, "stall_ms": stall_ms}
+           "with_events": {mh[m] for m in own.with_events}, "stall_ms": stall_ms, "sequence": sequence and hist.has_events}
     names = {**{("topic", h): t for t, h in th.items()}, **{("member", h): m for m, h in mh.items()}}
     return cfg, names
 
@@ -238,7 +239,8 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
     blocks = need | {(r["topic"], r["partition"], r["b"]) for r in got.get("stall_blocks", [])}
     cfg, names = scan
     rows, steps = run.guarded(("duplicate", "backwards", "stall"), records.log_pass, consumed, cfg, own.bounds, blocks,
-                              names, hist.has_events) or ([], [])
+                              names, hist.has_events, got.get("unordered", []),
+                              sum(r["n"] for r in got.get("unsequenced", []))) or ([], [])
     for r in rows:
         r["period"] = own.period_of(r["member"], r["topic"], r["partition"], r["epoch"])
     out["drilled_blocks"], out["drilled_rows"] = len(blocks), len(rows)

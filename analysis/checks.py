@@ -800,9 +800,12 @@ def assignment_waits(x: Facts) -> list[dict]:
                         "reason": f"{member} waited {(z - a) / 1000:.1f} s for an assignment"
                                   f"{' (to the end)' if open_ and z == until else ''}"})
 
+    by_member: dict[str, list] = {}
+    for e in h.events:  # one pass: a member's events in their order
+        by_member.setdefault(e.member, []).append(e)
     for member in h.members_with_events:
         since = None
-        for e in (e for e in h.events if e.member == member):
+        for e in by_member.get(member, []):
             if e.kind in ("started", "lost") and since is None:
                 since = e.ts
             elif e.kind == "assigned" and since is not None:

@@ -10,18 +10,17 @@ highest generation. None of it depends on where a row sits in its file, so neith
 depend on the row order or the file layout.
 
 The one thing that depends on the order of consumption, ``backwards`` (a member's next record not above the previous
-one inside one ownership), comes from a second pass over the consumed rows (:func:`log_pass`). When every consumed
-file carries ``n`` (the member's consumption sequence, contract v1), "next" means next by ``n``, and the answer is the
-same for any row order and file layout: each task sorts its rows of every stream by ``n`` and returns their steps
-back and the stream's first and last record; the driver stitches the segments of each stream by ``n``
-(:func:`stitch_by_sequence`). Where the segments of a stream overlap in ``n`` (rows not written in consumption order,
-e.g. shuffled), those streams alone go through one shuffle, by (stream, n >> SEQUENCE_SHIFT) and sorted inside each
-task, and are stitched again (:func:`_resequenced`). Rows in consumption order never need it. Without ``n`` (a run
-written before the column, a user's own log), "next" means next in the member's log: each task cuts its rows into
-pieces (consecutive rows of one file split), finds the steps back inside every (stream, piece) with numpy, and
-returns each piece's first and last record; the driver stitches the pieces of each stream in log order
-(:func:`stitch_steps`); that is exact only when each member's rows are in consumption order. The same pass returns the records of the few blocks the groups cannot settle
-(duplicates, stalls), picked by a broadcast set of (topic, partition, block) keys. No shuffle, no predicate a unit.
+one inside one ownership), is settled by the same groups when every consumed file carries ``n`` (the member's
+consumption sequence, contract v1): consumed groups are keyed by ``nb = n >> 6`` too and keep the set of ``n & 63``
+and the sum of ``(n & 63) * (offset & 63)``, from which :func:`unordered_ranges` tells, exactly and in any row order,
+the ranges of n where a member may step back. Only their rows are read again (:func:`_resequenced`: one shuffle by
+(range, n >> SEQUENCE_SHIFT), sorted by n inside each task, stitched by :func:`stitch_by_sequence`), with the rows of
+the few blocks the groups cannot settle (duplicates, stalls: :func:`block_rows`, a broadcast semi-join in the JVM). A
+run without anomalies reads no row twice. Without ``n`` (a run written before the column, a user's own log), "next"
+means next in the member's log: one pass over the consumed rows (:func:`log_pass`) cuts them into pieces
+(consecutive rows of one file split), finds the steps back inside every (stream, piece) with numpy, and returns
+each piece's first and last record; the driver stitches the pieces of each stream in log order
+(:func:`stitch_steps`); that is exact only when each member's rows are in consumption order, and the check says so.
 
 The epoch of a row is the number of ownership boundaries at or before its time (a balanced CASE tree); the
 ownership period of a row or group is looked up from its epoch (:func:`periods_of`, ``history.Ownership``: the
@@ -69,15 +68,23 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
     c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                           epoch_expr(bounds)),
                                f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", "`offset` >> 6 AS b",
-                               "`offset`", "ts", "generation")
-    c = c.groupBy("k", "th", "mh", "b").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax")])
+                               "n >> 6 AS nb", "`offset`", "ts", "generation", "n")
+    c = c.groupBy("k", "th", "mh", "b", "nb").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *SEQUENCE_AGGREGATES)])
     p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
                                f"{hashed('topic')} AS th", "`offset` >> 6 AS b", "`offset`", "ts")
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax")
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax", "nb", "nn",
+        "nmask", "nsum")
+
+
+# what a consumed group keeps of its consumption sequence n (groups are keyed by nb = n >> 6 too): how many rows have
+# an n, the set of n & 63, and the sum of (n & 63) * (offset & 63), which settle the order inside the group
+# (:func:`unordered_ranges`)
+SEQUENCE_AGGREGATES = ("count(n) AS nn", "bit_or(shiftleft(1L, CAST(n & 63 AS INT))) AS nmask",
+                       "sum((n & 63) * (`offset` & 63)) AS nsum")
 
 
 def hashed(column: str) -> str:
@@ -172,8 +179,10 @@ def side_totals(got: dict[str, list[dict]]) -> dict[int, SideTotal]:
 def _check_task(batches, cfg):
     """One executor task: every (topic, partition) it got, checked at once; one batch of results."""
     import pyarrow as pa
-    table = pa.Table.from_batches(list(batches))
-    rows = check_groups(table, cfg)
+    got = list(batches)
+    if not got:  # a task the shuffle gave no group
+        return
+    rows = check_groups(pa.Table.from_batches(got), cfg)
     if rows:
         yield pa.RecordBatch.from_pydict({"q": pa.array([q for q, _ in rows], pa.string()),
                                           "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
@@ -183,7 +192,8 @@ SEGMENT, STEP, ROW, UNSEQUENCED = 0, 1, 2, 3  # the kinds of row the log pass re
 SEQUENCE_SHIFT = 20                      # the re-sequencing shuffle's key: (stream, n >> SEQUENCE_SHIFT)
 LOG_ORDER_NOTE = "backwards judged by log order: exact only when each member's rows are in consumption order"
 LOG_SCHEMA = ("kind int, mh bigint, th bigint, `partition` int, period bigint, fh bigint, blk bigint, pos bigint, "
-              "`offset` bigint, ts bigint, generation int, epoch int, pos2 bigint, offset2 bigint, ts2 bigint, tmin bigint")
+              "`offset` bigint, ts bigint, generation int, epoch int, pos2 bigint, offset2 bigint, ts2 bigint, tmin bigint, "
+              "rid bigint")
 LOG_ROWS = 1 << 20                       # rows a task folds at once (its memory bound): pieces are stitched anyway
 
 
@@ -214,38 +224,57 @@ class Steps(list):
         self.by_sequence, self.unsequenced = by_sequence, unsequenced
 
 
-def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order: bool = True) -> tuple[list[dict], Steps]:
-    """One job over the consumed rows, no shuffle: the rows of the 64-offset ``blocks`` (topic, partition, b) the
-    groups could not settle (duplicates, stalls), picked in the executors by a broadcast set of keys, and, when
-    ``order``, every step back of every member: by ``n`` when every consumed file carries it
-    (:func:`stitch_by_sequence`; streams not written in consumption order take one more job, with a shuffle:
-    :func:`_resequenced`), else in its log (:func:`stitch_steps`). Returns (rows, steps), named."""
-    if not order and not blocks:
-        return [], Steps()
+def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order: bool = True,
+             unordered: list[dict] = (), unsequenced: int = 0) -> tuple[list[dict], "Steps"]:
+    """The records of the 64-offset ``blocks`` (topic, partition, b) the groups could not settle (duplicates,
+    stalls), and, when ``order``, every step back of every member. Returns (rows, steps), named.
+
+    When the scan's groups settled the order by ``n`` (``cfg["sequence"]``: every consumed file carries it), only the
+    rows of those blocks (:func:`block_rows`) and of the ``unordered`` streams the groups could not clear
+    (:func:`unordered_ranges`, :func:`_resequenced`) are read: a log in consumption order, in any row order, reads
+    none. Else one job, no shuffle, judges each member's log in its order (:func:`stitch_steps`)."""
+    if not order or cfg.get("sequence"):
+        ranges = merged_ranges((r["mh"], r["th"], r["partition"], r["lo"], r["hi"]) for r in unordered or ())
+        steps = _resequenced(consumed, cfg, bounds, ranges) if order and ranges else []
+        return block_rows(consumed, bounds, blocks, names), _named_steps(steps, names, order, unsequenced)
     import pyspark.cloudpickle as cp
 
     from . import records as me
     cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
     wanted = {(name_hash(t), p, b) for t, p, b in blocks}
-    by_sequence = order and "n" in consumed.in_every_file
-    fn = lambda batches: _log_task(batches, cfg, wanted, order, by_sequence)  # noqa: E731
+    fn = lambda batches: _log_task(batches, cfg, wanted, order)  # noqa: E731
     table = _log_columns(consumed, bounds).mapInArrow(fn, LOG_SCHEMA).toArrow()
     kind = np.asarray(table.column("kind"))
-    name = lambda column, h: names[(column, h)]  # noqa: E731
-    rows = table.filter(kind == ROW).select(["th", "partition", "offset", "mh", "ts", "generation", "fh", "blk", "pos",
-                                             "epoch"]).to_pylist()
+    rows = _named_rows(table.filter(kind == ROW).select(list(ROW_COLUMNS)).to_pylist(), names)
+    steps = stitch_steps(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)), _file_ranks(consumed))
+    return rows, _named_steps(steps, names, False, 0)
+
+
+ROW_COLUMNS = ("th", "partition", "offset", "mh", "ts", "generation", "fh", "blk", "pos", "epoch")
+
+
+def block_rows(consumed, bounds: list[int], blocks, names: dict) -> list[dict]:
+    """Every consumed record of the 64-offset ``blocks`` (topic, partition, b), with its place in the log, named:
+    picked in the JVM by a broadcast semi-join, so that only those rows leave it."""
+    if not blocks:
+        return []
+    from pyspark.sql import functions as F
+    k = consumed.df.sparkSession.createDataFrame(sorted({(name_hash(t), p, b) for t, p, b in blocks}),
+                                                 "kth bigint, kp int, kb bigint")
+    df = _log_columns(consumed, bounds).join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"),
+                                             "left_semi")
+    return _named_rows(df.select(*ROW_COLUMNS).toArrow().to_pylist(), names)
+
+
+def _named_rows(rows: list[dict], names: dict) -> list[dict]:
     for r in rows:
-        r["topic"], r["member"] = name("topic", r.pop("th")), name("member", r.pop("mh"))
-    segments, inner = _columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP))
-    if by_sequence:
-        steps, unsettled = stitch_by_sequence(segments, inner)
-        if unsettled:
-            steps = sorted(steps + _resequenced(consumed, cfg, bounds, unsettled))
-    else:
-        steps = stitch_steps(segments, inner, _file_ranks(consumed))
-    unsequenced = int(np.asarray(table.filter(kind == UNSEQUENCED).column("pos")).sum())
-    return rows, Steps([Step(name("member", m), name("topic", t), p, period, At(*before), At(*after))
-                        for m, t, p, period, before, after in steps], by_sequence, unsequenced)
+        r["topic"], r["member"] = names[("topic", r.pop("th"))], names[("member", r.pop("mh"))]
+    return rows
+
+
+def _named_steps(steps, names: dict, by_sequence: bool, unsequenced: int) -> "Steps":
+    return Steps([Step(names[("member", m)], names[("topic", t)], p, period, At(*before), At(*after))
+                  for m, t, p, period, before, after in steps], by_sequence, unsequenced)
 
 
 def _log_columns(consumed, bounds: list[int]):
@@ -255,23 +284,26 @@ def _log_columns(consumed, bounds: list[int]):
         "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation", "n")
 
 
-def _resequenced(consumed, cfg: dict, bounds: list[int], keys: set[tuple]) -> list[tuple]:
-    """The steps back, by ``n``, of the (member hash, topic hash, partition) ``keys`` whose rows were not written in
-    consumption order: their rows shuffled by (key, n >> SEQUENCE_SHIFT) and sorted by n inside each task, so that
-    every task's segments of a stream are disjoint in n and stitch exactly."""
+def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) -> list[tuple]:
+    """The steps back, by ``n``, inside the ``ranges`` (member hash, topic hash, partition, lo, hi) of n the groups
+    could not clear (:func:`unordered_ranges`, :func:`merged_ranges`): their rows, picked by a broadcast join,
+    shuffled by (range, n >> SEQUENCE_SHIFT) and sorted by n inside each task, so that every task's segments of a
+    range are disjoint in n and stitch exactly; a range is stitched on its own (``rid``), never to the next one of
+    its stream, whose seam the groups cleared."""
     from pyspark.sql import functions as F
     spark = consumed.df.sparkSession
-    k = spark.createDataFrame(sorted(keys), "kmh bigint, kth bigint, kp int")
+    k = spark.createDataFrame([(i, *r) for i, r in enumerate(ranges)], "rid bigint, kmh bigint, kth bigint, kp int, lo bigint, hi bigint")
     df = (_log_columns(consumed, bounds).where("n IS NOT NULL").select("mh", "th", "partition", "epoch", "offset", "ts", "n")
-          .join(F.broadcast(k), F.expr("mh = kmh AND th = kth AND `partition` = kp"), "left_semi")
-          .repartition("mh", "th", "partition", F.expr(f"n >> {SEQUENCE_SHIFT}"))
-          .sortWithinPartitions("mh", "th", "partition", "n")
+          .join(F.broadcast(k), F.expr("mh = kmh AND th = kth AND `partition` = kp AND n BETWEEN lo AND hi"))
+          .drop("kmh", "kth", "kp", "lo", "hi")
+          .repartition("rid", F.expr(f"n >> {SEQUENCE_SHIFT}"))
+          .sortWithinPartitions("rid", "n")
           .selectExpr("*", "0L AS fh", "-1L AS blk", "0L AS pos", "-1 AS generation"))
     fn = lambda batches: _log_task(batches, cfg, set(), True, True)  # noqa: E731
     table = df.mapInArrow(fn, LOG_SCHEMA).toArrow()
     kind = np.asarray(table.column("kind"))
     steps, unsettled = stitch_by_sequence(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)))
-    if unsettled:  # sorted by n, a stream's segments overlap only where one n is on more than one row
+    if unsettled:  # sorted by n, a range's segments overlap only where one n is on more than one row
         from .errors import InputError
         raise InputError(f"consumed/: column 'n' has one value on more than one row of a member's partition "
                          f"({len(unsettled)} such partitions): n numbers each record a member consumed, once")
@@ -362,7 +394,8 @@ def _sequence_segments(c: dict, period, batch):
     sel = inside[n[inside] >= 0]
     if len(sel) == 0:
         return
-    stream = _codes(c["mh"][sel], c["th"][sel], c["partition"][sel], period[sel])[0]
+    rid = c.get("rid", np.zeros(len(n), np.int64))
+    stream = _codes(c["mh"][sel], c["th"][sel], c["partition"][sel], period[sel], rid[sel])[0]
     k = np.lexsort((n[sel], stream))
     o, stream = sel[k], stream[k]
     bucket = n[o] >> SEQUENCE_SHIFT
@@ -373,7 +406,7 @@ def _sequence_segments(c: dict, period, batch):
         yield batch(STEP, j, offset=off[i], ts=ts[i], offset2=off[j], ts2=ts[j])
     first = np.flatnonzero(np.r_[True, ~same])
     a, z = o[first], o[np.r_[first[1:] - 1, len(o) - 1]]
-    yield batch(SEGMENT, a, pos=n[a], offset=off[a], ts=ts[a], pos2=n[z], offset2=off[z], ts2=ts[z])
+    yield batch(SEGMENT, a, pos=n[a], offset=off[a], ts=ts[a], pos2=n[z], offset2=off[z], ts2=ts[z], rid=rid[a])
 
 
 def stitch_by_sequence(seg: dict, inner: dict) -> tuple[list[tuple], set[tuple]]:
@@ -386,7 +419,7 @@ def stitch_by_sequence(seg: dict, inner: dict) -> tuple[list[tuple], set[tuple]]
     unsettled: set[tuple] = set()
     if len(seg["mh"]):
         mh, th, part, period = seg["mh"], seg["th"], seg["partition"], seg["period"]
-        stream = _codes(mh, th, part, period)[0]
+        stream = _codes(mh, th, part, period, seg.get("rid", np.zeros(len(mh), np.int64)))[0]
         o = np.lexsort((seg["pos"], stream))
         s = stream[o]
         reach = _segmented_cummax(s, seg["pos2"][o])      # the highest n of the stream's segments so far
@@ -734,6 +767,12 @@ def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
          "n": col("n")[cons], "mask": col("mask")[cons], "kmin": col("kmin")[cons], "kmax": col("kmax")[cons],
          "gmax": col("gmax", -1)[cons]}
     g["gmin"] = np.where(g["gmax"] < 0, BIG, g["gmax"])
+    if cfg.get("sequence"):
+        seq = {k: col(k, -1 if k == "nb" else 0)[cons] for k in ("nb", "nn", "nmask", "nsum")}
+        ranges, unsequenced = unordered_ranges({**g, **seq})
+        out += [("unordered", {"th": int(P["th"][r.tp]), "partition": int(P["partition"][r.tp]), "mh": r.m, "lo": r.lo,
+                               "hi": r.hi}) for r in ranges]
+        out.append(("unsequenced", {"n": unsequenced}))
     # one group per (partition, member, period, block): the deliveries the other checks reason about (several
     # epochs inside one period fold into one)
     bg = _reduce(g, ["tp", "m", "period", "b"], {"n": "sum", "mask": "or", "kmin": "min", "kmax": "max",
@@ -779,6 +818,86 @@ def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
     out += [("stall_blocks", {**where(t), "b": x}) for t, x in stall_blocks]
     out += [("spans", {**where(t), "start": s.start, "end": s.end, "omax": s.top}) for t, s in spans]
     out += [("acks", {**where(t), "top": top, **first_ack(pb_t, top)}) for t, top, pb_t in _gap_tops(good, spans, stall_blocks, pb)]
+    return out
+
+
+class NRange(NamedTuple):
+    """Consumption sequences ``lo``..``hi`` (inclusive) of one member's records of one (topic, partition) (``tp``: its
+    partition code in a task, ``m``: the member's hash), to read again in the order of n."""
+    tp: int
+    m: int
+    lo: int
+    hi: int
+
+
+def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
+    """Where a member's consumption, by ``n``, may step back inside an ownership period, from the consumed groups
+    ``g`` alone (keyed by block b and bucket nb = n >> 6; :data:`SEQUENCE_AGGREGATES`), as ranges of n to read again;
+    and how many rows inside a period have no n (their groups have no bucket; they are left out of the judgement).
+
+    No row order is needed. Inside one group, both its n and its offsets are sets of 64 bits (``nmask``, ``mask``),
+    and with no value repeated, its rows were consumed in offset order exactly when ``nsum`` = sum((n & 63) *
+    (offset & 63)) equals the sum over the two sets paired in sorted order (the rearrangement inequality: any other
+    pairing sums less). A stream's (member, topic, partition, period) groups, by their first n, then chain: each
+    rises above the last in n and in offset. A bucket holding a group that fails either is bad; its range runs
+    from the start of the stream's bucket before it to the end of the one after it. Every step back lies inside a
+    range (two consecutive records either share a bucket, or sit in neighbouring buckets: both clean means the chain
+    between them was checked), and a log consumed in order has none."""
+    inside = np.flatnonzero(g["period"] >= 0)
+    unsequenced = int(g["n"][inside][g["nb"][inside] < 0].sum())
+    inside = inside[g["nb"][inside] >= 0]
+    if len(inside) == 0:
+        return [], unsequenced
+    c, nmask, mask, nb, b = (g[k][inside] for k in ("n", "nmask", "mask", "nb", "b"))
+    one_each = (g["nn"][inside] == c) & (popcount(nmask) == c) & (popcount(mask) == c)
+    in_order = one_each.copy()
+    in_order[one_each] = g["nsum"][inside][one_each] == sorted_pairing_sum(nmask[one_each], mask[one_each])
+    nmin, nmax, omin, omax = nb * 64 + lowbit(nmask), nb * 64 + highbit(nmask), b * 64 + lowbit(mask), b * 64 + highbit(mask)
+    stream = _codes(g["tp"][inside], g["m"][inside], g["period"][inside])[0]
+    o = np.lexsort((nmin, stream))
+    stream, nb, in_order = stream[o], nb[o], in_order[o]
+    bad = ~in_order
+    broken = (stream[1:] == stream[:-1]) & ((nmin[o][1:] <= nmax[o][:-1]) | (omin[o][1:] <= omax[o][:-1]))
+    bad[1:] |= broken
+    bad[:-1] |= broken
+    bucket = np.cumsum(np.r_[True, (stream[1:] != stream[:-1]) | (nb[1:] != nb[:-1])]) - 1
+    first = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])  # each bucket's first group
+    b_stream, b_nb = stream[first], nb[first]
+    b_bad = np.zeros(len(first), bool)
+    b_bad[bucket[bad]] = True
+    k = np.flatnonzero(b_bad)
+    prev = np.where((k > 0) & (b_stream[np.maximum(k - 1, 0)] == b_stream[k]), k - 1, k)
+    last = len(first) - 1
+    nxt = np.where((k < last) & (b_stream[np.minimum(k + 1, last)] == b_stream[k]), k + 1, k)
+    at = inside[o][first[k]]
+    return [NRange(*r) for r in zip(g["tp"][at].tolist(), g["m"][at].tolist(), (b_nb[prev] * 64).tolist(),
+                                     (b_nb[nxt] * 64 + 63).tolist())], unsequenced
+
+
+def merged_ranges(ranges) -> list[tuple[int, int, int, int, int]]:
+    """(member hash, topic hash, partition, lo, hi) ranges of n, those of one member's partition that overlap or
+    touch merged: each is read and stitched on its own."""
+    out: list[list[int]] = []
+    for mh, th, part, lo, hi in sorted(ranges):
+        if out and out[-1][:3] == [mh, th, part] and lo <= out[-1][4] + 1:
+            out[-1][4] = max(out[-1][4], hi)
+        else:
+            out.append([mh, th, part, lo, hi])
+    return [(mh, th, part, lo, hi) for mh, th, part, lo, hi in out]
+
+
+SORTED_PAIRING_CHUNK = 1 << 16  # groups unpacked at once: 2 x 64 bytes each
+
+
+def sorted_pairing_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """For each row, sum over k of (k-th lowest set bit of ``a``) * (k-th lowest set bit of ``b``); ``a`` and ``b``
+    have as many bits set in each row."""
+    out = np.zeros(len(a), np.int64)
+    for lo in range(0, len(a), SORTED_PAIRING_CHUNK):
+        bits = [np.unpackbits(x[lo:lo + SORTED_PAIRING_CHUNK].astype("<i8").view(np.uint8).reshape(-1, 8), axis=1,
+                              bitorder="little") for x in (a, b)]
+        (row, pa), (_, pb) = (np.nonzero(x) for x in bits)  # row-major: each row's bits in increasing position
+        out[lo:lo + len(bits[0])] = np.bincount(row, weights=pa * pb, minlength=len(bits[0])).astype(np.int64)
     return out
 
 

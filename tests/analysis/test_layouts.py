@@ -135,6 +135,15 @@ def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, s
     assert all(c["status"] == "ran" for c in summary["checks"].values()), summary["checks"]
 
 
+def steps_back(spark, run_dir, consumed, cfg, own, names):
+    """The steps back as the analysis finds them: the scan's groups name the streams they cannot clear, the log pass
+    reads those (or, without n, every member's log)."""
+    from analysis import inputs, records
+    got = records.check_partitions(records.aggregate(inputs.load(spark, run_dir, "produced").df, consumed.df, own.bounds), cfg)
+    return records.log_pass(consumed, cfg, own.bounds, set(), names, True, got.get("unordered", []),
+                            sum(r["n"] for r in got.get("unsequenced", [])))[1]
+
+
 @pytest.mark.parametrize("order,sequence", [("shuffled", False), ("shuffled", True), ("consumption", True)])
 def test_a_log_cut_across_many_tasks_keeps_every_step_back(order, sequence, tmp_path, spark):
     """The log pass's pieces: files cut into many input splits (a few KB each), Parquet row groups and JSONL byte
@@ -146,13 +155,13 @@ def test_a_log_cut_across_many_tasks_keeps_every_step_back(order, sequence, tmp_
     truth = generate(tmp_path, plan)
     hist = history.build(tmp_path, "auto")
     own = history.Ownership(hist)
-    cfg, names = scan_config(hist, own, default_stall_ms(hist))
     consumed = inputs.load(spark, tmp_path, "consumed")
+    cfg, names = scan_config(hist, own, default_stall_ms(hist), sequence="n" in consumed.in_every_file)
     saved = spark.conf.get("spark.sql.files.maxPartitionBytes")
     spark.conf.set("spark.sql.files.maxPartitionBytes", str(16 << 10))
     try:
         assert consumed.df.rdd.getNumPartitions() > 20
-        _, steps = records.log_pass(consumed, cfg, own.bounds, set(), names)
+        steps = steps_back(spark, tmp_path, consumed, cfg, own, names)
     finally:
         spark.conf.set("spark.sql.files.maxPartitionBytes", saved)
     assert steps.by_sequence is sequence and steps.unsequenced == 0
@@ -172,7 +181,7 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
     truth = generate(tmp_path, replace(PLAN, records=20_000, order="shuffled", row_group_rows=300))
     hist = history.build(tmp_path, "auto")
     own = history.Ownership(hist)
-    cfg, names = scan_config(hist, own, default_stall_ms(hist))
+    cfg, names = scan_config(hist, own, default_stall_ms(hist), sequence=True)
     wanted = {"spark.sql.adaptive.coalescePartitions.enabled": "false",  # small data: else one task holds every bucket
               "spark.sql.shuffle.partitions": "8",
               "spark.sql.files.maxPartitionBytes": str(16 << 10)}  # a member's file in many splits: they overlap in n
@@ -180,7 +189,7 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
     for k, v in wanted.items():
         spark.conf.set(k, v)
     try:
-        _, steps = records.log_pass(inputs.load(spark, tmp_path, "consumed"), cfg, own.bounds, set(), names)
+        steps = steps_back(spark, tmp_path, inputs.load(spark, tmp_path, "consumed"), cfg, own, names)
     finally:
         for k, v in saved.items():
             spark.conf.set(k, v)
