@@ -76,15 +76,14 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax", "nb", "nn",
-        "nmask", "nsum")
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax", "nb", "nmask",
+        "nsum")
 
 
-# what a consumed group keeps of its consumption sequence n (groups are keyed by nb = n >> 6 too): how many rows have
-# an n, the set of n & 63, and the sum of (n & 63) * (offset & 63), which settle the order inside the group
-# (:func:`unordered_ranges`)
-SEQUENCE_AGGREGATES = ("count(n) AS nn", "bit_or(shiftleft(1L, CAST(n & 63 AS INT))) AS nmask",
-                       "sum((n & 63) * (`offset` & 63)) AS nsum")
+# what a consumed group keeps of its consumption sequence n (groups are keyed by nb = n >> 6 too, so a group's rows
+# all have an n or none has): the set of n & 63, and the sum of (n & 63) * (offset & 63), which settle the order
+# inside the group (:func:`unordered_ranges`)
+SEQUENCE_AGGREGATES = ("bit_or(shiftleft(1L, CAST(n & 63 AS INT))) AS nmask", "sum((n & 63) * (`offset` & 63)) AS nsum")
 
 
 def hashed(column: str) -> str:
@@ -188,7 +187,7 @@ def _check_task(batches, cfg):
                                           "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
 
 
-SEGMENT, STEP, ROW, UNSEQUENCED = 0, 1, 2, 3  # the kinds of row the log pass returns
+SEGMENT, STEP = 0, 1  # the kinds of row the log pass returns
 SEQUENCE_SHIFT = 20                      # the re-sequencing shuffle's key: (stream, n >> SEQUENCE_SHIFT)
 LOG_ORDER_NOTE = "backwards judged by log order: exact only when each member's rows are in consumption order"
 LOG_SCHEMA = ("kind int, mh bigint, th bigint, `partition` int, period bigint, fh bigint, blk bigint, pos bigint, "
@@ -233,19 +232,18 @@ def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order:
     rows of those blocks (:func:`block_rows`) and of the ``unordered`` streams the groups could not clear
     (:func:`unordered_ranges`, :func:`_resequenced`) are read: a log in consumption order, in any row order, reads
     none. Else one job, no shuffle, judges each member's log in its order (:func:`stitch_steps`)."""
+    rows = block_rows(consumed, bounds, blocks, names)
     if not order or cfg.get("sequence"):
         ranges = merged_ranges((r["mh"], r["th"], r["partition"], r["lo"], r["hi"]) for r in unordered or ())
         steps = _resequenced(consumed, cfg, bounds, ranges) if order and ranges else []
-        return block_rows(consumed, bounds, blocks, names), _named_steps(steps, names, order, unsequenced)
+        return rows, _named_steps(steps, names, order, unsequenced)
     import pyspark.cloudpickle as cp
 
     from . import records as me
     cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
-    wanted = {(name_hash(t), p, b) for t, p, b in blocks}
-    fn = lambda batches: _log_task(batches, cfg, wanted, order)  # noqa: E731
+    fn = lambda batches: _log_task(batches, cfg)  # noqa: E731
     table = _log_columns(consumed, bounds).mapInArrow(fn, LOG_SCHEMA).toArrow()
     kind = np.asarray(table.column("kind"))
-    rows = _named_rows(table.filter(kind == ROW).select(list(ROW_COLUMNS)).to_pylist(), names)
     steps = stitch_steps(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)), _file_ranks(consumed))
     return rows, _named_steps(steps, names, False, 0)
 
@@ -299,7 +297,7 @@ def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) ->
           .repartition("rid", F.expr(f"n >> {SEQUENCE_SHIFT}"))
           .sortWithinPartitions("rid", "n")
           .selectExpr("*", "0L AS fh", "-1L AS blk", "0L AS pos", "-1 AS generation"))
-    fn = lambda batches: _log_task(batches, cfg, set(), True, True)  # noqa: E731
+    fn = lambda batches: _log_task(batches, cfg, by_sequence=True)  # noqa: E731
     table = df.mapInArrow(fn, LOG_SCHEMA).toArrow()
     kind = np.asarray(table.column("kind"))
     steps, unsettled = stitch_by_sequence(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)))
@@ -323,7 +321,7 @@ def _columns(table) -> dict:
             for c in table.column_names}
 
 
-def _log_task(batches, cfg, wanted, order, by_sequence=False):
+def _log_task(batches, cfg, by_sequence=False):
     """One executor task of :func:`log_pass`: its rows folded LOG_ROWS at a time."""
     import pyarrow as pa
     buf, n = [], 0
@@ -331,18 +329,17 @@ def _log_task(batches, cfg, wanted, order, by_sequence=False):
         buf.append(batch)
         n += batch.num_rows
         if n >= LOG_ROWS:
-            yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order, by_sequence)
+            yield from _log_rows(pa.Table.from_batches(buf), cfg, by_sequence)
             buf, n = [], 0
     if n:
-        yield from _log_rows(pa.Table.from_batches(buf), cfg, wanted, order, by_sequence)
+        yield from _log_rows(pa.Table.from_batches(buf), cfg, by_sequence)
 
 
-def _log_rows(table, cfg, wanted, order, by_sequence=False):
-    """The wanted blocks' rows; and the steps back inside every segment with each segment's first and last record:
+def _log_rows(table, cfg, by_sequence=False):
+    """The steps back inside every segment, with each segment's first and last record:
     ``by_sequence``, a segment is a stream's rows here, in the order of ``n`` (:func:`_sequence_segments`); else a
     stream's rows in one piece (consecutive rows of one file split, positions increasing), in log order. A stream is
     one ownership period of one (member, topic, partition); rows outside every ownership have none."""
-    import pyarrow as pa
     c = _columns(table)
     mh, th, part, epoch, fh, blk, pos, off, ts = (c[k] for k in ("mh", "th", "partition", "epoch", "fh", "blk", "pos",
                                                                  "offset", "ts"))
@@ -350,13 +347,6 @@ def _log_rows(table, cfg, wanted, order, by_sequence=False):
     batch = lambda kind, at, **more: _batch(  # noqa: E731
         {"kind": np.full(len(at), kind, np.int32), "mh": mh[at], "th": th[at], "partition": part[at].astype(np.int32),
          "period": period[at], **more}, len(at))
-    if wanted:
-        hit = _in_blocks(th, part, off >> 6, wanted)
-        if len(hit):
-            yield batch(ROW, hit, fh=fh[hit], blk=blk[hit], pos=pos[hit], offset=off[hit], ts=ts[hit],
-                        generation=c["generation"][hit].astype(np.int32), epoch=epoch[hit].astype(np.int32))
-    if not order:
-        return
     if by_sequence:
         yield from _sequence_segments(c, period, batch)
         return
@@ -385,13 +375,9 @@ def _sequence_segments(c: dict, period, batch):
     """Inside every stream of these rows (``c``: numpy columns), in the order of ``n``: the steps back, and the
     first and last record (``pos``/``pos2``: their n) of each bucket of n (``n >> SEQUENCE_SHIFT``) the stream has
     here. Cut by bucket because the re-sequencing task that holds buckets 3 and 5 of a stream need not hold 4: one
-    segment over both would overlap another task's. Rows without an n (-1) are only counted (UNSEQUENCED, ``pos``)."""
+    segment over both would overlap another task's. Every row has an n (:func:`_resequenced` reads no other)."""
     n, off, ts = c["n"], c["offset"], c["ts"]
-    inside = np.flatnonzero(period >= 0)
-    missing = inside[n[inside] < 0]
-    if len(missing):
-        yield batch(UNSEQUENCED, missing[:1], pos=np.array([len(missing)], np.int64))
-    sel = inside[n[inside] >= 0]
+    sel = np.flatnonzero(period >= 0)
     if len(sel) == 0:
         return
     rid = c.get("rid", np.zeros(len(n), np.int64))
@@ -443,14 +429,6 @@ def _batch(columns: dict, n: int):
     fields = [(f.split()[0].strip("`"), types[f.split()[1]]) for f in LOG_SCHEMA.split(", ")]
     return pa.RecordBatch.from_arrays([pa.array(columns[k], t) if k in columns else pa.nulls(n, t) for k, t in fields],
                                       names=[k for k, _ in fields])
-
-
-def _in_blocks(th, part, b, wanted) -> np.ndarray:
-    """Indexes of the rows whose (topic hash, partition, block) is in ``wanted``."""
-    pb = part.astype(np.int64) << 40 | b
-    cand = np.flatnonzero(np.isin(pb, np.fromiter((p << 40 | x for _, p, x in wanted), np.int64, len(wanted))))
-    return cand[[(t, p, x) in wanted for t, p, x in zip(th[cand].tolist(), part[cand].tolist(), b[cand].tolist())]] \
-        if len(cand) else cand
 
 
 def stitch_steps(seg: dict, inner: dict, file_ranks: dict | None = None) -> list[tuple]:
@@ -768,7 +746,7 @@ def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
          "gmax": col("gmax", -1)[cons]}
     g["gmin"] = np.where(g["gmax"] < 0, BIG, g["gmax"])
     if cfg.get("sequence"):
-        seq = {k: col(k, -1 if k == "nb" else 0)[cons] for k in ("nb", "nn", "nmask", "nsum")}
+        seq = {k: col(k, -1 if k == "nb" else 0)[cons] for k in ("nb", "nmask", "nsum")}
         ranges, unsequenced = unordered_ranges({**g, **seq})
         out += [("unordered", {"th": int(P["th"][r.tp]), "partition": int(P["partition"][r.tp]), "mh": r.m, "lo": r.lo,
                                "hi": r.hi}) for r in ranges]
@@ -849,7 +827,7 @@ def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
     if len(inside) == 0:
         return [], unsequenced
     c, nmask, mask, nb, b = (g[k][inside] for k in ("n", "nmask", "mask", "nb", "b"))
-    one_each = (g["nn"][inside] == c) & (popcount(nmask) == c) & (popcount(mask) == c)
+    one_each = (popcount(nmask) == c) & (popcount(mask) == c)
     in_order = one_each.copy()
     in_order[one_each] = g["nsum"][inside][one_each] == sorted_pairing_sum(nmask[one_each], mask[one_each])
     nmin, nmax, omin, omax = nb * 64 + lowbit(nmask), nb * 64 + highbit(nmask), b * 64 + lowbit(mask), b * 64 + highbit(mask)

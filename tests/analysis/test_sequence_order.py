@@ -11,19 +11,18 @@ from analysis.records import merged_ranges, sorted_pairing_sum, unordered_ranges
 
 def groups_of(streams: dict) -> dict:
     """streams: (tp, member, period) -> [(n, offset)]: the consumed groups keyed (stream, offset >> 6, n >> 6), with
-    the columns aggregate() gives them (n: rows, nn: rows with an n, mask, nmask, nsum)."""
+    the columns aggregate() gives them (n: rows, mask, nmask, nsum)."""
     acc: dict = {}
     for (tp, m, period), rows in streams.items():
         for n, offset in rows:
             key = (tp, m, period, offset >> 6, -1 if n is None else n >> 6)
-            g = acc.setdefault(key, {"n": 0, "nn": 0, "mask": 0, "nmask": 0, "nsum": 0})
+            g = acc.setdefault(key, {"n": 0, "mask": 0, "nmask": 0, "nsum": 0})
             g["n"] += 1
             g["mask"] |= 1 << (offset & 63)
             if n is not None:
-                g["nn"] += 1
                 g["nmask"] |= 1 << (n & 63)
                 g["nsum"] += (n & 63) * (offset & 63)
-    cols = {k: [] for k in ("tp", "m", "period", "b", "nb", "n", "nn", "mask", "nmask", "nsum")}
+    cols = {k: [] for k in ("tp", "m", "period", "b", "nb", "n", "mask", "nmask", "nsum")}
     for (tp, m, period, b, nb), g in acc.items():
         for k, v in {"tp": tp, "m": m, "period": period, "b": b, "nb": nb, **g}.items():
             cols[k].append(v - (1 << 64) if k in ("mask", "nmask") and v >= 1 << 63 else v)
