@@ -66,22 +66,25 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: run directory does not exist")
     say("loading", str(run_dir))
-    inputs.precheck(run_dir, "produced")
-    inputs.precheck(run_dir, "consumed")
+    files = inputs.precheck(run_dir, "produced") + inputs.precheck(run_dir, "consumed")
     hist = history.build(run_dir, protocol)
     if spark is None:
         if not is_started(master, remote, conf):
             say("starting Spark", remote or master or "local[*]")
         spark = get_session(master, remote, conf)
     apply_runtime_conf(spark)
-    produced = inputs.load(spark, run_dir, "produced")
-    consumed = inputs.load(spark, run_dir, "consumed")
     run = _Run()
     warnings = list(hist.warnings)
-    size = produced.bytes + consumed.bytes
-    saved = _tune(spark, size)
+    size = sum(p.stat().st_size for p in files)
+    saved = _tune(spark, size)  # before the files are read: how they are listed is one of its settings
     result = None
     stall_ms = stall_ms if stall_ms is not None else default_stall_ms(hist)
+    try:
+        produced = inputs.load(spark, run_dir, "produced")
+        consumed = inputs.load(spark, run_dir, "consumed")
+    except BaseException:
+        _restore(spark, saved)
+        raise
     try:
         say("scanning", f"{len(produced.files)} produced + {len(consumed.files)} consumed file(s), {size / 1e6:.1f} MB")
         own = history.Ownership(hist)
@@ -137,17 +140,23 @@ def _one_line(exc) -> str:
 
 
 SMALL_INPUT_BYTES = 64 << 20
+FILE_OPEN_COST = 64 << 10  # bytes a file's opening is worth when splits are packed: a local file's open is cheap
 
 
 def _tune(spark, size: int) -> dict:
     """Per-analysis settings (restored afterwards): few shuffle partitions; input splits small enough that every
-    core has several scan tasks (one file a task leaves a core idle at the end); for small inputs no adaptive
-    re-planning and no whole-stage code generation, whose fixed costs dominate a small run."""
+    core has several scan tasks (one file a task leaves a core idle at the end), and many small files packed into
+    one split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); the input
+    files listed on the driver, which named them (past 32 paths Spark lists them with a job); for small inputs
+    no adaptive re-planning, whose fixed cost dominates a small run. (Whole-stage code generation stays on: it was
+    off for small inputs until measured; it is faster at every size, the cold first call included: BENCHMARKS.md.)"""
     cores = default_parallelism(spark)
     conf = {"spark.sql.shuffle.partitions": str(max(1, min(2 * cores, size // (32 << 20) + 1))),
-            "spark.sql.files.maxPartitionBytes": str(min(128 << 20, max(4 << 20, size // (6 * cores))))}
+            "spark.sql.files.maxPartitionBytes": str(min(128 << 20, max(4 << 20, size // (6 * cores)))),
+            "spark.sql.files.openCostInBytes": str(FILE_OPEN_COST),
+            "spark.sql.sources.parallelPartitionDiscovery.threshold": str(1 << 30)}
     if size < SMALL_INPUT_BYTES:
-        conf.update({"spark.sql.adaptive.enabled": "false", "spark.sql.codegen.wholeStage": "false"})
+        conf["spark.sql.adaptive.enabled"] = "false"
     saved = {}
     for key, value in conf.items():
         try:

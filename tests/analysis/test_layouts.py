@@ -117,7 +117,8 @@ def _without_backwards(summary: dict) -> dict:
 WIDE = Plan(records=240_000, partitions=1_200, members=500, generations=4)  # 200 records a partition: room to plant
 
 
-# 1,000 files here take 100 s: the nightly's (make test keeps the shuffled layout at this shape)
+# 1,000 files here take 36 s (100 s before they shared scan tasks): the nightly's (make test keeps the shuffled
+# layout at this shape)
 @pytest.mark.parametrize("layout", [pytest.param("interleaved", marks=pytest.mark.slow), "shuffled"])
 def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, spark):
     """Every planted anomaly at 1,200 partitions and 500 members, the members' merged log cut into 1,000 files,
@@ -133,6 +134,20 @@ def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, s
     assert {k: summary["anomaly_counts"][k] for k in want} == want
     assert truth["backwards"] == 1
     assert all(c["status"] == "ran" for c in summary["checks"].values()), summary["checks"]
+
+
+def test_many_small_files_share_scan_tasks(tmp_path, spark):
+    """Spark's default open cost (4 MiB a file) made each of 500 members' small files a scan task of its own, and
+    past 32 paths it listed them with a job: the analysis's settings pack them (api._tune)."""
+    from analysis import api, inputs
+    generate(tmp_path, replace(PLAN, records=20_000, files=400))
+    files = inputs.precheck(tmp_path, "produced") + inputs.precheck(tmp_path, "consumed")
+    saved = api._tune(spark, sum(p.stat().st_size for p in files))
+    try:
+        tasks = inputs.load(spark, tmp_path, "consumed").df.rdd.getNumPartitions()
+    finally:
+        api._restore(spark, saved)
+    assert len(files) > 400 and tasks <= 40
 
 
 def steps_back(spark, run_dir, consumed, cfg, own, names):
