@@ -259,7 +259,8 @@ def block_rows(consumed, bounds: list[int], blocks, names: dict) -> list[dict]:
     from pyspark.sql import functions as F
     k = consumed.df.sparkSession.createDataFrame(sorted({(name_hash(t), p, b) for t, p, b in blocks}),
                                                  "kth bigint, kp int, kb bigint")
-    df = _log_columns(consumed, bounds).join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"),
+    cover = between_any("offset", covering_intervals((b * 64, b * 64 + 63) for _, _, b in blocks))
+    df = _log_columns(consumed, bounds, cover).join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"),
                                              "left_semi")
     return _named_rows(df.select(*ROW_COLUMNS).toArrow().to_pylist(), names)
 
@@ -275,11 +276,38 @@ def _named_steps(steps, names: dict, by_sequence: bool, unsequenced: int) -> "St
                   for m, t, p, period, before, after in steps], by_sequence, unsequenced)
 
 
-def _log_columns(consumed, bounds: list[int]):
-    """The consumed rows as the log pass reads them: keys hashed, epoch, place in the log, consumption sequence."""
-    return consumed.df.where("_bad IS NULL").selectExpr(
+def _log_columns(consumed, bounds: list[int], condition: str | None = None):
+    """The consumed rows as the log pass reads them: keys hashed, epoch, place in the log, consumption sequence;
+    only those matching ``condition`` (SQL over the file's columns, pushed down to the reader), if given."""
+    df = consumed.df if condition is None else consumed.rows(condition)
+    return df.where("_bad IS NULL").selectExpr(
         f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", f"{epoch_expr(bounds)} AS epoch",
         "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation", "n")
+
+
+COVER_INTERVALS = 32  # at most this many BETWEENs in a read's pushed-down filter
+
+
+def covering_intervals(intervals, at_most: int = COVER_INTERVALS) -> list[tuple[int, int]]:
+    """At most ``at_most`` sorted, disjoint intervals (inclusive) that cover every one of ``intervals``: the
+    overlapping and touching ones merged, then the smallest gaps between them closed. A filter a reader can push
+    down (Parquet skips the row groups whose statistics miss them all); the exact pick is the join after it."""
+    merged: list[list[int]] = []
+    for lo, hi in sorted(intervals):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    if len(merged) > at_most:
+        gaps = np.array([b[0] - a[1] for a, b in zip(merged, merged[1:])])
+        cut = np.sort(np.argsort(gaps, kind="stable")[len(gaps) - (at_most - 1):])  # keep the widest gaps open
+        starts, ends = [0, *(cut + 1).tolist()], [*cut.tolist(), len(merged) - 1]
+        merged = [[merged[a][0], merged[z][1]] for a, z in zip(starts, ends)]
+    return [(lo, hi) for lo, hi in merged]
+
+
+def between_any(column: str, intervals: list[tuple[int, int]]) -> str:
+    return " OR ".join(f"`{column}` BETWEEN {lo} AND {hi}" for lo, hi in intervals)
 
 
 def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) -> list[tuple]:
@@ -291,7 +319,8 @@ def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) ->
     from pyspark.sql import functions as F
     spark = consumed.df.sparkSession
     k = spark.createDataFrame([(i, *r) for i, r in enumerate(ranges)], "rid bigint, kmh bigint, kth bigint, kp int, lo bigint, hi bigint")
-    df = (_log_columns(consumed, bounds).where("n IS NOT NULL").select("mh", "th", "partition", "epoch", "offset", "ts", "n")
+    cover = between_any("n", covering_intervals((lo, hi) for *_, lo, hi in ranges))
+    df = (_log_columns(consumed, bounds, cover).where("n IS NOT NULL").select("mh", "th", "partition", "epoch", "offset", "ts", "n")
           .join(F.broadcast(k), F.expr("mh = kmh AND th = kth AND `partition` = kp AND n BETWEEN lo AND hi"))
           .drop("kmh", "kth", "kp", "lo", "hi")
           .repartition("rid", F.expr(f"n >> {SEQUENCE_SHIFT}"))

@@ -6,7 +6,7 @@ import random
 import numpy as np
 import pytest
 
-from analysis.records import merged_ranges, sorted_pairing_sum, unordered_ranges
+from analysis.records import covering_intervals, merged_ranges, sorted_pairing_sum, unordered_ranges
 
 
 def groups_of(streams: dict) -> dict:
@@ -101,3 +101,20 @@ def test_sorted_pairing_sum_pairs_the_kth_bits(seed):
         want.append(sum(int(x) * int(y) for x, y in zip(pa, pb)))
     signed = lambda v: np.array([x - (1 << 64) if x >= 1 << 63 else x for x in v], np.int64)  # noqa: E731
     assert sorted_pairing_sum(signed(a), signed(b)).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_covering_intervals_cover_every_value_in_at_most_so_many(seed):
+    """The filter a re-read pushes down to the reader (records.covering_intervals): every value of every interval
+    is covered, by at most ``at_most`` sorted disjoint intervals, each starting and ending on a wanted value."""
+    rng = random.Random(seed)
+    wanted = [(lo, lo + rng.randrange(5)) for lo in (rng.randrange(500) for _ in range(rng.randrange(1, 40)))]
+    at_most = rng.randrange(1, 8)
+    cover = covering_intervals(wanted, at_most)
+    values = {v for lo, hi in wanted for v in range(lo, hi + 1)}
+    assert len(cover) <= at_most and cover == sorted(cover)
+    assert all(a[1] + 1 < b[0] for a, b in zip(cover, cover[1:]))
+    assert all(any(lo <= v <= hi for lo, hi in cover) for v in values)
+    assert all(lo in values and hi in values for lo, hi in cover)
+    if len(cover) < at_most:  # room to spare: no gap closed, so nothing outside the wanted values is covered
+        assert sum(hi - lo + 1 for lo, hi in cover) == len(values)
