@@ -72,11 +72,7 @@ def test_ordered_run_finds_every_planted_anomaly(ordered):
     assert summary["checks"]["backwards"]["judged_by"] == "sequence"
 
 
-SLOW_LAYOUTS = {"thousands of files"}  # 2-3 min each here: the nightly's (make test keeps 40 files, and 1,000 below)
-
-
-@pytest.mark.parametrize("layout", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LAYOUTS else name
-                                    for name in LAYOUTS])
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_layout_gives_the_same_summary(layout, ordered, tmp_path, spark):
     summary, rows, truth = _analysed(tmp_path / "run", replace(PLAN, **LAYOUTS[layout]), spark)
     ref_summary, ref_rows, _ = ordered
@@ -117,9 +113,7 @@ def _without_backwards(summary: dict) -> dict:
 WIDE = Plan(records=240_000, partitions=1_200, members=500, generations=4)  # 200 records a partition: room to plant
 
 
-# 1,000 files here take 36 s (100 s before they shared scan tasks): the nightly's (make test keeps the shuffled
-# layout at this shape)
-@pytest.mark.parametrize("layout", [pytest.param("interleaved", marks=pytest.mark.slow), "shuffled"])
+@pytest.mark.parametrize("layout", ["interleaved", "shuffled"])
 def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, spark):
     """Every planted anomaly at 1,200 partitions and 500 members, the members' merged log cut into 1,000 files,
     alternately Parquet and JSONL, or shuffled in 2 files."""
