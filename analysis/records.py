@@ -279,8 +279,7 @@ def _named_steps(steps, names: dict, by_sequence: bool, unsequenced: int) -> "St
 def _log_columns(consumed, bounds: list[int], condition: str | None = None):
     """The consumed rows as the log pass reads them: keys hashed, epoch, place in the log, consumption sequence;
     only those matching ``condition`` (SQL over the file's columns, pushed down to the reader), if given."""
-    df = consumed.df if condition is None else consumed.rows(condition)
-    return df.where("_bad IS NULL").selectExpr(
+    return consumed.rows(condition).where("_bad IS NULL").selectExpr(
         f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", f"{epoch_expr(bounds)} AS epoch",
         "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation", "n")
 
@@ -292,17 +291,12 @@ def covering_intervals(intervals, at_most: int = COVER_INTERVALS) -> list[tuple[
     """At most ``at_most`` sorted, disjoint intervals (inclusive) that cover every one of ``intervals``: the
     overlapping and touching ones merged, then the smallest gaps between them closed. A filter a reader can push
     down (Parquet skips the row groups whose statistics miss them all); the exact pick is the join after it."""
-    merged: list[list[int]] = []
-    for lo, hi in sorted(intervals):
-        if merged and lo <= merged[-1][1] + 1:
-            merged[-1][1] = max(merged[-1][1], hi)
-        else:
-            merged.append([lo, hi])
+    merged = merged_ranges(intervals)
     if len(merged) > at_most:
         gaps = np.array([b[0] - a[1] for a, b in zip(merged, merged[1:])])
         cut = np.sort(np.argsort(gaps, kind="stable")[len(gaps) - (at_most - 1):])  # keep the widest gaps open
         starts, ends = [0, *(cut + 1).tolist()], [*cut.tolist(), len(merged) - 1]
-        merged = [[merged[a][0], merged[z][1]] for a, z in zip(starts, ends)]
+        merged = [(merged[a][0], merged[z][1]) for a, z in zip(starts, ends)]
     return [(lo, hi) for lo, hi in merged]
 
 
@@ -881,16 +875,17 @@ def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
                                      (b_nb[nxt] * 64 + 63).tolist())], unsequenced
 
 
-def merged_ranges(ranges) -> list[tuple[int, int, int, int, int]]:
-    """(member hash, topic hash, partition, lo, hi) ranges of n, those of one member's partition that overlap or
-    touch merged: each is read and stitched on its own."""
+def merged_ranges(ranges) -> list[tuple[int, ...]]:
+    """Ranges (*key, lo, hi) of integers (inclusive), sorted, those of one key that overlap or touch merged. For the
+    re-read the key is (member hash, topic hash, partition) and each merged range of n is read and stitched on its
+    own; :func:`covering_intervals` merges ranges without a key."""
     out: list[list[int]] = []
-    for mh, th, part, lo, hi in sorted(ranges):
-        if out and out[-1][:3] == [mh, th, part] and lo <= out[-1][4] + 1:
-            out[-1][4] = max(out[-1][4], hi)
+    for *key, lo, hi in sorted(ranges):
+        if out and out[-1][:-2] == key and lo <= out[-1][-1] + 1:
+            out[-1][-1] = max(out[-1][-1], hi)
         else:
-            out.append([mh, th, part, lo, hi])
-    return [(mh, th, part, lo, hi) for mh, th, part, lo, hi in out]
+            out.append([*key, lo, hi])
+    return [tuple(r) for r in out]
 
 
 SORTED_PAIRING_CHUNK = 1 << 16  # groups unpacked at once: 2 x 64 bytes each
