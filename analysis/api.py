@@ -141,19 +141,25 @@ def _one_line(exc) -> str:
 
 SMALL_INPUT_BYTES = 64 << 20
 FILE_OPEN_COST = 64 << 10  # bytes a file's opening is worth when splits are packed: a local file's open is cheap
+# the aggregation's first-level ("fast") hash map holds 2^18 groups, not Spark's 2^16: a scan task of a 10M-record run
+# folds a few hundred thousand groups, and past the fast map each row is looked up twice (BENCHMARKS.md, seventh
+# increment: 8-10 % of the scan, in both row orders)
+FAST_HASH_MAP_BITS = 18
 
 
 def _tune(spark, size: int) -> dict:
-    """Per-analysis settings (restored afterwards): few shuffle partitions; input splits small enough that every
-    core has several scan tasks (one file a task leaves a core idle at the end), and many small files packed into
-    one split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); the input
-    files listed on the driver, which named them (past 32 paths Spark lists them with a job); for small inputs
-    no adaptive re-planning, whose fixed cost dominates a small run. (Whole-stage code generation stays on: it was
-    off for small inputs until measured; it is faster at every size, the cold first call included: BENCHMARKS.md.)"""
+    """Per-analysis settings (restored afterwards): few shuffle partitions; input splits small enough that every core
+    has several scan tasks (one file a task leaves a core idle at the end), and many small files packed into one
+    split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); a larger
+    first-level aggregation hash map; the input files listed on the driver, which named them (past 32 paths Spark
+    lists them with a job); for small inputs no adaptive re-planning, whose fixed cost dominates a small run.
+    (Whole-stage code generation stays on: it was off for small inputs until measured; it is faster at every
+    size, the cold first call included: BENCHMARKS.md.)"""
     cores = default_parallelism(spark)
     conf = {"spark.sql.shuffle.partitions": str(max(1, min(2 * cores, size // (32 << 20) + 1))),
             "spark.sql.files.maxPartitionBytes": str(min(128 << 20, max(4 << 20, size // (6 * cores)))),
             "spark.sql.files.openCostInBytes": str(FILE_OPEN_COST),
+            "spark.sql.codegen.aggregate.fastHashMap.capacityBit": str(FAST_HASH_MAP_BITS),
             "spark.sql.sources.parallelPartitionDiscovery.threshold": str(1 << 30)}
     if size < SMALL_INPUT_BYTES:
         conf["spark.sql.adaptive.enabled"] = "false"

@@ -11,16 +11,17 @@ depend on the row order or the file layout.
 
 The one thing that depends on the order of consumption, ``backwards`` (a member's next record not above the previous
 one inside one ownership), is settled by the same groups when every consumed file carries ``n`` (the member's
-consumption sequence, contract v1): consumed groups are keyed by ``nb = n >> 6`` too and keep the set of ``n & 63``
-and the sum of ``(n & 63) * (offset & 63)``, from which :func:`unordered_ranges` tells, exactly and in any row order,
-the ranges of n where a member may step back. Only their rows are read again (:func:`_resequenced`: one shuffle by
-(range, n >> SEQUENCE_SHIFT), sorted by n inside each task, stitched by :func:`stitch_by_sequence`), with the rows of
-the few blocks the groups cannot settle (duplicates, stalls: :func:`block_rows`, a broadcast semi-join in the JVM). A
-run without anomalies reads no row twice. Without ``n`` (a run written before the column, a user's own log), "next"
-means next in the member's log: one pass over the consumed rows (:func:`log_pass`) cuts them into pieces
-(consecutive rows of one file split), finds the steps back inside every (stream, piece) with numpy, and returns
-each piece's first and last record; the driver stitches the pieces of each stream in log order
-(:func:`stitch_steps`); that is exact only when each member's rows are in consumption order, and the check says so.
+consumption sequence, contract v1): consumed groups are keyed by the bucket ``nb = n >> 8`` too and keep the set of
+``n & 255`` (four 64-bit words) and the sum of ``(n & 255) * (offset & 63)``, from which :func:`unordered_ranges`
+tells, exactly and in any row order, the ranges of n where a member may step back. Only their rows are read again
+(:func:`_resequenced`: one shuffle by (range, n >> SEQUENCE_SHIFT), sorted by n inside each task, stitched by
+:func:`stitch_by_sequence`), with the rows of the few blocks the groups cannot settle (duplicates, stalls:
+:func:`block_rows`, a broadcast semi-join in the JVM). A run without anomalies reads no row twice. Without ``n`` (a
+run written before the column, a user's own log), "next" means next in the member's log: one pass over the consumed
+rows (:func:`log_pass`) cuts them into pieces (consecutive rows of one file split), finds the steps back inside
+every (stream, piece) with numpy, and returns each piece's first and last record; the driver stitches the pieces of
+each stream in log order (:func:`stitch_steps`); that is exact only when each member's rows are in consumption
+order, and the check says so.
 
 The epoch of a row is the number of ownership boundaries at or before its time (a balanced CASE tree); the
 ownership period of a row or group is looked up from its epoch (:func:`periods_of`, ``history.Ownership``: the
@@ -68,7 +69,7 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
     c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                           epoch_expr(bounds)),
                                f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", "`offset` >> 6 AS b",
-                               "n >> 6 AS nb", "`offset`", "ts", "generation", "n")
+                               f"n >> {SEQUENCE_SHIFT_BITS} AS nb", "`offset`", "ts", "generation", "n")
     c = c.groupBy("k", "th", "mh", "b", "nb").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *SEQUENCE_AGGREGATES)])
     p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
@@ -76,14 +77,25 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax", "nb", "nmask",
-        "nsum")
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax", "nb",
+        *NMASK_COLUMNS, "nsum")
 
 
-# what a consumed group keeps of its consumption sequence n (groups are keyed by nb = n >> 6 too, so a group's rows
-# all have an n or none has): the set of n & 63, and the sum of (n & 63) * (offset & 63), which settle the order
-# inside the group (:func:`unordered_ranges`)
-SEQUENCE_AGGREGATES = ("bit_or(shiftleft(1L, CAST(n & 63 AS INT))) AS nmask", "sum((n & 63) * (`offset` & 63)) AS nsum")
+# What a consumed group keeps of its consumption sequence n. Groups are keyed by the bucket nb = n >> 8 too (so a
+# group's rows all have an n or none has) and keep the set of n & 255, as four 64-bit words (word i, bit j: n & 255
+# = 64 i + j), and the sum of (n & 255) * (offset & 63), which settle the order inside the group
+# (:func:`unordered_ranges`). Why 256 and not 64: a member reading k partitions interleaves them, so one block of 64
+# offsets spans about 64 k values of n; each bucket it spans is a group of its own, and the hash aggregation's cost
+# follows the number of groups (random row order: every row a cache miss). Measured on 10M records, 4 partitions
+# a member (BENCHMARKS.md, seventh increment): 1, 2, 4, 8, 16 words: 3.4, 2.0, 1.8, 2.1, 2.7 s in consumption order,
+# 9.0, 6.7, 5.2, 6.4, 7.6 s shuffled.
+SEQUENCE_WORDS = 4
+SEQUENCE_BUCKET = 64 * SEQUENCE_WORDS                 # values of n a bucket holds
+SEQUENCE_SHIFT_BITS = SEQUENCE_BUCKET.bit_length() - 1
+NMASK_COLUMNS = tuple(f"nmask{i}" for i in range(SEQUENCE_WORDS))
+SEQUENCE_AGGREGATES = (*(f"bit_or(IF(shiftright(n, 6) & {SEQUENCE_WORDS - 1} = {i}, shiftleft(1L, CAST(n & 63 AS INT)), "
+                         f"0L)) AS {c}" for i, c in enumerate(NMASK_COLUMNS)),
+                       f"sum((n & {SEQUENCE_BUCKET - 1}) * (`offset` & 63)) AS nsum")
 
 
 def hashed(column: str) -> str:
@@ -669,6 +681,18 @@ def range_mask(lo: np.ndarray, hi: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where((hi < base) | (lo > base + 63) | (high < low), 0, (left & right).view(np.int64))
 
 
+def lowest_bit(words: np.ndarray) -> np.ndarray:
+    """The lowest set bit of each row of words (word i: bits 64 i to 64 i + 63); each row has one."""
+    i = (words != 0).argmax(axis=1)
+    return 64 * i + lowbit(words[np.arange(len(words)), i])
+
+
+def highest_bit(words: np.ndarray) -> np.ndarray:
+    """The highest set bit of each row of words; each row has one."""
+    i = words.shape[1] - 1 - (words[:, ::-1] != 0).argmax(axis=1)
+    return 64 * i + highbit(words[np.arange(len(words)), i])
+
+
 def bits_of(mask: int) -> list[int]:
     m, out = mask & U64, []
     while m:
@@ -769,7 +793,8 @@ def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
          "gmax": col("gmax", -1)[cons]}
     g["gmin"] = np.where(g["gmax"] < 0, BIG, g["gmax"])
     if cfg.get("sequence"):
-        seq = {k: col(k, -1 if k == "nb" else 0)[cons] for k in ("nb", "nmask", "nsum")}
+        seq = {"nb": col("nb", -1)[cons], "nsum": col("nsum")[cons],
+               "nmask": np.stack([col(c)[cons] for c in NMASK_COLUMNS], axis=1)}
         ranges, unsequenced = unordered_ranges({**g, **seq})
         out += [("unordered", {"th": int(P["th"][r.tp]), "partition": int(P["partition"][r.tp]), "mh": r.m, "lo": r.lo,
                                "hi": r.hi}) for r in ranges]
@@ -833,12 +858,12 @@ class NRange(NamedTuple):
 
 def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
     """Where a member's consumption, by ``n``, may step back inside an ownership period, from the consumed groups
-    ``g`` alone (keyed by block b and bucket nb = n >> 6; :data:`SEQUENCE_AGGREGATES`), as ranges of n to read again;
+    ``g`` alone (keyed by block b and bucket nb = n >> 8; :data:`SEQUENCE_AGGREGATES`), as ranges of n to read again;
     and how many rows inside a period have no n (their groups have no bucket; they are left out of the judgement).
 
-    No row order is needed. Inside one group, both its n and its offsets are sets of 64 bits (``nmask``, ``mask``),
-    and with no value repeated, its rows were consumed in offset order exactly when ``nsum`` = sum((n & 63) *
-    (offset & 63)) equals the sum over the two sets paired in sorted order (the rearrangement inequality: any other
+    No row order is needed. Inside one group, its n and its offsets are sets of 256 and 64 bits (``nmask``: one row
+    of words each, ``mask``), and with no value repeated, its rows were consumed in offset order exactly when ``nsum``
+    = sum((n & 255) * (offset & 63)) equals the sum over the two sets paired in sorted order (the rearrangement inequality: any other
     pairing sums less). A stream's (member, topic, partition, period) groups, by their first n, then chain: each
     rises above the last in n and in offset. A bucket holding a group that fails either is bad; its range runs
     from the start of the stream's bucket before it to the end of the one after it. Every step back lies inside a
@@ -850,10 +875,11 @@ def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
     if len(inside) == 0:
         return [], unsequenced
     c, nmask, mask, nb, b = (g[k][inside] for k in ("n", "nmask", "mask", "nb", "b"))
-    one_each = (popcount(nmask) == c) & (popcount(mask) == c)
+    one_each = (popcount(nmask).sum(axis=1) == c) & (popcount(mask) == c)
     in_order = one_each.copy()
     in_order[one_each] = g["nsum"][inside][one_each] == sorted_pairing_sum(nmask[one_each], mask[one_each])
-    nmin, nmax, omin, omax = nb * 64 + lowbit(nmask), nb * 64 + highbit(nmask), b * 64 + lowbit(mask), b * 64 + highbit(mask)
+    nmin, nmax = nb * SEQUENCE_BUCKET + lowest_bit(nmask), nb * SEQUENCE_BUCKET + highest_bit(nmask)
+    omin, omax = b * 64 + lowbit(mask), b * 64 + highbit(mask)
     stream = _codes(g["tp"][inside], g["m"][inside], g["period"][inside])[0]
     o = np.lexsort((nmin, stream))
     stream, nb, in_order = stream[o], nb[o], in_order[o]
@@ -871,8 +897,8 @@ def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
     last = len(first) - 1
     nxt = np.where((k < last) & (b_stream[np.minimum(k + 1, last)] == b_stream[k]), k + 1, k)
     at = inside[o][first[k]]
-    return [NRange(*r) for r in zip(g["tp"][at].tolist(), g["m"][at].tolist(), (b_nb[prev] * 64).tolist(),
-                                     (b_nb[nxt] * 64 + 63).tolist())], unsequenced
+    return [NRange(*r) for r in zip(g["tp"][at].tolist(), g["m"][at].tolist(), (b_nb[prev] * SEQUENCE_BUCKET).tolist(),
+                                     (b_nb[nxt] * SEQUENCE_BUCKET + SEQUENCE_BUCKET - 1).tolist())], unsequenced
 
 
 def merged_ranges(ranges) -> list[tuple[int, ...]]:
@@ -888,16 +914,17 @@ def merged_ranges(ranges) -> list[tuple[int, ...]]:
     return [tuple(r) for r in out]
 
 
-SORTED_PAIRING_CHUNK = 1 << 16  # groups unpacked at once: 2 x 64 bytes each
+SORTED_PAIRING_CHUNK = 1 << 16  # groups unpacked at once: a byte a bit of each
 
 
 def sorted_pairing_sum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """For each row, sum over k of (k-th lowest set bit of ``a``) * (k-th lowest set bit of ``b``); ``a`` and ``b``
-    have as many bits set in each row."""
+    are bit sets (a row: one 64-bit word, or a row of words, word i holding bits 64 i to 64 i + 63) with as many bits
+    set in each row."""
     out = np.zeros(len(a), np.int64)
     for lo in range(0, len(a), SORTED_PAIRING_CHUNK):
-        bits = [np.unpackbits(x[lo:lo + SORTED_PAIRING_CHUNK].astype("<i8").view(np.uint8).reshape(-1, 8), axis=1,
-                              bitorder="little") for x in (a, b)]
+        chunks = [np.ascontiguousarray(x[lo:lo + SORTED_PAIRING_CHUNK], "<i8") for x in (a, b)]
+        bits = [np.unpackbits(x.view(np.uint8).reshape(len(x), -1), axis=1, bitorder="little") for x in chunks]
         (row, pa), (_, pb) = (np.nonzero(x) for x in bits)  # row-major: each row's bits in increasing position
         out[lo:lo + len(bits[0])] = np.bincount(row, weights=pa * pb, minlength=len(bits[0])).astype(np.int64)
     return out

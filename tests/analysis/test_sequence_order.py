@@ -6,27 +6,34 @@ import random
 import numpy as np
 import pytest
 
-from analysis.records import covering_intervals, merged_ranges, sorted_pairing_sum, unordered_ranges
+from analysis.records import (SEQUENCE_BUCKET, SEQUENCE_WORDS, covering_intervals, highest_bit, lowest_bit, merged_ranges,
+                              sorted_pairing_sum, unordered_ranges)
 
 
 def groups_of(streams: dict) -> dict:
-    """streams: (tp, member, period) -> [(n, offset)]: the consumed groups keyed (stream, offset >> 6, n >> 6), with
-    the columns aggregate() gives them (n: rows, mask, nmask, nsum)."""
+    """streams: (tp, member, period) -> [(n, offset)]: the consumed groups keyed (stream, offset >> 6, bucket of n),
+    with the columns aggregate() gives them (n: rows, mask, nmask: a row of words, nsum)."""
     acc: dict = {}
     for (tp, m, period), rows in streams.items():
         for n, offset in rows:
-            key = (tp, m, period, offset >> 6, -1 if n is None else n >> 6)
+            key = (tp, m, period, offset >> 6, -1 if n is None else n // SEQUENCE_BUCKET)
             g = acc.setdefault(key, {"n": 0, "mask": 0, "nmask": 0, "nsum": 0})
             g["n"] += 1
             g["mask"] |= 1 << (offset & 63)
             if n is not None:
-                g["nmask"] |= 1 << (n & 63)
-                g["nsum"] += (n & 63) * (offset & 63)
+                g["nmask"] |= 1 << (n % SEQUENCE_BUCKET)
+                g["nsum"] += (n % SEQUENCE_BUCKET) * (offset & 63)
     cols = {k: [] for k in ("tp", "m", "period", "b", "nb", "n", "mask", "nmask", "nsum")}
     for (tp, m, period, b, nb), g in acc.items():
         for k, v in {"tp": tp, "m": m, "period": period, "b": b, "nb": nb, **g}.items():
-            cols[k].append(v - (1 << 64) if k in ("mask", "nmask") and v >= 1 << 63 else v)
+            cols[k].append(words(v, SEQUENCE_WORDS) if k == "nmask" else words(v, 1)[0] if k == "mask" else v)
     return {k: np.array(v, np.int64) for k, v in cols.items()}
+
+
+def words(bits: int, count: int) -> list[int]:
+    """A bit set as ``count`` signed 64-bit words, lowest first."""
+    out = [(bits >> (64 * i)) & ((1 << 64) - 1) for i in range(count)]
+    return [w - (1 << 64) if w >= 1 << 63 else w for w in out]
 
 
 def steps_back(rows) -> set[tuple[int, int]]:
@@ -51,7 +58,7 @@ def random_stream(rng: random.Random) -> list[tuple[int, int]]:
     n, offset, rows = rng.randrange(200), rng.randrange(300), []
     for _ in range(rng.randrange(1, 150)):
         rows.append((n, offset))
-        n += rng.choice((1, 1, 1, 2, 7, 70))
+        n += rng.choice((1, 1, 1, 2, 7, 70, SEQUENCE_BUCKET + 3))
         offset += rng.choice((1, 1, 1, 3, 64))
         if rng.random() < 0.01:
             offset -= rng.randrange(1, 80)
@@ -69,14 +76,15 @@ def test_the_named_ranges_hold_every_step_back_and_a_clean_stream_gets_none():
     streams[(1, 9, 0)] = [(0, 5), (1, 6), (2, 7), (700, 8)]  # clean: no range
     # a bucket whose groups overlap in n (130, 180 and 5 between), its last record stepping back into the next bucket,
     # whose first group chains after the overlapping bucket's last group by n: only reading the next bucket finds it
-    streams[(2, 9, 0)] = [(0, 130), (10, 5), (60, 180), (64, 170)]
+    B = SEQUENCE_BUCKET
+    streams[(2, 9, 0)] = [(0, 130), (10, 5), (B - 4, 180), (B, 170)]
     for rows in streams.values():
         rng.shuffle(rows)  # the groups do not see the order of rows
     ranges, unsequenced = unordered_ranges(groups_of(streams))
     merged = [(tp, m, lo, hi) for m, tp, _, lo, hi in merged_ranges((r.m, r.tp, 0, r.lo, r.hi) for r in ranges)]
     want = {(tp, m, period, *s) for (tp, m, period), rows in streams.items() for s in steps_back(rows)}
     assert steps_in_ranges(streams, merged) == want and unsequenced == 0
-    assert {(0, 9, 0, 6, 7), (0, 9, 1, 201, 270), (2, 9, 0, 60, 64)} <= want
+    assert {(0, 9, 0, 6, 7), (0, 9, 1, 201, 270), (2, 9, 0, B - 4, B)} <= want
     named = {(r.tp, r.m) for r in ranges}
     assert named == {(tp, m) for tp, m, *_ in want} and (1, 9) not in named
     assert sum(hi - lo + 1 for *_, lo, hi in merged) < sum(max(n for n, _ in rows) + 1 for rows in streams.values()) / 2
@@ -101,6 +109,23 @@ def test_sorted_pairing_sum_pairs_the_kth_bits(seed):
         want.append(sum(int(x) * int(y) for x, y in zip(pa, pb)))
     signed = lambda v: np.array([x - (1 << 64) if x >= 1 << 63 else x for x in v], np.int64)  # noqa: E731
     assert sorted_pairing_sum(signed(a), signed(b)).tolist() == want
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sorted_pairing_sum_and_the_ends_of_a_set_of_several_words(seed):
+    """The sets of n are SEQUENCE_WORDS words a row: the k-th bits paired across words, the lowest and highest bit."""
+    rng = np.random.default_rng(seed)
+    a, b, want, ends = [], [], [], []
+    for _ in range(300):
+        k = int(rng.integers(1, 65))
+        pa, pb = sorted(rng.choice(SEQUENCE_BUCKET, k, replace=False)), sorted(rng.choice(64, k, replace=False))
+        a.append(words(sum(1 << int(x) for x in pa), SEQUENCE_WORDS))
+        b.append(words(sum(1 << int(x) for x in pb), 1)[0])
+        want.append(sum(int(x) * int(y) for x, y in zip(pa, pb)))
+        ends.append((int(pa[0]), int(pa[-1])))
+    a, b = np.array(a, np.int64), np.array(b, np.int64)
+    assert sorted_pairing_sum(a, b).tolist() == want
+    assert list(zip(lowest_bit(a).tolist(), highest_bit(a).tolist())) == ends
 
 
 @pytest.mark.parametrize("seed", range(20))
