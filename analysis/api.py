@@ -111,7 +111,8 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     finally:
         _restore(spark, saved)
     say("report", "")
-    summary, extra = _summary(run_dir, run, result, hist, produced, consumed, grace_ms, max_examples, warnings, spark)
+    summary, extra = _summary(run_dir, run, result, hist, produced, consumed, size, grace_ms, max_examples, warnings,
+                              spark)
     summary["analysis_seconds"] = round(time.monotonic() - t_start, 3)
     from . import report
     try:
@@ -333,7 +334,7 @@ def _verdict(checks: dict, counts: dict) -> bool | str:
     return True
 
 
-def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_examples, warnings, spark):
+def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace_ms, max_examples, warnings, spark):
     checks = {name: run.checks.get(name, {"ran": False, "status": "crashed", "error": "not reached"}) for name in CHECK_NAMES}
     res = res or {}
     counts = {t: res.get("counts", {}).get(t, 0) if checks[t]["ran"] else None for t in C.REGISTRY}
@@ -398,7 +399,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, grace_ms, max_ex
         "input": {"produced_files": len(produced.files), "consumed_files": len(consumed.files),
                   "events": hist.has_events, "faults": hist.has_faults,
                   "formats": sorted({p.suffix[1:] for p in produced.files + consumed.files}),
-                  "bytes": produced.bytes + consumed.bytes,
+                  "bytes": size,
                   "drilled_blocks": res.get("drilled_blocks"), "drilled_rows": res.get("drilled_rows")},
         "warnings": warnings,
         "errors": [e.splitlines()[0] for e in run.errors],

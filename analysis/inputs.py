@@ -36,7 +36,6 @@ class Records:
     files: list[Path]
     df: object                    # canonical columns + ts + _bad (see canonical())
     sources: list[Source]
-    bytes: int
     columns: set[str] = field(default_factory=set)  # contract columns present in at least one file
     in_every_file: set[str] = field(default_factory=set)  # contract columns every file carries (JSONL: its first lines)
 
@@ -311,7 +310,7 @@ def load(spark, run_dir: Path, table: str) -> Records:
             _readable(run_dir, path)
         sources.append(_read_json(spark, table, jsonl))
         per_file += [_json_columns_present([path], contract.READ[table]) for path in jsonl]
-    records = Records(table, run_dir, files, None, sources, sum(p.stat().st_size for p in files), set().union(*per_file),
+    records = Records(table, run_dir, files, None, sources, set().union(*per_file),
                       set.intersection(*per_file))
     records.df = records.rows()
     return records

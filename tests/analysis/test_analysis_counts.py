@@ -89,6 +89,7 @@ def test_mixed_formats_and_extra_columns(tmp_path, spark):
     s = analyze(rd, spark=spark)
     assert s["lost_records"] == 2 and s["consumed_rows"] == 50
     assert s["input"]["formats"] == ["jsonl", "parquet"]
+    assert s["input"]["bytes"] == sum(p.stat().st_size for sub in ("produced", "consumed") for p in (rd / sub).iterdir())
 
 
 def test_truncated_last_line_is_tolerated(tmp_path, spark):
