@@ -136,13 +136,18 @@ def _describe_group(admin: AdminClient, group_id: str) -> dict:
 
 
 def _answer(bootstrap: str) -> None:
-    """The child: one group id a line in, one JSON answer a line out (null when Kafka could not say)."""
-    admin = AdminClient({**security_config(), "bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
+    """The child: one group id a line in, one JSON answer a line out (null when Kafka could not say). A failed
+    describe replaces the admin client: one that looked the coordinator up while leadership was moving (a broker
+    restarted by the previous test) can keep asking the old coordinator and failing for longer than a run waits
+    for its group to settle (seen twice in CI: the group stable on the new coordinator, every describe null)."""
+    def new_admin() -> AdminClient:
+        return AdminClient({**security_config(), "bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
+    admin = new_admin()
     for line in sys.stdin:
         try:
             answer = _describe_group(admin, line.strip())
         except KafkaException:
-            answer = None
+            answer, admin = None, new_admin()
         print(json.dumps(answer), flush=True)
 
 
