@@ -89,7 +89,8 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
         say("scanning", f"{len(produced.files)} produced + {len(consumed.files)} consumed file(s), {size / 1e6:.1f} MB")
         own = history.Ownership(hist)
         cfg, names = scan_config(hist, own, stall_ms, sequence="n" in consumed.in_every_file)
-        got = records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg)
+        got = records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg,
+                                       in_driver=size < SMALL_INPUT_BYTES)
         sides = records.side_totals(got)
         if sides.get(records.BAD_PRODUCED):
             warnings += inputs.diagnose(produced)
@@ -140,6 +141,8 @@ def _one_line(exc) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
+# Below it: no adaptive re-planning, and the scan's groups are checked in the driver (at most one a row of an input this
+# small, a few hundred MB of Arrow at worst; above it the executors check them and the driver holds only results).
 SMALL_INPUT_BYTES = 64 << 20
 FILE_OPEN_COST = 64 << 10  # bytes a file's opening is worth when splits are packed: a local file's open is cheap
 # the aggregation's first-level ("fast") hash map holds 2^18 groups, not Spark's 2^16: a scan task of a 10M-record run
@@ -153,7 +156,8 @@ def _tune(spark, size: int) -> dict:
     has several scan tasks (one file a task leaves a core idle at the end), and many small files packed into one
     split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); a larger
     first-level aggregation hash map; the input files listed on the driver, which named them (past 32 paths Spark
-    lists them with a job); for small inputs no adaptive re-planning, whose fixed cost dominates a small run.
+    lists them with a job); for small inputs no adaptive re-planning, whose fixed cost dominates a small run (nor
+    a Python stage for the groups' checks: ``records.check_partitions(in_driver=...)``, in :func:`analyze`).
     (Whole-stage code generation stays on: it was off for small inputs until measured; it is faster at every
     size, the cold first call included: BENCHMARKS.md.)"""
     cores = default_parallelism(spark)

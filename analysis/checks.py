@@ -724,14 +724,20 @@ def delivery_spans(x: Facts) -> dict[tuple[str, int], list[Span]]:
     """(topic, partition) -> when the partition was delivered, with no gap above stall_ms inside a span. The
     executor's spans, with the records of the blocks it could not settle (records.stall_blocks, read back) added
     as points."""
-    spans = defaultdict(list)
-    for r in x.got.get("spans", []):
-        spans[(r["topic"], r["partition"])].append(Span(r["start"], r["end"], r["omax"]))
     blocks = {(r["topic"], r["partition"], r["b"]) for r in x.got.get("stall_blocks", [])}
-    for r in x.rows:
-        if (r["topic"], r["partition"], r["offset"] >> 6) in blocks:
-            spans[(r["topic"], r["partition"])].append(Span(r["ts"], r["ts"], r["offset"]))
-    return {tp: merge_spans(*zip(*ss), x.stall_ms) for tp, ss in spans.items()}
+    points = [(r["topic"], r["partition"], r["ts"], r["ts"], r["offset"]) for r in x.rows
+              if (r["topic"], r["partition"], r["offset"] >> 6) in blocks]
+    spans = [(r["topic"], r["partition"], r["start"], r["end"], r["omax"]) for r in x.got.get("spans", [])] + points
+    if not spans:
+        return {}
+    code: dict[tuple[str, int], int] = {}
+    key = [code.setdefault((t, p), len(code)) for t, p, *_ in spans]
+    _, _, t0, t1, top = zip(*spans)
+    out: dict[tuple[str, int], list[Span]] = defaultdict(list)
+    names = list(code)
+    for k, s in merge_spans(t0, t1, top, x.stall_ms, key=key):  # every partition at once
+        out[names[k]].append(s)
+    return dict(out)
 
 
 def rounds(x: Facts) -> list[dict]:

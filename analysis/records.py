@@ -1,5 +1,6 @@
-"""The record-level work, all in Spark: one scan of each input, folded into small groups, then one job that
-checks each partition's groups in an executor. The driver only collects what the checks report.
+"""The record-level work, all in Spark: one scan of each input, folded into small groups, then every partition's
+groups checked at once (:func:`check_groups`: in executors, or in the driver for a small input). The driver
+only collects what the checks report.
 
 Every produced and consumed row is folded into a group keyed by
 
@@ -152,21 +153,25 @@ def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> di
     return out
 
 
-def check_partitions(agg, cfg: dict) -> dict[str, list[dict]]:
-    """Every partition's groups checked by :func:`check_groups` in an executor: the groups are hashed to tasks by
-    (topic, partition) and each task checks all it got at once (no sort before the Python stage, which applyInArrow
-    would add). Nothing is cached: the aggregation feeds this one job. The small results are collected
-    once, as Arrow."""
-    import pyspark.cloudpickle as cp
+def check_partitions(agg, cfg: dict, in_driver: bool = False) -> dict[str, list[dict]]:
+    """Every partition's groups checked by :func:`check_groups`, all at once, results by kind. ``in_driver`` (a small
+    input): the groups are collected as Arrow and checked here, without a Python worker or a shuffle (their fixed
+    cost was most of a small run's scan: BENCHMARKS.md, eighth increment). Else in executors: the groups are hashed
+    to tasks by (topic, partition) and each task checks all it got at once (no sort before the Python stage, which
+    applyInArrow would add), its results sent back as JSON. Nothing is cached: the aggregation feeds this one job."""
+    if in_driver:
+        rows = check_groups(agg.toArrow(), cfg)
+    else:
+        import pyspark.cloudpickle as cp
 
-    from . import records as me
-    cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
-    fn = lambda batches: _check_task(batches, cfg)  # noqa: E731
-    out = agg.repartition("th", "partition").mapInArrow(fn, "q string, j string")
+        from . import records as me
+        cp.register_pickle_by_value(me)  # executors need numpy and pyarrow, not this package
+        fn = lambda batches: _check_task(batches, cfg)  # noqa: E731
+        table = agg.repartition("th", "partition").mapInArrow(fn, "q string, j string").toArrow()
+        rows = zip(table.column("q").to_pylist(), map(json.loads, table.column("j").to_pylist()))
     got: dict[str, list[dict]] = {}
-    table = out.toArrow()
-    for q, j in zip(table.column("q").to_pylist(), table.column("j").to_pylist()):
-        got.setdefault(q, []).append(json.loads(j))
+    for q, r in rows:
+        got.setdefault(q, []).append(r)
     return got
 
 
@@ -785,7 +790,8 @@ def check_groups(table, cfg: dict) -> list[tuple[str, dict]]:
     P = {"th": th[first], "partition": part[first]}  # a partition code's topic hash and partition
     good = np.zeros(len(first), bool)
     good[tp[side < BAD_PRODUCED]] = True
-    where = lambda t: {"topic": int(P["th"][t]), "partition": int(P["partition"][t])}  # noqa: E731
+    th_of, partition_of = P["th"].tolist(), P["partition"].tolist()
+    where = lambda t: {"topic": th_of[t], "partition": partition_of[t]}  # noqa: E731
     cons, prod = np.flatnonzero(side == CONSUMED), np.flatnonzero(side == PRODUCED)
     mh = col("mh")[cons]
     g = {"tp": tp[cons], "m": mh, "period": periods_of(mh, th[cons], part[cons], col("epoch")[cons], cfg), "b": b[cons],

@@ -144,6 +144,31 @@ def test_many_small_files_share_scan_tasks(tmp_path, spark):
     assert len(files) > 400 and tasks <= 40
 
 
+def test_groups_checked_in_the_driver_or_in_executors_give_the_same_results(tmp_path, spark):
+    """A small input's groups are checked in the driver, a large one's in executors (records.check_partitions): the
+    same check_groups, so every result row is the same either way, over many partitions, members and tasks."""
+    from analysis import history, inputs, records
+    from analysis.api import default_stall_ms, scan_config
+    generate(tmp_path, replace(PLAN, records=20_000, partitions=60, members=6, order="shuffled", files=3, fmt="mixed"))
+    hist = history.build(tmp_path, "auto")
+    own = history.Ownership(hist)
+    produced, consumed = inputs.load(spark, tmp_path, "produced"), inputs.load(spark, tmp_path, "consumed")
+    cfg, _ = scan_config(hist, own, default_stall_ms(hist), sequence=True)
+    got = {where: records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg, in_driver=where)
+           for where in (True, False)}
+    canonical = {where: {q: sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)) for q, rows in g.items()}
+                 for where, g in got.items()}  # a numpy value would not dump; a tuple is not equal to a list
+    kinds = {q for q, rows in got[True].items() if rows}
+    assert {"stats", "periods", "groups", "dirty", "unordered", "skip", "acks"} <= kinds
+    assert canonical[True].keys() == canonical[False].keys()
+    for q in canonical[True]:
+        if q in ("sides", "unsequenced"):  # one row a task: their sums are what counts
+            continue
+        assert canonical[True][q] == canonical[False][q], q
+    assert records.side_totals(got[True]) == records.side_totals(got[False])
+    assert sum(r["n"] for r in got[True]["unsequenced"]) == sum(r["n"] for r in got[False]["unsequenced"])
+
+
 def steps_back(spark, run_dir, consumed, cfg, own, names):
     """The steps back as the analysis finds them: the scan's groups name the streams they cannot clear, the log pass
     reads those (or, without n, every member's log)."""
