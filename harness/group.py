@@ -81,6 +81,11 @@ class GroupWatcher:
         return state is not None and state["state"] == "STABLE" and state["members"] == members \
             and state["assigned"] == self.partitions
 
+    @property
+    def describe_error(self) -> str | None:
+        """Why the last description is missing (the Kafka error, or the child's end), if it is."""
+        return self._describer.last_error
+
     def close(self) -> None:
         self._consumer.close()
         self._describer.close()
@@ -94,6 +99,7 @@ class GroupDescriber:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self._proc: subprocess.Popen | None = None
+        self.last_error: str | None = None  # why the last question had no answer (a run's error message says it)
 
     def describe(self, group_id: str) -> dict | None:
         try:
@@ -105,10 +111,14 @@ class GroupDescriber:
             ready, _, _ = select.select([self._proc.stdout], [], [], REQUEST_TIMEOUT_S + 10)
             line = self._proc.stdout.readline() if ready else ""
             if not line:  # it crashed (librdkafka 4605) or hangs: another one next time
+                self.last_error = "the describing child ended or hung without an answer"
                 self.close()
                 return None
-            return json.loads(line)
-        except (OSError, ValueError):
+            answer = json.loads(line)
+            self.last_error = answer.get("error") if isinstance(answer, dict) else None
+            return None if self.last_error else answer
+        except (OSError, ValueError) as exc:
+            self.last_error = f"the describing child failed: {exc}"
             self.close()
             return None
 
@@ -136,7 +146,7 @@ def _describe_group(admin: AdminClient, group_id: str) -> dict:
 
 
 def _answer(bootstrap: str) -> None:
-    """The child: one group id a line in, one JSON answer a line out (null when Kafka could not say). A failed
+    """The child: one group id a line in, one JSON answer a line out ({"error": why} when Kafka could not say). A failed
     describe replaces the admin client: one that looked the coordinator up while leadership was moving (a broker
     restarted by the previous test) can keep asking the old coordinator and failing for longer than a run waits
     for its group to settle (seen twice in CI: the group stable on the new coordinator, every describe null)."""
@@ -146,8 +156,8 @@ def _answer(bootstrap: str) -> None:
     for line in sys.stdin:
         try:
             answer = _describe_group(admin, line.strip())
-        except KafkaException:
-            answer, admin = None, new_admin()
+        except KafkaException as exc:
+            answer, admin = {"error": f"describe_consumer_groups failed: {exc}"}, new_admin()
         print(json.dumps(answer), flush=True)
 
 

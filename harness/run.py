@@ -371,7 +371,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             for member in plan.members:
                 pool.start(member.name, lane=member.lane)
             if not wait_until(lambda: watcher.is_stable(len(plan.members)), GROUP_STABLE_TIMEOUT_S, "group stable"):
-                described = watcher.last_described or "none: Kafka or the describing child could not say"
+                described = watcher.last_described or f"none: {watcher.describe_error or 'Kafka could not say'}"
                 raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s (its last "
                                    f"description: {described}); see {run_dir / 'logs'}")
         with phase("workload and faults"):
