@@ -621,25 +621,30 @@ def inside(ranges: list[tuple[int, int]], ends: list[int], lo: int, hi: int) -> 
 
 def missed_ranges(produced, consumed, ownerships) -> dict[int, list[tuple[int, int]]]:
     """ownership id -> the inclusive offset ranges of ok-acked records in [lo, hi) its member did not consume between
-    t0 and t1, for each ownership (id, member, topic, partition, t0, t1, lo, hi)."""
-    from pyspark.sql import Window
+    t0 and t1, for each ownership (id, member, topic, partition, t0, t1, lo, hi). One aggregation: both sides' rows
+    in the ranges, folded per (ownership, 64-offset block) into two bit sets, acked and consumed; only the blocks
+    with an acked offset not consumed leave the JVM, as ``acked & ~consumed``, and the driver joins their bits into
+    runs (a plan of one shuffle: a row number over a window and two joins took three more, the fixed cost of
+    every question: BENCHMARKS.md, eighth increment)."""
     from pyspark.sql import functions as F
     k = F.broadcast(produced.df.sparkSession.createDataFrame(
         ownerships, "oid int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint"))
     where = [NEAR.format(lit(t), p, lo, hi - 1) for _, _, t, p, _, _, lo, hi in ownerships]
     acked = (produced.rows(" OR ".join(f"({w})" for w in where)).where(OK_ACKED)
-             .join(k, F.expr(ON_RANGE)).select("oid", "offset").distinct())
+             .join(k, F.expr(ON_RANGE)).selectExpr("oid", "`offset`", "true AS acked"))
     read = " OR ".join(f"({w} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {t1})"
                        for w, (_, m, _, _, t0, t1, *_) in zip(where, ownerships))
     mine = (consumed.rows(read).where("_bad IS NULL")
-            .join(k, F.expr(f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1")).select("oid", "offset"))
-    run = F.col("offset") - F.row_number().over(Window.partitionBy("oid").orderBy("offset"))  # constant along a run
-    runs = (acked.join(mine, ["oid", "offset"], "left_anti").withColumn("run", run).groupBy("oid", "run")
-            .agg(F.min("offset").alias("a"), F.max("offset").alias("z")))
+            .join(k, F.expr(f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1")).selectExpr("oid", "`offset`", "false AS acked"))
+    bit = "shiftleft(1L, CAST(`offset` & 63 AS INT))"
+    blocks = (acked.unionByName(mine).groupBy("oid", F.expr("`offset` >> 6").alias("b"))
+              .agg(F.expr(f"bit_or(IF(acked, {bit}, 0L)) & ~bit_or(IF(acked, 0L, {bit})) AS missed"))
+              .where("missed != 0"))
+    singles = ((r["oid"], r["b"] * 64 + j, r["b"] * 64 + j) for r in blocks.toArrow().to_pylist() for j in bits_of(r["missed"]))
     out: dict[int, list[tuple[int, int]]] = {}
-    for r in runs.toArrow().to_pylist():
-        out.setdefault(r["oid"], []).append((r["a"], r["z"]))
-    return {o: sorted(v) for o, v in out.items()}
+    for oid, a, z in merged_ranges(singles):  # touching offsets of one ownership: one run
+        out.setdefault(oid, []).append((a, z))
+    return out
 
 
 def last_consumed(consumed, commits) -> dict[int, int]:

@@ -36,3 +36,19 @@ def test_every_commit_of_one_ownership_gets_its_own_answer(tmp_path, spark):
            for a in s["anomalies"] if a["type"] == "commit_ahead"]
     assert got == [(20, 0, 10, [10, 10], 1, 19), (40, 25, 30, [30, 31], 2, 39), (50, 40, 45, [45, 45], 1, 49)]
     assert s["checks"]["commit_ahead"]["ownerships_queried"] == 1
+
+
+def test_what_an_ownership_missed_runs_across_blocks_and_repeated_acks(tmp_path, spark):
+    """The records a commit passed, found per 64-offset block (records.missed_ranges): runs that cross a block's edge
+    (60-70, 127-128) are one run each, a record acked twice (100) and consumed once is not missed, and the one acked
+    twice and never consumed (190) counts once."""
+    r = Run(tmp_path / "run", "parquet").produce("t", 0, range(200)).produce("t", 0, [100, 190], at=500)
+    r.event("a", "started", 0, **EAGER).event("a", "assigned", 10, ["t:0"], generation=1)
+    skipped = set(range(60, 71)) | {127, 128, 190}
+    r.consume("a", "t", 0, [o for o in range(200) if o not in skipped], at=100, generation=1)
+    r.event("a", "committed", 1000, offsets={"t:0": 200}, generation=1)
+    r.event("a", "stopped", 2000)
+    s = analyze(r.write(), spark=spark)
+    got = [(a["committed_offset"], a["from_offset"], a["first_skipped"], a["offsets"], a["skipped"], a["last_consumed"])
+           for a in s["anomalies"] if a["type"] == "commit_ahead"]
+    assert got == [(200, 0, 60, [60, 190], 14, 199)]
