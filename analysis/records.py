@@ -623,9 +623,9 @@ def missed_ranges(produced, consumed, ownerships) -> dict[int, list[tuple[int, i
     """ownership id -> the inclusive offset ranges of ok-acked records in [lo, hi) its member did not consume between
     t0 and t1, for each ownership (id, member, topic, partition, t0, t1, lo, hi). One aggregation: both sides' rows
     in the ranges, folded per (ownership, 64-offset block) into two bit sets, acked and consumed; only the blocks
-    with an acked offset not consumed leave the JVM, as ``acked & ~consumed``, and the driver joins their bits into
-    runs (a plan of one shuffle: a row number over a window and two joins took three more, the fixed cost of
-    every question: BENCHMARKS.md, eighth increment)."""
+    with an acked offset not consumed leave the JVM, as ``acked & ~consumed``, and the driver joins their runs of
+    bits (:func:`bit_runs`) across blocks (a plan of one shuffle: a row number over a window and two joins took
+    three more, the fixed cost of every question: BENCHMARKS.md, eighth increment)."""
     from pyspark.sql import functions as F
     k = F.broadcast(produced.df.sparkSession.createDataFrame(
         ownerships, "oid int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint"))
@@ -640,9 +640,9 @@ def missed_ranges(produced, consumed, ownerships) -> dict[int, list[tuple[int, i
     blocks = (acked.unionByName(mine).groupBy("oid", F.expr("`offset` >> 6").alias("b"))
               .agg(F.expr(f"bit_or(IF(acked, {bit}, 0L)) & ~bit_or(IF(acked, 0L, {bit})) AS missed"))
               .where("missed != 0"))
-    singles = ((r["oid"], r["b"] * 64 + j, r["b"] * 64 + j) for r in blocks.toArrow().to_pylist() for j in bits_of(r["missed"]))
+    runs = ((r["oid"], r["b"] * 64 + lo, r["b"] * 64 + hi) for r in blocks.toArrow().to_pylist() for lo, hi in bit_runs(r["missed"]))
     out: dict[int, list[tuple[int, int]]] = {}
-    for oid, a, z in merged_ranges(singles):  # touching offsets of one ownership: one run
+    for oid, a, z in merged_ranges(runs):  # runs of one ownership that touch across blocks: one run
         out.setdefault(oid, []).append((a, z))
     return out
 
@@ -701,6 +701,18 @@ def highest_bit(words: np.ndarray) -> np.ndarray:
     """The highest set bit of each row of words; each row has one."""
     i = words.shape[1] - 1 - (words[:, ::-1] != 0).argmax(axis=1)
     return 64 * i + highbit(words[np.arange(len(words)), i])
+
+
+def bit_runs(mask: int) -> list[tuple[int, int]]:
+    """The runs of consecutive set bits of a 64-bit mask, as (lowest, highest) bit: a step a run, not a bit."""
+    m, out = mask & U64, []
+    while m:
+        lo = (m & -m).bit_length() - 1
+        x = m >> lo
+        n = (x ^ (x + 1)).bit_length() - 1  # the trailing ones of x
+        out.append((lo, lo + n - 1))
+        m &= ~(((1 << n) - 1) << lo)
+    return out
 
 
 def bits_of(mask: int) -> list[int]:

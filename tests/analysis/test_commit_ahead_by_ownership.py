@@ -52,3 +52,14 @@ def test_what_an_ownership_missed_runs_across_blocks_and_repeated_acks(tmp_path,
     got = [(a["committed_offset"], a["from_offset"], a["first_skipped"], a["offsets"], a["skipped"], a["last_consumed"])
            for a in s["anomalies"] if a["type"] == "commit_ahead"]
     assert got == [(200, 0, 60, [60, 190], 14, 199)]
+
+
+def test_the_runs_of_a_mask_are_its_bits_joined():
+    import random
+
+    from analysis.records import U64, bit_runs, bits_of, merged_ranges
+    rng = random.Random(7)
+    masks = [0, 1, 1 << 63, U64, U64 ^ (1 << 31), 0b1011_0111] + [rng.getrandbits(64) for _ in range(2000)]
+    for m in masks:
+        assert bit_runs(m) == merged_ranges((j, j) for j in bits_of(m)), bin(m)
+    assert bit_runs(-1) == [(0, 63)]  # a signed long from Spark: the same 64 bits
