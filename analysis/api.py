@@ -44,6 +44,7 @@ class _Run:
             return None
 
 
+@records.gc_paused()
 def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | None = None, conf: dict | None = None,
             grace_ms: int = DEFAULT_GRACE_MS, protocol: str = "auto", max_examples: int = DEFAULT_MAX_EXAMPLES,
             stall_ms: int | None = None, expected_fatal=(), progress=None) -> dict:

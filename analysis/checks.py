@@ -22,7 +22,7 @@ from typing import Callable, NamedTuple
 from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode, periods_by_key
 from .records import (LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, CommitAsked, DeliveryWindow, OwnershipAsked,
-                      Span, Step, merge_spans)
+                      Span, Step, merge_spans, shared_runs)
 from .records import bits_of as bits
 
 
@@ -192,14 +192,6 @@ class Duplicates(NamedTuple):
     stats: dict
 
 
-class RepeatedSlot(NamedTuple):
-    """Offset ``slot`` (0..63) of a block, delivered more than once: to ``deliveries``, in delivery order (``ids``:
-    theirs, which the slots next to it must share to join its range)."""
-    slot: int
-    deliveries: list[Delivery]
-    ids: tuple
-
-
 def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates:
     """Offsets delivered to the same deliveries are judged as one range, cut only where a commit makes the budget rule
     change its verdict: the work grows with the blocks re-delivered, not with their offsets."""
@@ -242,16 +234,12 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates
                     ds.sort(key=lambda d: d.order)
                     add(topic, partition, off, off, ds)
             continue
-        pairs = sorted(((Delivery(g["member"], g["period"], g["tmin"], g["tmax"], _gens(g, ctx), (g["tmin"], g["tmax"], g["member"])),
-                         g["mask"]) for g in by_block[key]), key=lambda x: x[0].order)
-        slots = defaultdict(list)
-        for d, m in pairs:
-            for j in bits(m):
-                slots[j].append(d)
-        repeated = [RepeatedSlot(j, slots[j], tuple(map(id, slots[j]))) for j in sorted(slots) if len(slots[j]) > 1]
+        gs = sorted(by_block[key], key=lambda g: (g["tmin"], g["tmax"], g["member"]))
+        ds = [Delivery(g["member"], g["period"], g["tmin"], g["tmax"], _gens(g, ctx), (g["tmin"], g["tmax"], g["member"]))
+              for g in gs]
         # consecutive offsets with the same deliveries: one range
-        for run in _merge(repeated, lambda it: it.ids, lambda it: (it.slot, it.slot)):
-            add(topic, partition, b * 64 + run[0].slot, b * 64 + run[-1].slot, run[0].deliveries)
+        for lo, hi, who in shared_runs([g["mask"] for g in gs]):
+            add(topic, partition, b * 64 + lo, b * 64 + hi, [ds[i] for i in who])
     dup, over_list = [], []
     for group in _merge(items, lambda it: (it.topic, it.partition, it.members, it.gens, it.budget, it.reason)):
         head = group[0]
@@ -937,9 +925,9 @@ def split_ownership(x: Facts):
     and still believes in an older assignment (a zombie) took no part in the round: that is not a split."""
     windows: dict[tuple[int, int], SplitWindow] = {}
     for r in rounds(x):
-        owners = defaultdict(list)
+        owners, members = defaultdict(list), set(r["members"])
         for p in x.history.periods:
-            if p.member in r["members"] and p.start <= r["end_ms"] < p.logged_end:
+            if p.member in members and p.start <= r["end_ms"] < p.logged_end:
                 owners[(p.topic, p.partition)].append(p)
         for (topic, partition), ps in owners.items():
             for i, a in enumerate(ps):

@@ -31,6 +31,8 @@ one period rule).
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import json
 from typing import NamedTuple
 
@@ -153,6 +155,21 @@ def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> di
     return out
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection inside (as a decorator: during each call). The checks build hundreds of thousands
+    of small dicts and tuples that live to the end, and Python's collector traversed them all again every few
+    thousand allocations, to free nothing: none of them is in a cycle. It was 30 % of a 5,000-partition analysis
+    (BENCHMARKS.md, ninth increment). Collection resumes on the way out, as it was (a nested use leaves it off)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def check_partitions(agg, cfg: dict, in_driver: bool = False) -> dict[str, list[dict]]:
     """Every partition's groups checked by :func:`check_groups`, all at once, results by kind. ``in_driver`` (a small
     input): the groups are collected as Arrow and checked here, without a Python worker or a shuffle (their fixed
@@ -198,7 +215,8 @@ def _check_task(batches, cfg):
     got = list(batches)
     if not got:  # a task the shuffle gave no group
         return
-    rows = check_groups(pa.Table.from_batches(got), cfg)
+    with gc_paused():
+        rows = check_groups(pa.Table.from_batches(got), cfg)
     if rows:
         yield pa.RecordBatch.from_pydict({"q": pa.array([q for q, _ in rows], pa.string()),
                                           "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
@@ -712,6 +730,27 @@ def bit_runs(mask: int) -> list[tuple[int, int]]:
         n = (x ^ (x + 1)).bit_length() - 1  # the trailing ones of x
         out.append((lo, lo + n - 1))
         m &= ~(((1 << n) - 1) << lo)
+    return out
+
+
+def shared_runs(masks: list[int]) -> list[tuple[int, int, tuple[int, ...]]]:
+    """The runs of consecutive bits set in at least two of the 64-bit ``masks``, each cut where the set of masks
+    holding its bits changes, as (lowest, highest bit, the indexes of the masks holding them): a step a run, not a
+    bit a mask."""
+    masks = [m & U64 for m in masks]
+    held = cut = 0
+    for m in masks:
+        cut |= m ^ (m >> 1)  # bit j: this mask holds j or j + 1, not both
+        held |= m
+    out = []
+    for lo, hi in bit_runs(held):
+        ends = [j for j in bits_of(cut >> lo & ((1 << (hi - lo)) - 1))] + [hi - lo]
+        a = lo
+        for j in ends:
+            who = tuple(i for i, m in enumerate(masks) if m >> a & 1)
+            if len(who) > 1:
+                out.append((a, lo + j, who))
+            a = lo + j + 1
     return out
 
 

@@ -63,3 +63,27 @@ def test_the_runs_of_a_mask_are_its_bits_joined():
     for m in masks:
         assert bit_runs(m) == merged_ranges((j, j) for j in bits_of(m)), bin(m)
     assert bit_runs(-1) == [(0, 63)]  # a signed long from Spark: the same 64 bits
+
+
+def test_shared_runs_are_the_offsets_of_each_set_of_deliveries_joined():
+    """What duplicates() judges a block by: every offset held by two masks or more, in runs of the same masks."""
+    import random
+
+    from analysis.records import U64, bits_of, shared_runs
+    rng = random.Random(11)
+    cases = [[U64, U64], [1 << 63, 1 << 63, 1], [0b0110, 0b0011, 0b1100], [-1, U64 ^ (1 << 40)]]
+    for _ in range(1500):
+        k = rng.randint(1, 5)
+        cases.append([rng.getrandbits(64) & rng.getrandbits(64) if rng.random() < 0.5 else
+                      ((1 << rng.randint(1, 64)) - 1) << rng.randint(0, 8) & U64 for _ in range(k)])
+    for masks in cases:
+        holders = {j: tuple(i for i, m in enumerate(masks) if j in bits_of(m)) for j in range(64)}
+        want: list[list] = []
+        for j in range(64):
+            if len(holders[j]) < 2:
+                continue
+            if want and want[-1][1] == j - 1 and want[-1][2] == holders[j]:
+                want[-1][1] = j
+            else:
+                want.append([j, j, holders[j]])
+        assert shared_runs(masks) == [tuple(w) for w in want], masks
