@@ -17,8 +17,9 @@ from kafkanet.waiting import NotYet, require
 ROOT = Path(__file__).resolve().parents[2]
 BOOTSTRAP, TOXIPROXY = "127.0.0.1:29091", "http://127.0.0.1:8474"
 
-pytestmark = [pytest.mark.cluster, pytest.mark.skipif(shutil.which("docker-compose") is None,
-                                                      reason="docker-compose is not installed (make setup installs it)")]
+# slow: a compose cluster of its own and a whole scenario on it (about 90 s); `make test` stays inside its 30 minutes
+pytestmark = [pytest.mark.cluster, pytest.mark.slow, pytest.mark.skipif(shutil.which("docker-compose") is None,
+                                                                         reason="docker-compose is not installed (make setup installs it)")]
 
 USER_TEST = f'''
 import pathlib
