@@ -659,6 +659,15 @@ def ownerships_asked(spans: list[CommitSpan], by_key: dict) -> list[OwnershipAsk
             for p in ownerships.values()]
 
 
+def commit_ahead_asks(x: Facts) -> tuple[list[CommitSpan], list[OwnershipAsked]]:
+    """The commits the groups cannot clear, and the question that settles them (one term an ownership). Known from
+    the history and the groups alone, before any record is read again: the analysis asks it beside the log pass."""
+    def asks():
+        spans = [s for s in commit_spans(x) if not _cleared(x, s)]
+        return spans, ownerships_asked(spans, periods_by_key(x.history.periods))
+    return x.once("commit_ahead_asks", asks)
+
+
 @check("commit_ahead", needs=("events",), unit="successful commits past an acked record the member never consumed in "
        "that ownership", color="#ad494a")
 def commit_ahead(x: Facts):
@@ -673,8 +682,7 @@ def commit_ahead(x: Facts):
     commit; the rest are settled by one Spark query keyed by ownership (``records.commits_ahead``). One row per commit: the committed
     offset, the last offset the member had consumed in [lo, C) by then (null: none), the first acked offset it
     skipped, and how many acked records it skipped (``skipped``)."""
-    spans = [s for s in commit_spans(x) if not _cleared(x, s)]
-    asked = ownerships_asked(spans, periods_by_key(x.history.periods))
+    spans, asked = commit_ahead_asks(x)
     found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
     budgets = loss_windows(x.ctx)
     out = []
