@@ -234,12 +234,11 @@ def duplicates(ctx: Context, groups: list[dict], rows: list[dict]) -> Duplicates
                     ds.sort(key=lambda d: d.order)
                     add(topic, partition, off, off, ds)
             continue
-        gs = sorted(by_block[key], key=lambda g: (g["tmin"], g["tmax"], g["member"]))
-        ds = [Delivery(g["member"], g["period"], g["tmin"], g["tmax"], _gens(g, ctx), (g["tmin"], g["tmax"], g["member"]))
-              for g in gs]
+        pairs = sorted(((Delivery(g["member"], g["period"], g["tmin"], g["tmax"], _gens(g, ctx), (g["tmin"], g["tmax"], g["member"])),
+                         g["mask"]) for g in by_block[key]), key=lambda x: x[0].order)
         # consecutive offsets with the same deliveries: one range
-        for lo, hi, who in shared_runs([g["mask"] for g in gs]):
-            add(topic, partition, b * 64 + lo, b * 64 + hi, [ds[i] for i in who])
+        for lo, hi, who in shared_runs([m for _, m in pairs]):
+            add(topic, partition, b * 64 + lo, b * 64 + hi, [pairs[i][0] for i in who])
     dup, over_list = [], []
     for group in _merge(items, lambda it: (it.topic, it.partition, it.members, it.gens, it.budget, it.reason)):
         head = group[0]

@@ -744,7 +744,7 @@ def shared_runs(masks: list[int]) -> list[tuple[int, int, tuple[int, ...]]]:
         held |= m
     out = []
     for lo, hi in bit_runs(held):
-        ends = [j for j in bits_of(cut >> lo & ((1 << (hi - lo)) - 1))] + [hi - lo]
+        ends = bits_of(cut >> lo & ((1 << (hi - lo)) - 1)) + [hi - lo]
         a = lo
         for j in ends:
             who = tuple(i for i, m in enumerate(masks) if m >> a & 1)
