@@ -130,6 +130,10 @@ class ClusterHandle(Protocol):
 
     def admin(self) -> AdminClient: ...
 
+    def elect_preferred_leaders(self, partitions: list[tuple[str, int]], timeout_s: float = 120) -> None:
+        """A preferred leader election of these partitions; returns once each leader is its first replica."""
+        ...
+
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None: ...
 
     def start_broker(self, broker: BrokerHandle, timeout_s: float = 120) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Unpack
 
-from confluent_kafka import ElectionType, TopicPartition
 from pydantic import Field
 
 from faults.backend import ClusterHandle
@@ -45,17 +44,6 @@ class TopicMove(Fault):
 
     def leaders(self) -> dict[str, int]:
         return {f"{p.topic}:{p.partition}": p.leader for p in self.cluster.view().partitions if p.topic == self.target}
-
-    def elect_preferred(self, partitions: list[tuple[str, int]]) -> None:
-        """A preferred leader election, then wait until every leader is its partition's first replica (an
-        election that was not needed is no error)."""
-        future = self.cluster.admin().elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, p) for t, p in partitions])
-        for tp, error in future.result(timeout=60).items():
-            if error is not None and "ELECTION_NOT_NEEDED" not in str(error):
-                raise RuntimeError(f"preferred leader election of {tp.topic}:{tp.partition}: {error}")
-        self.cluster.wait_until(lambda: all(p.leader == p.replicas[0] for p in self.cluster.view().partitions
-                                            if (p.topic, p.partition) in partitions), SETTLE_TIMEOUT_S,
-                                "leaders not on their preferred replicas")
 
 
 def moved(assignment: Assignment, brokers: list[int]) -> Assignment:
@@ -108,7 +96,7 @@ class ReassignPartitions(TopicMove):
                                             for p in self.cluster.view().partitions if (p.topic, p.partition) in assignment),
                                 SETTLE_TIMEOUT_S, f"{self.target}'s replicas not in place and in sync")
         if self.spec.elect:
-            self.elect_preferred(sorted(assignment))
+            self.cluster.elect_preferred_leaders(sorted(assignment))
 
 
 class PreferredLeaderElection(TopicMove):
@@ -118,7 +106,7 @@ class PreferredLeaderElection(TopicMove):
 
     def _inject(self) -> None:
         self.note(leaders_before=self.leaders())
-        self.elect_preferred(sorted(self.assignment()))
+        self.cluster.elect_preferred_leaders(sorted(self.assignment()))
         self.note(leaders_after=self.leaders())
 
     def _heal(self) -> None:

@@ -67,6 +67,11 @@ def render(node_id: int, lanes: Lanes, voters: str, overrides: dict[str, object]
         "group.initial.rebalance.delay.ms": 0,
         "auto.create.topics.enable": "false",
         "unclean.leader.election.enable": "false",
+        # The controller's own preferred-leader rebalance (every 300 s) moves leaders, and so a group's
+        # coordinator, at a moment no scenario chose: a restarted broker got its leadership back in the middle
+        # of a later, unrelated run. Leaders move here only by a fault (preferred_leader_election among them)
+        # or by reset_faults between runs; a scenario's cluster.broker_config can turn it back on.
+        "auto.leader.rebalance.enable": False,
         "group.consumer.min.session.timeout.ms": 1000,
         "group.consumer.min.heartbeat.interval.ms": 500,
         "group.consumer.session.timeout.ms": 10000,

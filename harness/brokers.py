@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 import docker
+from confluent_kafka import ElectionType, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from testcontainers.core.container import DockerContainer
 
@@ -142,6 +143,30 @@ class BrokerQueries(Generic[B]):
     def under_replicated(self) -> list[str]:
         """Every partition (internal topics included) whose ISR lacks one of its replicas."""
         return self.view().under_replicated()
+
+    def admin(self) -> AdminClient:
+        raise NotImplementedError
+
+    def elect_preferred_leaders(self, partitions: list[tuple[str, int]], timeout_s: float = 120) -> None:
+        """A preferred leader election, then wait until every leader is its partition's first replica (an
+        election that was not needed is no error)."""
+        future = self.admin().elect_leaders(ElectionType.PREFERRED, [TopicPartition(t, p) for t, p in partitions])
+        for tp, error in future.result(timeout=60).items():
+            if error is not None and "ELECTION_NOT_NEEDED" not in str(error):
+                raise ClusterError(f"preferred leader election of {tp.topic}:{tp.partition}: {error}")
+        wanted = set(partitions)
+        self.wait_until(lambda: all(p.leader == p.replicas[0] for p in self.view().partitions
+                                    if (p.topic, p.partition) in wanted), timeout_s, "leaders not on their preferred replicas")
+
+    def restore_preferred_leaders(self, timeout_s: float = 120) -> None:
+        """Leadership as a fresh cluster has it: a broker that crashed or restarted comes back leading nothing,
+        and would otherwise carry its partitions' (and groups') leadership elsewhere into the next run. Waits
+        for the ISRs to be full first: a preferred replica that has not caught up cannot be elected."""
+        off = [(p.topic, p.partition) for p in self.view().partitions if p.replicas and p.leader != p.replicas[0]]
+        if not off:
+            return
+        self.wait_until(lambda: not self.under_replicated(), timeout_s, "partitions still under-replicated")
+        self.elect_preferred_leaders(off, timeout_s)
 
     def wait_until(self, condition, timeout_s: float, what: str, broker: BrokerHandle | None = None) -> None:
         """Poll a condition (an exception counts as not yet); ClusterError with the broker's log tail if it never holds."""

@@ -129,7 +129,8 @@ class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
 
     def reset_faults(self) -> None:
         """Undo whatever faults a previous user of this cluster left behind (a test that failed
-        mid-fault): every proxy enabled and every toxic gone, no broker paused or stopped."""
+        mid-fault): every proxy enabled and every toxic gone, no broker paused or stopped, every partition
+        (a group's coordinator among them) led by its preferred replica."""
         if self.toxiproxy is not None:
             self.toxiproxy.reset()
             self.restore_lanes()
@@ -142,6 +143,7 @@ class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
             elif status in ("exited", "created"):
                 self.start_broker(broker)
             netns.flush(broker.run_in_netns)
+        self.restore_preferred_leaders()
 
     # -- broker lifecycle (faults/lifecycle.py) ------------------------------------------------
 

@@ -86,11 +86,15 @@ def test_a_rolling_restart_under_load_loses_nothing_and_leaves_every_isr_full(ch
     assert_voters_caught_up_since(kafka_cluster, fault["steps"][-1]["up_ms"])
 
 
-def test_reset_faults_starts_a_broker_a_previous_test_left_crashed(kafka_cluster):
+def test_reset_faults_starts_a_broker_a_previous_test_left_crashed_and_gives_it_its_leadership_back(kafka_cluster):
     broker = kafka_cluster.brokers[0]
     ctx = FaultContext(kafka_cluster, {}, FaultTimeline(None), random.Random(0), "g", "t")
     BrokerCrash.build(ctx, broker.name, BrokerCrash.Params()).inject()  # never healed: a test that died mid-fault
     assert wait_until(lambda: broker.node_id not in kafka_cluster.registered_brokers(), 60), "still registered (unfenced)"
+    assert wait_until(lambda: broker.node_id not in {p.leader for p in kafka_cluster.view().partitions}, 60)
     kafka_cluster.reset_faults()
     assert broker.node_id in kafka_cluster.registered_brokers()
     assert api_versions_roundtrip(broker.client_address, timeout_s=5) is not None
+    off = [p for p in kafka_cluster.view().partitions if p.leader != p.replicas[0]]
+    assert not off, f"not led by their preferred replica after the reset: {off[:3]}"
+    assert any(p.leader == broker.node_id for p in kafka_cluster.view().partitions if p.topic == "__consumer_offsets")
