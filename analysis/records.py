@@ -229,6 +229,7 @@ LOG_SCHEMA = ("kind int, mh bigint, th bigint, `partition` int, period bigint, f
               "`offset` bigint, ts bigint, generation int, epoch int, pos2 bigint, offset2 bigint, ts2 bigint, tmin bigint, "
               "rid bigint")
 LOG_ROWS = 1 << 20                       # rows a task folds at once (its memory bound): pieces are stitched anyway
+SEQUENCE_ROWS_IN_DRIVER = LOG_ROWS       # ranges to re-sequence holding at most this many n: in the driver, at once
 
 
 class At(NamedTuple):
@@ -265,11 +266,15 @@ def log_pass(consumed, cfg: dict, bounds: list[int], blocks, names: dict, order:
 
     When the scan's groups settled the order by ``n`` (``cfg["sequence"]``: every consumed file carries it), only the
     rows of those blocks (:func:`block_rows`) and of the ``unordered`` streams the groups could not clear
-    (:func:`unordered_ranges`, :func:`_resequenced`) are read: a log in consumption order, in any row order, reads
-    none. Else one job, no shuffle, judges each member's log in its order (:func:`stitch_steps`)."""
+    (:func:`unordered_ranges`, :func:`_resequenced`) are read, in one read when those ranges are small
+    (:func:`_blocks_and_ranges`): a log in consumption order, in any row order, reads none. Else one job, no
+    shuffle, judges each member's log in its order (:func:`stitch_steps`)."""
+    ranges = merged_ranges((r["mh"], r["th"], r["partition"], r["lo"], r["hi"]) for r in unordered or ())
+    if order and cfg.get("sequence") and ranges and sum(hi - lo + 1 for *_, lo, hi in ranges) <= SEQUENCE_ROWS_IN_DRIVER:
+        rows, steps = _blocks_and_ranges(consumed, cfg, bounds, blocks, ranges, names)
+        return rows, _named_steps(steps, names, order, unsequenced)
     rows = block_rows(consumed, bounds, blocks, names)
     if not order or cfg.get("sequence"):
-        ranges = merged_ranges((r["mh"], r["th"], r["partition"], r["lo"], r["hi"]) for r in unordered or ())
         steps = _resequenced(consumed, cfg, bounds, ranges) if order and ranges else []
         return rows, _named_steps(steps, names, order, unsequenced)
     import pyspark.cloudpickle as cp
@@ -298,6 +303,32 @@ def block_rows(consumed, bounds: list[int], blocks, names: dict) -> list[dict]:
     df = _log_columns(consumed, bounds, cover).join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"),
                                              "left_semi")
     return _named_rows(df.select(*ROW_COLUMNS).toArrow().to_pylist(), names)
+
+
+def _blocks_and_ranges(consumed, cfg: dict, bounds: list[int], blocks, ranges: list[tuple], names: dict):
+    """:func:`block_rows` and :func:`_resequenced` in one read, the re-sequencing done in the driver: the ranges hold
+    at most SEQUENCE_ROWS_IN_DRIVER values of n, so at most as many rows (n numbers a member's records once). Each
+    of the two was a full read of the consumed rows whenever the row groups' statistics could not skip (rows in no
+    order): BENCHMARKS.md, tenth increment. Returns (rows, steps) as they do."""
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+    spark = consumed.df.sparkSession
+    cover = between_any("n", covering_intervals((lo, hi) for *_, lo, hi in ranges))
+    keys = sorted({(name_hash(t), p, b) for t, p, b in blocks})
+    if keys:
+        cover += " OR " + between_any("offset", covering_intervals((b * 64, b * 64 + 63) for _, _, b in keys))
+    df = _log_columns(consumed, bounds, cover)
+    if keys:
+        k = spark.createDataFrame(keys, "kth bigint, kp int, kb bigint")
+        df = df.join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"), "left")
+    else:
+        df = df.selectExpr("*", "CAST(NULL AS BIGINT) AS kb")
+    r = spark.createDataFrame([(i, *x) for i, x in enumerate(ranges)], "rid bigint, rmh bigint, rth bigint, rp int, lo bigint, hi bigint")
+    df = df.join(F.broadcast(r), F.expr("mh = rmh AND th = rth AND `partition` = rp AND n BETWEEN lo AND hi"), "left")
+    table = df.where("kb IS NOT NULL OR rid IS NOT NULL").select(*ROW_COLUMNS, "n", "kb", "rid").toArrow()
+    rows = _named_rows(table.filter(pc.is_valid(table["kb"])).select(list(ROW_COLUMNS)).to_pylist(), names)
+    in_ranges = table.filter(pc.is_valid(table["rid"]))
+    return rows, _stitched_by_sequence(list(_log_rows(in_ranges, cfg, by_sequence=True)) if in_ranges.num_rows else [])
 
 
 def _named_rows(rows: list[dict], names: dict) -> list[dict]:
@@ -356,7 +387,15 @@ def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) ->
           .sortWithinPartitions("rid", "n")
           .selectExpr("*", "0L AS fh", "-1L AS blk", "0L AS pos", "-1 AS generation"))
     fn = lambda batches: _log_task(batches, cfg, by_sequence=True)  # noqa: E731
-    table = df.mapInArrow(fn, LOG_SCHEMA).toArrow()
+    return _stitched_by_sequence(df.mapInArrow(fn, LOG_SCHEMA).toArrow())
+
+
+def _stitched_by_sequence(table) -> list[tuple]:
+    """The steps back of the re-sequenced segments (LOG_SCHEMA rows, a table or its batches), stitched by n; a range
+    whose segments overlap is bad input."""
+    import pyarrow as pa
+    if not isinstance(table, pa.Table):
+        table = pa.Table.from_batches(table or [_batch({}, 0)])
     kind = np.asarray(table.column("kind"))
     steps, unsettled = stitch_by_sequence(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)))
     if unsettled:  # sorted by n, a range's segments overlap only where one n is on more than one row

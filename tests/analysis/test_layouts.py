@@ -212,6 +212,7 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
     from analysis import history, inputs, records
     from analysis.api import default_stall_ms, scan_config
     monkeypatch.setattr(records, "SEQUENCE_SHIFT", 4)
+    monkeypatch.setattr(records, "SEQUENCE_ROWS_IN_DRIVER", 0)  # the executors' re-sequencing, which has the buckets
     truth = generate(tmp_path, replace(PLAN, records=20_000, order="shuffled", row_group_rows=300))
     hist = history.build(tmp_path, "auto")
     own = history.Ownership(hist)
@@ -228,6 +229,30 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
         for k, v in saved.items():
             spark.conf.set(k, v)
     assert steps.by_sequence and len(steps) == truth.backwards == 1
+
+
+def test_ranges_resequenced_in_the_driver_or_in_executors_give_the_same_rows_and_steps(tmp_path, spark, monkeypatch):
+    """Ranges of n holding few rows are re-sequenced in the driver, in the same read as the blocks' rows
+    (records._blocks_and_ranges); larger ones in executors, after a read of their own: the same rows and steps."""
+    from analysis import history, inputs, records
+    from analysis.api import default_stall_ms, scan_config
+    generate(tmp_path, replace(PLAN, records=20_000, order="shuffled", files=3, fmt="mixed", row_group_rows=300))
+    hist = history.build(tmp_path, "auto")
+    own = history.Ownership(hist)
+    produced, consumed = inputs.load(spark, tmp_path, "produced"), inputs.load(spark, tmp_path, "consumed")
+    cfg, names = scan_config(hist, own, default_stall_ms(hist), sequence=True)
+    got = records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg)
+    assert got.get("unordered"), "the planted step back leaves a range to re-sequence"
+    topic = next(name for (column, _), name in names.items() if column == "topic")
+    blocks = {(topic, p, b) for p in range(3) for b in (0, 7, 40)}
+    both = {}
+    for bound in (records.SEQUENCE_ROWS_IN_DRIVER, 0):
+        monkeypatch.setattr(records, "SEQUENCE_ROWS_IN_DRIVER", bound)
+        rows, steps = records.log_pass(consumed, cfg, own.bounds, blocks, names, True, got["unordered"])
+        both[bound] = (sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)), list(steps), steps.by_sequence)
+    driver, executors = both.values()
+    assert driver == executors
+    assert len(driver[0]) >= 9 * 64 and len(driver[1]) == 1 and driver[2]  # every record of the blocks
 
 
 def test_stitching_segments_by_sequence():
