@@ -296,13 +296,36 @@ def block_rows(consumed, bounds: list[int], blocks, names: dict) -> list[dict]:
     picked in the JVM by a broadcast semi-join, so that only those rows leave it."""
     if not blocks:
         return []
-    from pyspark.sql import functions as F
-    k = consumed.df.sparkSession.createDataFrame(sorted({(name_hash(t), p, b) for t, p, b in blocks}),
-                                                 "kth bigint, kp int, kb bigint")
-    cover = between_any("offset", covering_intervals((b * 64, b * 64 + 63) for _, _, b in blocks))
-    df = _log_columns(consumed, bounds, cover).join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"),
-                                             "left_semi")
+    wanted = _wanted_blocks(consumed.df.sparkSession, blocks)
+    df = _log_columns(consumed, bounds, wanted.cover).join(wanted.keys, wanted.on, "left_semi")
     return _named_rows(df.select(*ROW_COLUMNS).toArrow().to_pylist(), names)
+
+
+class Wanted(NamedTuple):
+    """The rows a read picks: ``cover``, a filter pushed down to the reader (it may let more through); ``keys``, a
+    broadcast table; ``on``, the join condition with it that picks them exactly."""
+    cover: str
+    keys: object
+    on: object
+
+
+def _wanted_blocks(spark, blocks) -> Wanted:
+    """The rows of the 64-offset ``blocks`` (topic, partition, b); the keys' columns bth, bp, kb."""
+    from pyspark.sql import functions as F
+    keys = sorted({(name_hash(t), p, b) for t, p, b in blocks})
+    return Wanted(between_any("offset", covering_intervals((b * 64, b * 64 + 63) for _, _, b in keys)),
+                  F.broadcast(spark.createDataFrame(keys, "bth bigint, bp int, kb bigint")),
+                  F.expr("th = bth AND `partition` = bp AND `offset` >> 6 = kb"))
+
+
+def _wanted_ranges(spark, ranges: list[tuple]) -> Wanted:
+    """The rows of the ``ranges`` (member hash, topic hash, partition, lo, hi) of n; the keys' columns rid (the
+    range's place in the list), rmh, rth, rp, lo, hi."""
+    from pyspark.sql import functions as F
+    return Wanted(between_any("n", covering_intervals((lo, hi) for *_, lo, hi in ranges)),
+                  F.broadcast(spark.createDataFrame([(i, *r) for i, r in enumerate(ranges)],
+                                                    "rid bigint, rmh bigint, rth bigint, rp int, lo bigint, hi bigint")),
+                  F.expr("mh = rmh AND th = rth AND `partition` = rp AND n BETWEEN lo AND hi"))
 
 
 def _blocks_and_ranges(consumed, cfg: dict, bounds: list[int], blocks, ranges: list[tuple], names: dict):
@@ -310,25 +333,19 @@ def _blocks_and_ranges(consumed, cfg: dict, bounds: list[int], blocks, ranges: l
     at most SEQUENCE_ROWS_IN_DRIVER values of n, so at most as many rows (n numbers a member's records once). Each
     of the two was a full read of the consumed rows whenever the row groups' statistics could not skip (rows in no
     order): BENCHMARKS.md, tenth increment. Returns (rows, steps) as they do."""
+    import pyarrow as pa
     import pyarrow.compute as pc
-    from pyspark.sql import functions as F
     spark = consumed.df.sparkSession
-    cover = between_any("n", covering_intervals((lo, hi) for *_, lo, hi in ranges))
-    keys = sorted({(name_hash(t), p, b) for t, p, b in blocks})
-    if keys:
-        cover += " OR " + between_any("offset", covering_intervals((b * 64, b * 64 + 63) for _, _, b in keys))
-    df = _log_columns(consumed, bounds, cover)
-    if keys:
-        k = spark.createDataFrame(keys, "kth bigint, kp int, kb bigint")
-        df = df.join(F.broadcast(k), F.expr("th = kth AND `partition` = kp AND `offset` >> 6 = kb"), "left")
-    else:
-        df = df.selectExpr("*", "CAST(NULL AS BIGINT) AS kb")
-    r = spark.createDataFrame([(i, *x) for i, x in enumerate(ranges)], "rid bigint, rmh bigint, rth bigint, rp int, lo bigint, hi bigint")
-    df = df.join(F.broadcast(r), F.expr("mh = rmh AND th = rth AND `partition` = rp AND n BETWEEN lo AND hi"), "left")
+    in_range = _wanted_ranges(spark, ranges)
+    in_block = _wanted_blocks(spark, blocks) if blocks else None
+    df = _log_columns(consumed, bounds, in_range.cover + (f" OR {in_block.cover}" if in_block else ""))
+    df = df.join(in_block.keys, in_block.on, "left") if in_block else df.selectExpr("*", "CAST(NULL AS BIGINT) AS kb")
+    df = df.join(in_range.keys, in_range.on, "left")
     table = df.where("kb IS NOT NULL OR rid IS NOT NULL").select(*ROW_COLUMNS, "n", "kb", "rid").toArrow()
     rows = _named_rows(table.filter(pc.is_valid(table["kb"])).select(list(ROW_COLUMNS)).to_pylist(), names)
     in_ranges = table.filter(pc.is_valid(table["rid"]))
-    return rows, _stitched_by_sequence(list(_log_rows(in_ranges, cfg, by_sequence=True)) if in_ranges.num_rows else [])
+    segments = list(_log_rows(in_ranges, cfg, by_sequence=True)) if in_ranges.num_rows else []
+    return rows, _stitched_by_sequence(pa.Table.from_batches(segments or [_batch({}, 0)]))
 
 
 def _named_rows(rows: list[dict], names: dict) -> list[dict]:
@@ -377,12 +394,10 @@ def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) ->
     range are disjoint in n and stitch exactly; a range is stitched on its own (``rid``), never to the next one of
     its stream, whose seam the groups cleared."""
     from pyspark.sql import functions as F
-    spark = consumed.df.sparkSession
-    k = spark.createDataFrame([(i, *r) for i, r in enumerate(ranges)], "rid bigint, kmh bigint, kth bigint, kp int, lo bigint, hi bigint")
-    cover = between_any("n", covering_intervals((lo, hi) for *_, lo, hi in ranges))
-    df = (_log_columns(consumed, bounds, cover).where("n IS NOT NULL").select("mh", "th", "partition", "epoch", "offset", "ts", "n")
-          .join(F.broadcast(k), F.expr("mh = kmh AND th = kth AND `partition` = kp AND n BETWEEN lo AND hi"))
-          .drop("kmh", "kth", "kp", "lo", "hi")
+    wanted = _wanted_ranges(consumed.df.sparkSession, ranges)
+    df = (_log_columns(consumed, bounds, wanted.cover).where("n IS NOT NULL").select("mh", "th", "partition", "epoch", "offset", "ts", "n")
+          .join(wanted.keys, wanted.on)
+          .drop("rmh", "rth", "rp", "lo", "hi")
           .repartition("rid", F.expr(f"n >> {SEQUENCE_SHIFT}"))
           .sortWithinPartitions("rid", "n")
           .selectExpr("*", "0L AS fh", "-1L AS blk", "0L AS pos", "-1 AS generation"))
@@ -391,11 +406,8 @@ def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) ->
 
 
 def _stitched_by_sequence(table) -> list[tuple]:
-    """The steps back of the re-sequenced segments (LOG_SCHEMA rows, a table or its batches), stitched by n; a range
-    whose segments overlap is bad input."""
-    import pyarrow as pa
-    if not isinstance(table, pa.Table):
-        table = pa.Table.from_batches(table or [_batch({}, 0)])
+    """The steps back of the re-sequenced segments (a table of LOG_SCHEMA rows), stitched by n; a range whose
+    segments overlap is bad input."""
     kind = np.asarray(table.column("kind"))
     steps, unsettled = stitch_by_sequence(_columns(table.filter(kind == SEGMENT)), _columns(table.filter(kind == STEP)))
     if unsettled:  # sorted by n, a range's segments overlap only where one n is on more than one row
