@@ -154,10 +154,10 @@ FAST_HASH_MAP_BITS = 18
 
 
 def _tune(spark, size: int) -> dict:
-    """Per-analysis settings (restored afterwards): few shuffle partitions; input splits of a sixth of a core's share
-    of the input, so that every core has several scan tasks (one file a task leaves a core idle at the end) and no
-    more (not capped at Spark's 128 MB: with the cap a large input's scan tasks each fold fewer rows, so their
-    partial aggregation reduces less; 100M shuffled records: -9 %, BENCHMARKS.md, eleventh increment), and many small files packed into one
+    """Per-analysis settings (restored afterwards): few shuffle partitions; input splits of a sixth of each core's
+    share of the input, so that every core has six scan tasks (fewer below 4 MB a split; one file a task left a core idle);
+    not capped at Spark's 128 MB, which gave a large input's tasks too few rows for their partial aggregation to
+    reduce (100M shuffled records: 9 % slower, BENCHMARKS.md, eleventh increment); many small files packed into one
     split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); a larger
     first-level aggregation hash map; the input files listed on the driver, which named them (past 32 paths Spark
     lists them with a job); for small inputs no adaptive re-planning, whose fixed cost dominates a small run (nor
