@@ -344,7 +344,7 @@ def _blocks_and_ranges(consumed, cfg: dict, bounds: list[int], blocks, ranges: l
     table = df.where("kb IS NOT NULL OR rid IS NOT NULL").select(*ROW_COLUMNS, "n", "kb", "rid").toArrow()
     rows = _named_rows(table.filter(pc.is_valid(table["kb"])).select(list(ROW_COLUMNS)).to_pylist(), names)
     in_ranges = table.filter(pc.is_valid(table["rid"]))
-    segments = list(_log_rows(in_ranges, cfg, by_sequence=True)) if in_ranges.num_rows else []
+    segments = list(_log_task(in_ranges.to_batches(), cfg, by_sequence=True))  # as an executor's task does
     return rows, _stitched_by_sequence(pa.Table.from_batches(segments or [_batch({}, 0)]))
 
 
