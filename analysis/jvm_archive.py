@@ -1,9 +1,10 @@
-"""A class-data archive (the JDK's dynamic AppCDS) of the classes a Spark analysis loads.
+"""A class-data archive of the classes a Spark analysis loads: the JDK's AOT cache from JDK 25 on (classes loaded and
+linked, method profiles), its dynamic AppCDS archive before (analysis/spark.py picks the JVM).
 
 A cold `kafka-chaos analyze` (and the analysis at the end of every `kafka-chaos run`) spends most of its time
 starting a JVM and loading Spark's classes. Started with this archive, the driver JVM maps them instead:
 a 100k-record run is analysed in about 10 s instead of 16 (BENCHMARKS.md). `make setup` builds it once
-(`python -m analysis.jvm_archive`, about 20 s) by analysing a small run (analysis/synthetic.py) in a JVM that
+(`python -m analysis.jvm_archive`, under a minute) by analysing a small run (analysis/synthetic.py) in a JVM that
 writes the archive when it exits. It is named after the JVM and the Spark jars it was built with, so an upgrade of either builds a new
 one; a JVM that finds no usable archive starts as it always did, silently.
 """
@@ -28,8 +29,8 @@ def build(force: bool = False) -> Path | None:
     subprocess.run([sys.executable, "-m", "analysis.jvm_archive", "--train"], check=True,
                    env={**os.environ, DUMP_ENV: str(partial)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     os.replace(partial, path)
-    for stale in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*.jsa"):  # this venv's, for an earlier JVM or Spark
-        if stale != path:
+    for stale in path.parent.glob(path.name.rsplit("-", 1)[0] + "-*"):  # this venv's, for an earlier JVM or Spark
+        if stale != path and stale.suffix in (".jsa", ".aot"):
             stale.unlink(missing_ok=True)
     return path
 

@@ -10,6 +10,7 @@ import socket
 import sys
 import threading
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -38,6 +39,7 @@ class SparkUnavailable(RuntimeError):
 # The class-data archive (analysis/jvm_archive.py builds it): where the driver JVM finds it.
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "spark-cds"
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # an unusable archive would print a warning on stdout
+QUIET_AOT = "-Xlog:aot=off -Xlog:cds=off"
 DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process that builds the archive
 
 
@@ -45,36 +47,81 @@ DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process t
 # cost more than its pauses save (measured: about 3 % of a 10M-record analysis; BENCHMARKS.md).
 GC = "-XX:+UseParallelGC"
 
+# The JVM of a local analysis: the newest JDK of at least AOT_MAJOR in the machine's JVM folder, else the default one
+# (JAVA_HOME, then PATH); JAVA_ENV names one outright. From JDK 25 the archive is an AOT cache (JEPs 483, 514, 515:
+# Spark's classes loaded and linked, with their method profiles), and a 10M-record analysis takes 6-10 % less, the
+# first included (BENCHMARKS.md, twelfth increment). Spark runs on Java 17, 21 and 25. A session on a cluster keeps
+# the default JVM, the one its executors are most likely to share.
+JVM_DIR = Path("/usr/lib/jvm")
+JAVA_ENV = "KAFKA_CHAOS_ANALYSIS_JAVA_HOME"
+AOT_MAJOR = 25
 
-def _java() -> Path | None:
+
+def _java_in(home) -> Path | None:
+    java = Path(home) / "bin" / "java"
+    return java.resolve() if java.is_file() else None
+
+
+def default_java() -> Path | None:
     home = os.environ.get("JAVA_HOME")
-    java = Path(home) / "bin" / "java" if home else shutil.which("java")
+    java = _java_in(home) if home else shutil.which("java")
     return Path(java).resolve() if java and Path(java).exists() else None
+
+
+def java_major(java: Path) -> int:
+    """The feature release of the JDK ``java`` belongs to (its home's release file; 0 when it says nothing)."""
+    for home in (java.parent.parent, java.parent.parent.parent):  # a JDK's bin/java, or a JRE's inside it
+        release = home / "release"
+        if release.is_file():
+            found = re.search(r'^JAVA_VERSION="(?:1\.)?(\d+)', release.read_text(errors="replace"), re.MULTILINE)
+            return int(found.group(1)) if found else 0
+    return 0
+
+
+def local_java() -> Path | None:
+    """The JVM a local session runs on (see JVM_DIR): named by JAVA_ENV, else the newest JDK >= AOT_MAJOR, else the default."""
+    named = os.environ.get(JAVA_ENV)
+    if named:
+        return _java_in(named)
+    found = [j for j in map(_java_in, sorted(JVM_DIR.glob("*"))) if j is not None and java_major(j) >= AOT_MAJOR]
+    return max(found, key=java_major, default=None) or default_java()
+
+
+def driver_java(master: str) -> Path | None:
+    return local_java() if master.startswith("local") else default_java()
 
 
 def _digest(value) -> str:
     return hashlib.sha256(json.dumps(value).encode()).hexdigest()[:12]
 
 
-def archive_path() -> Path | None:
-    """Where the archive for this JVM and these Spark jars lives (None without a JVM). The jars' folder is
-    part of the name: an archive only serves the class path it was built with (one per venv)."""
+def archive_path(java: Path | None = None) -> Path | None:
+    """Where the archive for this JVM (default: the local one) and these Spark jars lives (None without a JVM): an
+    AOT cache (.aot) from JDK AOT_MAJOR on, a dynamic CDS archive (.jsa) before. The jars' folder is part of the
+    name: an archive only serves the class path it was built with (one per venv)."""
     import pyspark
-    java = _java()
+    java = java or local_java()
     if java is None:
         return None
     jars = Path(pyspark.__file__).parent / "jars"
     st = java.stat()
     build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar")), GC]
-    return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}.jsa"
+    suffix = ".aot" if java_major(java) >= AOT_MAJOR else ".jsa"
+    return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}{suffix}"
 
 
-def java_options() -> str:
-    """Options for the driver JVM: use the archive if there is one (or write it, in the building child)."""
+def java_options(java: Path | None = None) -> str:
+    """Options for the driver JVM ``java`` (default: the local one): use its archive if there is one (or write it,
+    in the building child)."""
+    java = java or local_java()
+    aot = java is not None and java_major(java) >= AOT_MAJOR
     if os.environ.get(DUMP_ENV):
-        return f"{GC} -XX:ArchiveClassesAtExit={os.environ[DUMP_ENV]} {QUIET}"
-    path = archive_path()
-    return f"{GC} -XX:SharedArchiveFile={path} {QUIET}" if path is not None and path.is_file() else GC
+        dump = os.environ[DUMP_ENV]
+        return f"{GC} -XX:AOTCacheOutput={dump} {QUIET_AOT}" if aot else f"{GC} -XX:ArchiveClassesAtExit={dump} {QUIET}"
+    path = archive_path(java)
+    if path is None or not path.is_file():
+        return GC
+    return f"{GC} -XX:AOTCache={path} {QUIET_AOT}" if aot else f"{GC} -XX:SharedArchiveFile={path} {QUIET}"
 
 
 def _quiet_python_warnings() -> None:
@@ -187,7 +234,8 @@ def _classic(master: str, conf: dict[str, str]):
                .config("spark.sql.shuffle.partitions", "8")
                .config("spark.driver.memory", os.environ.get("KAFKA_CHAOS_SPARK_DRIVER_MEMORY", "4g")))
     log4j = f"-Dlog4j2.configurationFile=file:{LOG4J}" if LOG4J.is_file() else ""  # package data
-    driver = f"{log4j} {java_options()}".strip()
+    java = driver_java(master)
+    driver = f"{log4j} {java_options(java)}".strip()
     if driver:
         builder = builder.config("spark.driver.extraJavaOptions", driver)
     if log4j:
@@ -198,11 +246,45 @@ def _classic(master: str, conf: dict[str, str]):
     for key, value in {**RUNTIME_CONF, **conf}.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        with _gateway_on(java):
+            session = builder.getOrCreate()
     except Exception as exc:
         raise SparkUnavailable(f"cannot start Spark ({master}): {_first_line(exc)}") from exc
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+_GATEWAY_JAVA: Path | None = None  # the JVM the running gateway was started with
+
+
+@contextmanager
+def _gateway_on(java: Path | None):
+    """Have pyspark's gateway JVM (one a process, kept across sessions) run on ``java``: a gateway started on another
+    JVM is ended first, and the new one is launched with JAVA_HOME set to ``java``'s home (restored afterwards)."""
+    global _GATEWAY_JAVA
+    from pyspark import SparkContext
+    gateway = SparkContext._gateway
+    if gateway is not None and _GATEWAY_JAVA is not None and _GATEWAY_JAVA != java:
+        proc = getattr(gateway, "proc", None)
+        gateway.shutdown()
+        SparkContext._gateway = SparkContext._jvm = None
+        if proc is not None:
+            proc.stdin.close()  # the gateway JVM exits when its stdin closes
+            proc.wait(timeout=60)
+    if SparkContext._gateway is not None:
+        yield
+        return
+    saved = os.environ.get("JAVA_HOME")
+    if java is not None:
+        os.environ["JAVA_HOME"] = str(java.parent.parent)
+    try:
+        yield
+        _GATEWAY_JAVA = java
+    finally:
+        if saved is None:
+            os.environ.pop("JAVA_HOME", None)
+        else:
+            os.environ["JAVA_HOME"] = saved
 
 
 def _target(master: str | None, remote: str | None, conf: dict[str, str] | None = None) -> tuple:

@@ -225,6 +225,14 @@ def test_standalone_summary_equals_local(runs, master_url, name):
     assert comparable(got) == comparable(local)
 
 
+def test_a_cluster_session_runs_on_the_default_jvm_and_a_local_one_on_the_local_jvm(master_url):
+    """The gateway JVM is one a process: a session whose JVM differs from the running gateway's restarts it."""
+    def major(session) -> int:
+        return int(str(session.sparkContext._jvm.System.getProperty("java.specification.version")).split(".")[-1])
+    assert major(S.get_session(master=master_url)) == S.java_major(S.default_java())
+    assert major(S.get_session()) == S.java_major(S.local_java())
+
+
 def test_standalone_cli_exit_code_equals_local(runs, master_url, capsys):
     rd, _, local_code = runs["known-jsonl"]
     assert cli.main(["analyze", str(rd), "--master", master_url]) == local_code == 1
