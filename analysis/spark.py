@@ -49,7 +49,7 @@ GC = "-XX:+UseParallelGC"
 
 # The JVM of a local analysis: the newest JDK of at least AOT_MAJOR in the machine's JVM folder, else the default one
 # (JAVA_HOME, then PATH); JAVA_ENV names one outright. From JDK 25 the archive is an AOT cache (JEPs 483, 514, 515:
-# Spark's classes loaded and linked, with their method profiles), and a 10M-record analysis takes 6-10 % less, the
+# Spark's classes loaded and linked, with their method profiles), and a 10M-record analysis takes 6-11 % less, the
 # first included (BENCHMARKS.md, twelfth increment). Spark runs on Java 17, 21 and 25. A session on a cluster keeps
 # the default JVM, the one its executors are most likely to share.
 JVM_DIR = Path("/usr/lib/jvm")
