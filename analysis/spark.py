@@ -83,8 +83,13 @@ def local_java() -> Path | None:
     named = os.environ.get(JAVA_ENV)
     if named:
         return _java_in(named)
-    found = [j for j in map(_java_in, sorted(JVM_DIR.glob("*"))) if j is not None and java_major(j) >= AOT_MAJOR]
+    found = [j for j in map(_java_in, sorted(JVM_DIR.glob("*"))) if j is not None and has_aot_cache(j)]
     return max(found, key=java_major, default=None) or default_java()
+
+
+def has_aot_cache(java: Path | None) -> bool:
+    """Whether ``java``'s archive is an AOT cache (JDK AOT_MAJOR on), not a dynamic CDS archive."""
+    return java is not None and java_major(java) >= AOT_MAJOR
 
 
 def driver_java(master: str) -> Path | None:
@@ -106,7 +111,7 @@ def archive_path(java: Path | None = None) -> Path | None:
     jars = Path(pyspark.__file__).parent / "jars"
     st = java.stat()
     build = [str(java), st.st_size, st.st_mtime_ns, pyspark.__version__, sorted(p.name for p in jars.glob("*.jar")), GC]
-    suffix = ".aot" if java_major(java) >= AOT_MAJOR else ".jsa"
+    suffix = ".aot" if has_aot_cache(java) else ".jsa"
     return CACHE / f"spark-{_digest(str(jars))}-{_digest(build)}{suffix}"
 
 
@@ -114,7 +119,7 @@ def java_options(java: Path | None = None) -> str:
     """Options for the driver JVM ``java`` (default: the local one): use its archive if there is one (or write it,
     in the building child)."""
     java = java or local_java()
-    aot = java is not None and java_major(java) >= AOT_MAJOR
+    aot = has_aot_cache(java)
     if os.environ.get(DUMP_ENV):
         dump = os.environ[DUMP_ENV]
         return f"{GC} -XX:AOTCacheOutput={dump} {QUIET_AOT}" if aot else f"{GC} -XX:ArchiveClassesAtExit={dump} {QUIET}"

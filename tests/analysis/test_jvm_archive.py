@@ -64,9 +64,9 @@ def test_an_unusable_archive_is_silent(tmp_path):
     (tmp_path / "broken.jsa").write_bytes(b"not an archive")
     (tmp_path / "broken.aot").write_bytes(b"not an archive")
     for java in {where.default_java(), where.local_java()}:
-        aot = where.java_major(java) >= where.AOT_MAJOR
-        flag, quiet = ("-XX:AOTCache", where.QUIET_AOT) if aot else ("-XX:SharedArchiveFile", where.QUIET)
-        for archive in (tmp_path / "broken.aot", tmp_path / "missing.aot") if aot else (tmp_path / "broken.jsa", tmp_path / "missing.jsa"):
+        aot = where.has_aot_cache(java)
+        flag, quiet, suffix = ("-XX:AOTCache", where.QUIET_AOT, ".aot") if aot else ("-XX:SharedArchiveFile", where.QUIET, ".jsa")
+        for archive in (tmp_path / f"broken{suffix}", tmp_path / f"missing{suffix}"):
             done = subprocess.run([str(java), f"{flag}={archive}", *quiet.split(), "-version"],
                                   capture_output=True, text=True, timeout=60)
             assert done.returncode == 0 and done.stdout == "" and "warning" not in done.stderr, done.stderr
