@@ -60,28 +60,44 @@ def epoch_expr(bounds: list[int]) -> str:
     return f"CAST({tree(0, len(bounds))} AS INT)" if bounds else "0"
 
 
-def aggregate(produced_df, consumed_df, bounds: list[int]):
+def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1, n_words: int | None = None):
     """The one pass (lazy): every row of both inputs folded into its group, key unpacked. Produced rows are
     folded apart, without the log-position aggregates they do not have. Topic and member are keyed by their
-    64-bit hashes (``th``, ``mh``: string keys cost a third of the pass); :func:`name_rows` names them again."""
+    64-bit hashes (``th``, ``mh``: string keys cost a third of the pass); :func:`name_rows` names them again.
+    ``offset_words``, ``n_words``: a group's width, in words of 64 offsets (``mask``; more than one: ``mask0``...)
+    and of 64 values of n (``nmask0``...). The checks read the defaults (1, SEQUENCE_WORDS) only;
+    benchmarks/group_width.py measures wider groups (BENCHMARKS.md, twelfth increment)."""
     from pyspark.sql import functions as F
+    n_words = n_words or SEQUENCE_WORDS
+    shift, low = 5 + offset_words.bit_length(), f"(`offset` & {64 * offset_words - 1})"  # offset_words: a power of 2
+    masks = ["mask"] if offset_words == 1 else [f"mask{i}" for i in range(offset_words)]
     # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
     key = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
-    base = ["count(1) AS n", "bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT))) AS mask",
-            "min(shiftleft(ts, 6) | (`offset` & 63)) AS kmin", "max(shiftleft(ts, 6) | (`offset` & 63)) AS kmax"]
+    mask = (["bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT))) AS mask"] if offset_words == 1 else
+            list(_word_sets("`offset`", masks)))
+    base = ["count(1) AS n", *mask, f"min(shiftleft(ts, {shift}) | {low}) AS kmin", f"max(shiftleft(ts, {shift}) | {low}) AS kmax"]
+    sequence = [*_word_sets("n", [f"nmask{i}" for i in range(n_words)]), f"sum((n & {64 * n_words - 1}) * {low}) AS nsum"]
     c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                           epoch_expr(bounds)),
-                               f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", "`offset` >> 6 AS b",
-                               f"n >> {SEQUENCE_SHIFT_BITS} AS nb", "`offset`", "ts", "generation", "n")
-    c = c.groupBy("k", "th", "mh", "b", "nb").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *SEQUENCE_AGGREGATES)])
+                               f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", f"`offset` >> {shift} AS b",
+                               f"n >> {5 + n_words.bit_length()} AS nb", "`offset`", "ts", "generation", "n")
+    c = c.groupBy("k", "th", "mh", "b", "nb").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *sequence)])
     p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
-                               f"{hashed('topic')} AS th", "`offset` >> 6 AS b", "`offset`", "ts")
+                               f"{hashed('topic')} AS th", f"`offset` >> {shift} AS b", "`offset`", "ts")
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
-        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", "mask", "kmin", "kmax", "gmax", "nb",
-        *NMASK_COLUMNS, "nsum")
+        "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", *masks, "kmin", "kmax", "gmax", "nb",
+        *[f"nmask{i}" for i in range(n_words)], "nsum")
+
+
+def _word_sets(column: str, names: list[str]):
+    """SQL aggregates: the set of ``column``'s values modulo 64 len(names) as len(names) 64-bit words (word i, bit j:
+    the value 64 i + j)."""
+    for i, name in enumerate(names):
+        yield (f"bit_or(IF(shiftright({column}, 6) & {len(names) - 1} = {i}, shiftleft(1L, CAST({column} & 63 AS INT)), "
+               f"0L)) AS {name}")
 
 
 # What a consumed group keeps of its consumption sequence n. Groups are keyed by the bucket nb = n >> 8 too (so a
@@ -94,11 +110,7 @@ def aggregate(produced_df, consumed_df, bounds: list[int]):
 # 9.0, 6.7, 5.2, 6.4, 7.6 s shuffled.
 SEQUENCE_WORDS = 4
 SEQUENCE_BUCKET = 64 * SEQUENCE_WORDS                 # values of n a bucket holds
-SEQUENCE_SHIFT_BITS = SEQUENCE_BUCKET.bit_length() - 1
 NMASK_COLUMNS = tuple(f"nmask{i}" for i in range(SEQUENCE_WORDS))
-SEQUENCE_AGGREGATES = (*(f"bit_or(IF(shiftright(n, 6) & {SEQUENCE_WORDS - 1} = {i}, shiftleft(1L, CAST(n & 63 AS INT)), "
-                         f"0L)) AS {c}" for i, c in enumerate(NMASK_COLUMNS)),
-                       f"sum((n & {SEQUENCE_BUCKET - 1}) * (`offset` & 63)) AS nsum")
 
 
 def hashed(column: str) -> str:
@@ -971,7 +983,7 @@ class NRange(NamedTuple):
 
 def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
     """Where a member's consumption, by ``n``, may step back inside an ownership period, from the consumed groups
-    ``g`` alone (keyed by block b and bucket nb = n >> 8; :data:`SEQUENCE_AGGREGATES`), as ranges of n to read again;
+    ``g`` alone (keyed by block b and bucket nb = n >> 8; :func:`aggregate`), as ranges of n to read again;
     and how many rows inside a period have no n (their groups have no bucket; they are left out of the judgement).
 
     No row order is needed. Inside one group, its n and its offsets are sets of 256 and 64 bits (``nmask``: one row

@@ -2,16 +2,14 @@
 increment): the measurement behind the design note in BENCHMARKS.md, for whoever widens the groups.
 
 Today a group holds 64 offsets (one 64-bit word of offsets, ``b = offset >> 6``) and 256 values of the consumption
-sequence n (four words, ``nb = n >> 8``): records.aggregate. Here the same aggregation over both sides of a run
-(the same keys, epoch, hashes and aggregates; the offset and n sets as W words each) is timed with wider groups,
+sequence n (four words, ``nb = n >> 8``). Here the scan's own aggregation over both sides of a run
+(records.aggregate, its width given: the offset and n sets as W words each) is timed with wider groups,
 ``count()`` of its result (the partial and the final aggregation, nothing downstream), in one warm session,
 alternated. In rows of random order the cost follows the number of groups a scan task meets, not the rows.
 
     .venv/bin/python -m benchmarks.group_width RUN_DIR [RUN_DIR...] [--shapes 1x4,4x4,16x16,4x16] [--rounds 3]
 
 A shape OxN: O words of offsets (64 O offsets a group), N words of n (64 N values a bucket); 1x4 is today's.
-:func:`aggregation` copies records.aggregate with the width as a parameter: once records.aggregate takes a width
-itself, this script should call it instead.
 """
 from __future__ import annotations
 
@@ -21,45 +19,16 @@ import time
 from pathlib import Path
 
 
-def aggregation(produced_df, consumed_df, bounds: list[int], ow: int, nw: int):
-    """records.aggregate with groups of 64 * ow offsets and buckets of 64 * nw values of n (ow, nw: powers of 2)."""
-    from pyspark.sql import functions as F
-
-    from analysis import records
-    osh, nsh = 6 + ow.bit_length() - 1, 6 + nw.bit_length() - 1
-
-    def words(column: str, count: int, prefix: str) -> list[str]:
-        return [f"bit_or(IF(shiftright({column}, 6) & {count - 1} = {i}, shiftleft(1L, CAST({column} & 63 AS INT)), 0L)) "
-                f"AS {prefix}{i}" for i in range(count)]
-    low = f"(`offset` & {64 * ow - 1})"
-    base = ["count(1) AS n", *words("`offset`", ow, "mask"), f"min(shiftleft(ts, {osh}) | {low}) AS kmin",
-            f"max(shiftleft(ts, {osh}) | {low}) AS kmax"]
-    sequence = [*words("n", nw, "nmask"), f"sum((n & {64 * nw - 1}) * {low}) AS nsum"]
-    key = ("{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) "
-           "+ shiftleft(CAST({} + 2 AS BIGINT), 36) AS k")
-    c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {records.BAD_CONSUMED} ELSE {records.CONSUMED} END",
-                                          records.epoch_expr(bounds)),
-                               f"{records.hashed('topic')} AS th", f"{records.hashed('member')} AS mh",
-                               f"`offset` >> {osh} AS b", f"n >> {nsh} AS nb", "`offset`", "ts", "generation", "n")
-    c = c.groupBy("k", "th", "mh", "b", "nb").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *sequence)])
-    p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {records.BAD_PRODUCED} WHEN status IS NULL OR "
-                                          f"status = 'ok' THEN {records.PRODUCED} WHEN status = 'fail' THEN {records.FAILED} "
-                                          f"ELSE {records.INFO} END", 0),
-                               f"{records.hashed('topic')} AS th", f"`offset` >> {osh} AS b", "`offset`", "ts")
-    p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
-    return c.unionByName(p, allowMissingColumns=True)
-
-
 def timed(spark, run_dir: Path, ow: int, nw: int) -> tuple[float, int]:
     """Seconds of the aggregation of one run in this shape, and its number of groups (the analysis's own settings)."""
-    from analysis import api, history, inputs
+    from analysis import api, history, inputs, records
     files = inputs.precheck(run_dir, "produced") + inputs.precheck(run_dir, "consumed")
     own = history.Ownership(history.build(run_dir, "auto"))
     saved = api._tune(spark, sum(f.stat().st_size for f in files))
     try:
         produced, consumed = inputs.load(spark, run_dir, "produced"), inputs.load(spark, run_dir, "consumed")
         t = time.monotonic()
-        groups = aggregation(produced.df, consumed.df, own.bounds, ow, nw).count()
+        groups = records.aggregate(produced.df, consumed.df, own.bounds, offset_words=ow, n_words=nw).count()
         return time.monotonic() - t, groups
     finally:
         api._restore(spark, saved)
