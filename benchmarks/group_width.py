@@ -1,11 +1,12 @@
-"""What the scan's aggregation costs as a function of how many groups it folds the rows into (issue 23, twelfth
-increment): the measurement behind the design note in BENCHMARKS.md, for whoever widens the groups.
+"""What the scan's aggregation costs as a function of how many groups it folds the rows into (issue 23, twelfth and
+thirteenth increments, BENCHMARKS.md).
 
-Today a group holds 64 offsets (one 64-bit word of offsets, ``b = offset >> 6``) and 256 values of the consumption
+A group holds 64 offsets (one 64-bit word of offsets, ``b = offset >> 6``) and 256 values of the consumption
 sequence n (four words, ``nb = n >> 8``). Here the scan's own aggregation over both sides of a run
-(records.aggregate, its width given: the offset and n sets as W words each) is timed with wider groups,
-``count()`` of its result (the partial and the final aggregation, nothing downstream), in one warm session,
-alternated. In rows of random order the cost follows the number of groups a scan task meets, not the rows.
+(records.aggregate, its width given: the offset and n sets as W words each) is timed with wider groups, every
+column of its result computed (written to Spark's ``noop`` sink: the partial and the final aggregation, nothing
+downstream), in one warm session, alternated. Not ``count()``: Spark prunes every aggregate a count does not read,
+so a count times the grouping alone, without the W words a row updates (the twelfth increment's figures did).
 
     .venv/bin/python -m benchmarks.group_width RUN_DIR [RUN_DIR...] [--shapes 1x4,4x4,16x16,4x16] [--rounds 3]
 
@@ -28,8 +29,10 @@ def timed(spark, run_dir: Path, ow: int, nw: int) -> tuple[float, int]:
     try:
         produced, consumed = inputs.load(spark, run_dir, "produced"), inputs.load(spark, run_dir, "consumed")
         t = time.monotonic()
-        groups = records.aggregate(produced.df, consumed.df, own.bounds, offset_words=ow, n_words=nw).count()
-        return time.monotonic() - t, groups
+        agg = records.aggregate(produced.df, consumed.df, own.bounds, offset_words=ow, n_words=nw)
+        agg.write.format("noop").mode("overwrite").save()  # every column computed: a count() would prune them
+        seconds = time.monotonic() - t
+        return seconds, agg.count()
     finally:
         api._restore(spark, saved)
 

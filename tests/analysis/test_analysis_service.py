@@ -99,3 +99,23 @@ def test_clean_stops_the_service(tmp_path, env):
     assert "stopped the analysis service" in done.stdout
     wait_until(lambda: not service.running(), 30)
     assert not service.running()
+
+
+def test_a_warm_up_stops_for_a_request_and_a_warm_service_warms_no_more(tmp_path, env, monkeypatch):
+    """A run asks for a warm-up while its group drains: the small run analysed again and again (the JIT keeps
+    compiling), until a request waits, which is then served after the round under way; a warm service skips it."""
+    monkeypatch.setenv("KAFKA_CHAOS_ANALYSIS_WARM_ROUNDS", "40")  # the service started below reads it
+    rd = clean_run(tmp_path / "run", "parquet").write()
+    service.warm_up()  # in the background, as `kafka-chaos run` does
+    wait_until(lambda: service.running() and "warm-up begins" in service._log().read_text(), 180, interval_s=0.5)
+    assert service.analyze(rd)["valid"] is True
+    wait_until(lambda: "a request came" in service._log().read_text(), 60, interval_s=0.5)
+    line = next(x for x in service._log().read_text().splitlines() if x.startswith("warm-up: "))
+    assert 1 <= int(line.split()[1]) < 40, line
+
+
+def test_a_service_that_analysed_enough_runs_skips_the_warm_up(tmp_path, env, monkeypatch):
+    monkeypatch.setenv("KAFKA_CHAOS_ANALYSIS_WARM_ROUNDS", "2")
+    warm = lambda: service._ask({"op": "warm", "code": service.code_version()}, lambda *a: None)  # noqa: E731
+    assert warm() == {"warm": 2}
+    assert warm() == {"warm": 0}
