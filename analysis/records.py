@@ -66,7 +66,8 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     64-bit hashes (``th``, ``mh``: string keys cost a third of the pass); :func:`name_rows` names them again.
     ``offset_words``, ``n_words``: a group's width, in words of 64 offsets (``mask``; more than one: ``mask0``...)
     and of 64 values of n (``nmask0``...). The checks read the defaults (1, SEQUENCE_WORDS) only;
-    benchmarks/group_width.py measures wider groups (BENCHMARKS.md, twelfth increment)."""
+    benchmarks/group_width.py measures wider groups: fewer groups, more words a row updates, no faster as a whole,
+    and a coarser time for the anomalies they settle (BENCHMARKS.md, thirteenth increment)."""
     from pyspark.sql import functions as F
     n_words = n_words or SEQUENCE_WORDS
     shift, low = 5 + offset_words.bit_length(), f"(`offset` & {64 * offset_words - 1})"  # offset_words: a power of 2
