@@ -8,10 +8,10 @@ client, pandas and grpc (1.6-2.8 s on this machine's 2 cores) and run the driver
 request here is one line of JSON on a Unix socket and runs the very code a local analysis runs.
 
 - Started on first use (`python -m analysis.service serve`, its own session, log in the service folder); it
-  exits after IDLE_S without a request, when its code is not the code of the asking client (an update), and on
+  exits after idle_s() without a request, when its code is not the code of the asking client (an update), and on
   `kafka-chaos clean` (:func:`stop`).
 - `kafka-chaos run` asks it to warm up while the group drains (:func:`warm_up`): the small built-in run analysed
-  up to WARM_ROUNDS times, stopping as soon as a request waits.
+  up to warm_rounds() times, stopping as soon as a request waits.
 - Only its owner reaches it: the socket lives in a 0700 folder under ~/.cache, one per interpreter (venv).
 - Off with KAFKA_CHAOS_ANALYSIS_SERVICE=0, and whenever --master or --remote names a Spark of its own.
 """
@@ -36,12 +36,39 @@ from .errors import InputError
 
 ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE"         # "0": analyse in the calling process
 DIR_ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR"  # where the socket and the log live (tests use their own)
-IDLE_S = float(os.environ.get("KAFKA_CHAOS_ANALYSIS_IDLE_S", 900))
-START_TIMEOUT_S = 120
-# A warm-up analyses the small built-in run up to this many times, one at a time, and stops as soon as a request
+IDLE_ENV = "KAFKA_CHAOS_ANALYSIS_IDLE_S"      # seconds without a request before the service exits (900)
+# A warm-up analyses the small built-in run up to this many times (8), one at a time, and stops as soon as a request
 # waits: the JIT keeps compiling for several analyses, and a run's group drains for longer than one takes
 # (BENCHMARKS.md, thirteenth increment). A service that has analysed this many runs is warm.
-WARM_ROUNDS = int(os.environ.get("KAFKA_CHAOS_ANALYSIS_WARM_ROUNDS", 8))
+WARM_ENV = "KAFKA_CHAOS_ANALYSIS_WARM_ROUNDS"
+START_TIMEOUT_S = 120
+
+
+def check_settings() -> None:
+    """Raises InputError, naming the variable, for a setting of the service that cannot work."""
+    idle_s(), warm_rounds()
+
+
+def idle_s() -> float:
+    return _setting(IDLE_ENV, 900.0, float, "a number of seconds above 0", lambda v: v > 0)
+
+
+def warm_rounds() -> int:
+    return _setting(WARM_ENV, 8, int, "a whole number of analyses, 0 or more", lambda v: v >= 0)
+
+
+def _setting(name: str, default, kind, expected: str, ok):
+    """An environment variable's value, ``default`` when unset; InputError naming it when it is not ``expected``."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        value = None
+    if value is None or not ok(value):
+        raise InputError(f"{name}={text!r}: expected {expected}")
+    return value
 
 
 class ServiceError(RuntimeError):
@@ -161,6 +188,7 @@ def _log() -> Path:
 
 
 def _ensure_started(say) -> None:
+    check_settings()  # the caller's bad input, not a service that will not start
     if running():
         return
     with open(folder() / "start.lock", "w") as lock:
@@ -194,6 +222,7 @@ class Server:
         self.busy = threading.Lock()
         self.last = time.monotonic()
         self.leaving = False
+        self.warm_rounds = warm_rounds()
         self.analyses = 0                 # analyses done, warm-up rounds included
         self.waiting = 0                  # requests waiting for the analysis under way (a warm-up yields to them)
         self.counts = threading.Lock()
@@ -276,14 +305,14 @@ class Server:
                 self.waiting -= counted
 
     def _warm_rounds(self) -> int:
-        """Analyse the small run until the service has done WARM_ROUNDS analyses or a request waits; how many."""
+        """Analyse the small run until the service has done warm_rounds() analyses or a request waits; how many."""
         rounds = 0
         print(f"warm-up begins ({self.analyses} analyses done)", flush=True)
-        while self.analyses < WARM_ROUNDS and not (rounds and self.waiting):
+        while self.analyses < self.warm_rounds and not (rounds and self.waiting):
             _warm()
             rounds += 1
             self.analyses += 1
-        print(f"warm-up: {rounds} analyses of the small run" + (", a request came" if self.analyses < WARM_ROUNDS else ""),
+        print(f"warm-up: {rounds} analyses of the small run" + (", a request came" if self.analyses < self.warm_rounds else ""),
               flush=True)
         return rounds
 
@@ -319,7 +348,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] != ["serve"]:
         print("usage: python -m analysis.service serve", file=sys.stderr)
         return 2
-    Server(socket_path(), IDLE_S).serve()
+    Server(socket_path(), idle_s()).serve()
     return 0
 
 

@@ -351,6 +351,13 @@ def cmd_run(args) -> int:
     analyse = scenario.analysis.enabled and not args.no_analysis
     from analysis import service
     on_drain = service.warm_up if analyse and service.enabled() else None  # Spark starts while the group drains
+    if on_drain:
+        from analysis import InputError
+        try:
+            service.check_settings()  # before anything starts
+        except InputError as exc:
+            print(f"kafka-chaos run: bad input: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if args.bootstrap_servers:
         from harness.external import ExternalCluster
         with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, planned.lanes) as cluster:

@@ -119,3 +119,15 @@ def test_a_service_that_analysed_enough_runs_skips_the_warm_up(tmp_path, env, mo
     warm = lambda: service._ask({"op": "warm", "code": service.code_version()}, lambda *a: None)  # noqa: E731
     assert warm() == {"warm": 2}
     assert warm() == {"warm": 0}
+
+
+@pytest.mark.parametrize("name, value", [(service.WARM_ENV, "eight"), (service.IDLE_ENV, "-1")])
+def test_a_setting_of_the_service_that_cannot_work_is_bad_input_before_anything_starts(name, value, tmp_path, env):
+    rd = clean_run(tmp_path / "run", "parquet").write()
+    bad = {**env, name: value}
+    for args in (("analyze", str(rd)), ("run", "scenarios/default.yaml", "--runs-dir", str(tmp_path / "runs"))):
+        done = cli(bad, *args)
+        assert done.returncode == 2, done.stderr
+        said = [line for line in done.stderr.splitlines() if not line.startswith("[kafka-chaos")]  # not progress
+        assert len(said) == 1 and f"bad input: {name}={value!r}" in said[0], done.stderr
+    assert not service.running() and not (tmp_path / "runs").exists()  # no service, no cluster, no run
