@@ -72,12 +72,12 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     n_words = n_words or SEQUENCE_WORDS
     shift, low = 5 + offset_words.bit_length(), f"(`offset` & {64 * offset_words - 1})"  # offset_words: a power of 2
     masks = ["mask"] if offset_words == 1 else [f"mask{i}" for i in range(offset_words)]
+    nmasks = [f"nmask{i}" for i in range(n_words)]
     # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
     key = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
-    mask = (["bit_or(shiftleft(1L, CAST(`offset` & 63 AS INT))) AS mask"] if offset_words == 1 else
-            list(_word_sets("`offset`", masks)))
-    base = ["count(1) AS n", *mask, f"min(shiftleft(ts, {shift}) | {low}) AS kmin", f"max(shiftleft(ts, {shift}) | {low}) AS kmax"]
-    sequence = [*_word_sets("n", [f"nmask{i}" for i in range(n_words)]), f"sum((n & {64 * n_words - 1}) * {low}) AS nsum"]
+    base = ["count(1) AS n", *_word_sets("`offset`", masks), f"min(shiftleft(ts, {shift}) | {low}) AS kmin",
+            f"max(shiftleft(ts, {shift}) | {low}) AS kmax"]
+    sequence = [*_word_sets("n", nmasks), f"sum((n & {64 * n_words - 1}) * {low}) AS nsum"]
     c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                           epoch_expr(bounds)),
                                f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", f"`offset` >> {shift} AS b",
@@ -90,15 +90,18 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     return c.unionByName(p, allowMissingColumns=True).selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
         "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", *masks, "kmin", "kmax", "gmax", "nb",
-        *[f"nmask{i}" for i in range(n_words)], "nsum")
+        *nmasks, "nsum")
 
 
 def _word_sets(column: str, names: list[str]):
     """SQL aggregates: the set of ``column``'s values modulo 64 len(names) as len(names) 64-bit words (word i, bit j:
-    the value 64 i + j)."""
+    the value 64 i + j); one word without the word's test."""
+    bit = f"shiftleft(1L, CAST({column} & 63 AS INT))"
+    if len(names) == 1:
+        yield f"bit_or({bit}) AS {names[0]}"
+        return
     for i, name in enumerate(names):
-        yield (f"bit_or(IF(shiftright({column}, 6) & {len(names) - 1} = {i}, shiftleft(1L, CAST({column} & 63 AS INT)), "
-               f"0L)) AS {name}")
+        yield f"bit_or(IF(shiftright({column}, 6) & {len(names) - 1} = {i}, {bit}, 0L)) AS {name}"
 
 
 # What a consumed group keeps of its consumption sequence n. Groups are keyed by the bucket nb = n >> 8 too (so a

@@ -304,7 +304,7 @@ class Server:
             with self.counts:
                 self.waiting -= counted
 
-    def _warm_rounds(self) -> int:
+    def _warm_up(self) -> int:
         """Analyse the small run until the service has done warm_rounds() analyses or a request waits; how many."""
         rounds = 0
         print(f"warm-up begins ({self.analyses} analyses done)", flush=True)
@@ -322,7 +322,7 @@ class Server:
         from .spark import SparkUnavailable
         try:
             if op == "warm":
-                return {"warm": self._warm_rounds()}
+                return {"warm": self._warm_up()}
             self.analyses += 1
             return {"summary": json.loads(json.dumps(local_analyze(request["run_dir"], progress=progress, **request["options"]),
                                                      default=json_default))}
