@@ -73,21 +73,37 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     shift, low = 5 + offset_words.bit_length(), f"(`offset` & {64 * offset_words - 1})"  # offset_words: a power of 2
     masks = ["mask"] if offset_words == 1 else [f"mask{i}" for i in range(offset_words)]
     nmasks = [f"nmask{i}" for i in range(n_words)]
-    # side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
-    key = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
     base = ["count(1) AS n", *_word_sets("`offset`", masks), f"min(shiftleft(ts, {shift}) | {low}) AS kmin",
             f"max(shiftleft(ts, {shift}) | {low}) AS kmax"]
     sequence = [*_word_sets("n", nmasks), f"sum((n & {64 * n_words - 1}) * {low}) AS nsum"]
-    c = consumed_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
-                                          epoch_expr(bounds)),
-                               f"{hashed('topic')} AS th", f"{hashed('member')} AS mh", f"`offset` >> {shift} AS b",
-                               f"n >> {5 + n_words.bit_length()} AS nb", "`offset`", "ts", "generation", "n")
-    c = c.groupBy("k", "th", "mh", "b", "nb").agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *sequence)])
-    p = produced_df.selectExpr(key.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
-                                          f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
+    c = consumed_keyed(consumed_df, bounds, offset_words, n_words)
+    c = c.groupBy(*CONSUMED_KEY).agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *sequence)])
+    p = produced_df.selectExpr(_KEY.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
+                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
                                f"{hashed('topic')} AS th", f"`offset` >> {shift} AS b", "`offset`", "ts")
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
-    return c.unionByName(p, allowMissingColumns=True).selectExpr(
+    return unpacked(c.unionByName(p, allowMissingColumns=True), masks, nmasks)
+
+
+CONSUMED_KEY = ("k", "th", "mh", "b", "nb")
+# side, partition and epoch packed in one long: fewer fixed-width keys hash measurably faster
+_KEY = "{} + shiftleft(coalesce(CAST(`partition` AS BIGINT), 0L) & 4294967295L, 4) + shiftleft(CAST({} + 2 AS BIGINT), 36) AS k"
+
+
+def consumed_keyed(consumed_df, bounds: list[int], offset_words: int = 1, n_words: int | None = None):
+    """The consumed rows as :func:`aggregate` folds them: the group key (CONSUMED_KEY, side, partition and epoch
+    packed in ``k``) and the columns its aggregates read."""
+    n_words = n_words or SEQUENCE_WORDS
+    return consumed_df.selectExpr(_KEY.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
+                                              epoch_expr(bounds)),
+                                  f"{hashed('topic')} AS th", f"{hashed('member')} AS mh",
+                                  f"`offset` >> {5 + offset_words.bit_length()} AS b",
+                                  f"n >> {5 + n_words.bit_length()} AS nb", "`offset`", "ts", "generation", "n")
+
+
+def unpacked(groups, masks: list[str], nmasks: list[str]):
+    """:func:`aggregate`'s groups with ``k`` unpacked into side, partition and epoch, in the checks' column order."""
+    return groups.selectExpr(
         "CAST(k & 15 AS INT) AS side", "CAST(shiftright(k, 4) & 4294967295L AS INT) AS `partition`",
         "CAST(shiftright(k, 36) - 2 AS INT) AS epoch", "th", "mh", "b", "n", *masks, "kmin", "kmax", "gmax", "nb",
         *nmasks, "nsum")
