@@ -70,7 +70,7 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     and a coarser time for the anomalies they settle (BENCHMARKS.md, thirteenth increment)."""
     from pyspark.sql import functions as F
     n_words = n_words or SEQUENCE_WORDS
-    shift, low = 5 + offset_words.bit_length(), f"(`offset` & {64 * offset_words - 1})"  # offset_words: a power of 2
+    shift, low = _offset_shift(offset_words), f"(`offset` & {64 * offset_words - 1})"
     masks = ["mask"] if offset_words == 1 else [f"mask{i}" for i in range(offset_words)]
     nmasks = [f"nmask{i}" for i in range(n_words)]
     base = ["count(1) AS n", *_word_sets("`offset`", masks), f"min(shiftleft(ts, {shift}) | {low}) AS kmin",
@@ -97,8 +97,13 @@ def consumed_keyed(consumed_df, bounds: list[int], offset_words: int = 1, n_word
     return consumed_df.selectExpr(_KEY.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
                                               epoch_expr(bounds)),
                                   f"{hashed('topic')} AS th", f"{hashed('member')} AS mh",
-                                  f"`offset` >> {5 + offset_words.bit_length()} AS b",
+                                  f"`offset` >> {_offset_shift(offset_words)} AS b",
                                   f"n >> {5 + n_words.bit_length()} AS nb", "`offset`", "ts", "generation", "n")
+
+
+def _offset_shift(offset_words: int) -> int:
+    """log2 of a group's offsets (64 per word; ``offset_words``: a power of 2)."""
+    return 5 + offset_words.bit_length()
 
 
 def unpacked(groups, masks: list[str], nmasks: list[str]):
