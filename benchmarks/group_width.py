@@ -16,25 +16,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
+from benchmarks.plan_timing import Run, noop_seconds
 
-def timed(spark, run_dir: Path, ow: int, nw: int) -> tuple[float, int]:
+
+def timed(spark, run: Run, ow: int, nw: int) -> tuple[float, int]:
     """Seconds of the aggregation of one run in this shape, and its number of groups (the analysis's own settings)."""
-    from analysis import api, history, inputs, records
-    files = inputs.precheck(run_dir, "produced") + inputs.precheck(run_dir, "consumed")
-    own = history.Ownership(history.build(run_dir, "auto"))
-    saved = api._tune(spark, sum(f.stat().st_size for f in files))
-    try:
-        produced, consumed = inputs.load(spark, run_dir, "produced"), inputs.load(spark, run_dir, "consumed")
-        t = time.monotonic()
-        agg = records.aggregate(produced.df, consumed.df, own.bounds, offset_words=ow, n_words=nw)
-        agg.write.format("noop").mode("overwrite").save()  # every column computed: a count() would prune them
-        seconds = time.monotonic() - t
-        return seconds, agg.count()
-    finally:
-        api._restore(spark, saved)
+    from analysis import records
+    plan = lambda r: records.aggregate(r.produced, r.consumed, r.bounds, offset_words=ow, n_words=nw)  # noqa: E731
+    return noop_seconds(spark, run, plan), plan(run).count()
 
 
 def main(argv=None) -> int:
@@ -50,18 +41,19 @@ def main(argv=None) -> int:
         if ow & (ow - 1) or nw & (nw - 1) or not (1 <= ow <= 64 and 1 <= nw <= 64):
             ap.error(f"--shapes: {ow}x{nw}: each side must be a power of 2 from 1 to 64")
     spark = get_session()
-    for run in a.runs:  # not counted: the first aggregation of each shape compiles its code
+    runs = [Run(spark, d) for d in a.runs]
+    for run in runs:  # not counted: the first aggregation of each shape compiles its code
         for ow, nw in shapes:
             timed(spark, run, ow, nw)
     got: dict = {}
     for r in range(a.rounds):
-        for run in a.runs:
+        for run in runs:
             line = []
             for ow, nw in (shapes if r % 2 == 0 else shapes[::-1]):
                 seconds, groups = timed(spark, run, ow, nw)
-                got.setdefault(f"{run}|{ow}x{nw}", {"groups": groups, "seconds": []})["seconds"].append(round(seconds, 2))
+                got.setdefault(f"{run.dir}|{ow}x{nw}", {"groups": groups, "seconds": []})["seconds"].append(round(seconds, 2))
                 line.append(f"{64 * ow} offsets x {64 * nw} n: {seconds:.2f} s ({groups:,} groups)")
-            print(f"round {r} {run.name}: " + " | ".join(line), flush=True)
+            print(f"round {r} {run.dir.name}: " + " | ".join(line), flush=True)
     if a.out:
         a.out.write_text(json.dumps(got, indent=2) + "\n")
     return 0

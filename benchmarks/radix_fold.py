@@ -23,9 +23,10 @@ import argparse
 import shutil
 import subprocess
 import tempfile
-import time
 import zipfile
 from pathlib import Path
+
+from benchmarks.plan_timing import Run, noop_seconds
 
 SOURCE = Path(__file__).with_name("jvm") / "RadixFold.java"
 MERGE = ("sum(n) AS n", "bit_or(mask) AS mask", "min(kmin) AS kmin", "max(kmax) AS kmax", "max(gmax) AS gmax",
@@ -47,18 +48,6 @@ def build_jar(folder: Path) -> Path:
         for path in classes.rglob("*.class"):
             z.write(path, path.relative_to(classes).as_posix())
     return jar
-
-
-class Run:
-    """One run directory's inputs and ownership bounds, loaded once."""
-
-    def __init__(self, spark, run_dir: Path):
-        from analysis import history, inputs
-        self.dir = run_dir
-        self.files = inputs.precheck(run_dir, "produced") + inputs.precheck(run_dir, "consumed")
-        self.bounds = history.Ownership(history.build(run_dir, "auto")).bounds
-        self.produced = inputs.load(spark, run_dir, "produced").df
-        self.consumed = inputs.load(spark, run_dir, "consumed").df
 
 
 def spark_groups(run: Run):
@@ -91,18 +80,9 @@ def differences(a, b) -> tuple[int, int]:
 
 
 def timed(spark, run: Run, groups, splits_a_core: bool) -> float:
-    from analysis import api
     from analysis.spark import default_parallelism
-    size = sum(f.stat().st_size for f in run.files)
-    saved = api._tune(spark, size)
-    try:
-        if splits_a_core:
-            spark.conf.set("spark.sql.files.maxPartitionBytes", str(size // default_parallelism(spark) + 1))
-        t = time.monotonic()
-        groups(run).write.format("noop").mode("overwrite").save()
-        return time.monotonic() - t
-    finally:
-        api._restore(spark, saved)
+    conf = {"spark.sql.files.maxPartitionBytes": str(run.size // default_parallelism(spark) + 1)} if splits_a_core else None
+    return noop_seconds(spark, run, groups, conf)
 
 
 VARIANTS = {"spark": (spark_groups, False), "radix": (radix_groups, False),
