@@ -4,12 +4,13 @@ Public API:
     analyze(run_dir, *, spark=None, master=None, remote=None, grace_ms=30000, ...) -> summary dict
     compare(run_dirs, ...) -> table of figures across runs
     InputError                 bad input; the message names the file and the column
+    AnalysisFailed             any other failure: one line naming the step and report/analysis.log
     analysis.spark.get_session(master=None, remote=None)
     analysis.cli.add_parser(subparsers)   registers `analyze` and `compare` on the kafka-chaos CLI
 
 This package imports nothing from harness/, faults/ or workloads/: its only input is a run directory.
 """
-from .errors import InputError
+from .errors import AnalysisFailed, InputError
 
 
 def analyze(run_dir, **kwargs):
@@ -25,4 +26,4 @@ def compare(run_dirs, **kwargs):
     return _compare(run_dirs, **kwargs)
 
 
-__all__ = ["analyze", "compare", "InputError"]
+__all__ = ["analyze", "compare", "AnalysisFailed", "InputError"]

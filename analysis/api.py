@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -9,8 +11,9 @@ from pathlib import Path
 
 from . import checks as C
 from . import figures, history, inputs, records
-from .errors import InputError
-from .spark import apply_runtime_conf, default_parallelism, get_session, is_started
+from .errors import AnalysisFailed, InputError
+from .spark import (SparkUnavailable, apply_runtime_conf, default_parallelism, get_session, is_started,
+                    jvm_log_mark, jvm_log_since)
 
 SUMMARY_VERSION = 1
 DEFAULT_GRACE_MS = 30_000
@@ -60,13 +63,61 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     ``protocol``: "auto" (from each member's ``started`` event), "eager" or "cooperative": how ``assigned``
     events are read when rebuilding ownership. ``progress(phase, detail)`` is called per phase.
     ``master``/``remote``/``conf``: where Spark runs (spark.get_session).
-    Raises :class:`InputError` for bad input (message names the file and the column).
+    Raises :class:`InputError` for bad input (message names the file and the column), :class:`SparkUnavailable`
+    when no Spark can be had, and :class:`AnalysisFailed` for any other error (one line naming the step; the
+    traceback is in ``report/analysis.log``, beside what Spark and the JVM printed during the analysis).
     """
-    t_start = time.monotonic()
-    say = progress or (lambda phase, detail="": None)
     run_dir = Path(run_dir).resolve()
     if not run_dir.is_dir():
         raise InputError(f"{run_dir}: run directory does not exist")
+    step, mark, log = _Step(progress), jvm_log_mark(), run_dir / "report" / ANALYSIS_LOG
+    try:
+        summary, errors = _analyze(run_dir, spark, master, remote, conf, grace_ms, protocol, max_examples, stall_ms,
+                                   expected_fatal, step)
+    except (InputError, SparkUnavailable):
+        _write_log(log, mark)
+        raise
+    except Exception as exc:
+        written = _write_log(log, mark, f"the analysis failed at {step.name!r}:\n{traceback.format_exc()}")
+        raise AnalysisFailed(step.name, _one_line(exc), written) from None
+    _write_log(log, mark, "".join(f"a check crashed: {e}\n" for e in errors))
+    return summary
+
+
+ANALYSIS_LOG = "analysis.log"  # in report/: what Spark and the JVM printed during the analysis, and its own errors
+
+
+class _Step:
+    """The progress callback, remembering the phase under way: a failure names it."""
+
+    def __init__(self, progress):
+        self.progress, self.name = progress, "starting"
+
+    def __call__(self, phase: str, detail: str = "") -> None:
+        self.name = phase
+        if self.progress is not None:
+            self.progress(phase, detail)
+
+
+def _write_log(path: Path, mark, failure: str = "") -> Path:
+    """report/analysis.log: the JVM's text since ``mark`` and the failure, if any. Where the report's folder cannot
+    be written, a temporary file instead (the failure's details are never lost); the path written."""
+    text = jvm_log_since(mark) + failure
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return path
+    except OSError:
+        fd, name = tempfile.mkstemp(prefix="kafka-chaos-analysis-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(f"{path} could not be written\n{text}")
+        return Path(name)
+
+
+def _analyze(run_dir: Path, spark, master, remote, conf, grace_ms, protocol, max_examples, stall_ms, expected_fatal,
+             say) -> tuple[dict, list[str]]:
+    """The analysis proper: the summary, and the tracebacks of the checks that crashed."""
+    t_start = time.monotonic()
     say("loading", str(run_dir))
     files = inputs.precheck(run_dir, "produced") + inputs.precheck(run_dir, "consumed")
     hist = history.build(run_dir, protocol)
@@ -127,7 +178,7 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     _write_anomalies(run_dir / "report" / "anomalies.jsonl", extra["all_anomalies"])
     summary["analysis_seconds"] = round(time.monotonic() - t_start, 3)
     (run_dir / "report" / "summary.json").write_text(json.dumps(summary, indent=2, default=json_default) + "\n")
-    return summary
+    return summary, run.errors
 
 
 def _write_anomalies(path: Path, anomalies: list[dict]) -> None:

@@ -160,16 +160,27 @@ def text_summary(s: dict) -> str:
 
 
 def _guarded(command: str, work):
-    """(result, None), or (None, exit code) after one line on stderr for bad input, no Spark or a failed service."""
-    from .service import ServiceError
+    """(result, None), or (None, exit code) after one line on stderr: bad input (2), or no verdict (3): no Spark, a
+    failed service, a failed analysis, or any error of ours (a bug: one line, never a traceback that a CI would read
+    as exit 1, "anomalies found")."""
     try:
         return work(), None
     except InputError as exc:
         print(f"kafka-chaos {command}: bad input: {exc}", file=sys.stderr)
         return None, EXIT_BAD_INPUT
-    except (SparkUnavailable, ServiceError) as exc:
-        print(f"kafka-chaos {command}: {exc}", file=sys.stderr)
+    except Exception as exc:
+        print(f"kafka-chaos {command}: {failure_line(exc)}", file=sys.stderr)
         return None, EXIT_UNKNOWN
+
+
+def failure_line(exc: Exception) -> str:
+    """One line for an analysis that gave no verdict: our own errors say it themselves; another names its type."""
+    from .errors import AnalysisFailed
+    from .service import ServiceError
+    if isinstance(exc, (AnalysisFailed, SparkUnavailable, ServiceError)):
+        return str(exc)
+    text = (str(exc).strip().splitlines() or [""])[0]
+    return f"the analysis failed: {type(exc).__name__}: {text}"
 
 
 def analyze_run(run_dir, *, master=None, remote=None, conf=None, progress=None, **options) -> dict:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from kafkanet.waiting import require
 
-from .errors import InputError
+from .errors import AnalysisFailed, InputError
 
 ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE"         # "0": analyse in the calling process
 DIR_ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR"  # where the socket and the log live (tests use their own)
@@ -100,7 +100,7 @@ def code_version() -> str:
 # ------------------------------------------------------------------------------------------------ client
 def analyze(run_dir, progress=None, **options) -> dict:
     """The summary of ``analysis.analyze(run_dir, **options)``, computed by the service (started if none runs).
-    Raises InputError for bad input, ServiceError when the service fails."""
+    Raises InputError for bad input, AnalysisFailed when the analysis failed, ServiceError when the service fails."""
     say = progress or (lambda phase, detail="": None)
     request = {"op": "analyze", "run_dir": str(Path(run_dir).resolve()), "options": options, "code": code_version()}
     for _ in range(3):  # a service of other code exits when asked, or was exiting: the next try starts the right one
@@ -112,6 +112,8 @@ def analyze(run_dir, progress=None, **options) -> dict:
     error = reply.get("error") or {}
     if error.get("kind") == "input":
         raise InputError(error["message"])
+    if error.get("kind") == "analysis":
+        raise AnalysisFailed(error["step"], error["error"], error["log"])
     raise ServiceError(error.get("message") or f"unexpected answer {reply}")
 
 
@@ -330,8 +332,13 @@ class Server:
             return {"error": {"kind": "input", "message": str(exc)}}
         except SparkUnavailable as exc:
             return {"error": {"kind": "spark", "message": str(exc)}}
+        except AnalysisFailed as exc:
+            return {"error": {"kind": "analysis", "step": exc.step, "error": exc.error, "log": str(exc.log)}}
         except Exception as exc:
-            return {"error": {"kind": "internal", "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"}}
+            print(traceback.format_exc(), flush=True)
+            text = (str(exc).strip().splitlines() or [""])[0]
+            return {"error": {"kind": "internal", "message": f"the analysis service failed: {type(exc).__name__}: "
+                                                            f"{text}; its log: {_log()}"}}
 
 
 def _warm() -> None:

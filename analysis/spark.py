@@ -12,6 +12,7 @@ import threading
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 
 _LOCK = threading.Lock()
@@ -251,7 +252,7 @@ def _classic(master: str, conf: dict[str, str]):
     for key, value in {**RUNTIME_CONF, **conf}.items():
         builder = builder.config(key, value)
     try:
-        with _gateway_on(java):
+        with _gateway_on(java), _jvm_output_to_log():
             session = builder.getOrCreate()
     except Exception as exc:
         raise SparkUnavailable(f"cannot start Spark ({master}): {_first_line(exc)}") from exc
@@ -290,6 +291,67 @@ def _gateway_on(java: Path | None):
             os.environ.pop("JAVA_HOME", None)
         else:
             os.environ["JAVA_HOME"] = saved
+
+
+_JVM_LOG: Path | None = None  # where this process's gateway JVM writes its stdout and stderr
+
+
+def jvm_log() -> Path | None:
+    """The file that gets everything this process's Spark JVM (and the Python workers it forks) prints: Spark's log
+    text never reaches a user's console. None before a local JVM was started."""
+    return _JVM_LOG
+
+
+@contextmanager
+def _jvm_output_to_log():
+    """The gateway JVM inherits this process's standard output and error when it is launched: point both at the JVM
+    log for the launch only (a gateway already running is left as it is)."""
+    global _JVM_LOG
+    from pyspark import SparkContext
+    if SparkContext._gateway is not None:
+        yield
+        return
+    if _JVM_LOG is None:
+        import atexit
+        import tempfile
+        fd, name = tempfile.mkstemp(prefix=f"kafka-chaos-spark-{os.getpid()}-", suffix=".log")
+        os.close(fd)
+        _JVM_LOG = Path(name)
+        atexit.register(_JVM_LOG.unlink, missing_ok=True)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    log = os.open(_JVM_LOG, os.O_WRONLY | os.O_APPEND)
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        yield
+    finally:
+        for fd, old in ((1, saved[0]), (2, saved[1])):
+            os.dup2(old, fd)
+            os.close(old)
+        os.close(log)
+
+
+class LogMark(NamedTuple):
+    """Where the JVM log stood when an analysis began."""
+    path: Path | None
+    size: int
+
+
+def jvm_log_mark() -> LogMark:
+    path = jvm_log()
+    return LogMark(path, path.stat().st_size if path is not None and path.exists() else 0)
+
+
+def jvm_log_since(mark: LogMark) -> str:
+    """What the JVM printed since ``mark`` (a JVM started after it: everything)."""
+    path = jvm_log()
+    if path is None or not path.exists():
+        return ""
+    with path.open("rb") as f:
+        f.seek(mark.size if mark.path == path else 0)
+        return f.read().decode("utf-8", "replace")
 
 
 def _target(master: str | None, remote: str | None, conf: dict[str, str] | None = None) -> tuple:

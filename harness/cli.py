@@ -367,15 +367,14 @@ def cmd_run(args) -> int:
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK
     if analyse:
-        from analysis import InputError
-        from analysis.cli import analyze_run
-        from analysis.spark import SparkUnavailable
+        from analysis.cli import analyze_run, failure_line
         from harness.progress import progress
         try:
             with progress("analysis"):
                 summary = analyze_run(outcome.run_dir, **scenario.analysis.options())
-        except (InputError, SparkUnavailable, service.ServiceError) as exc:
-            print(f"kafka-chaos: the analysis of {outcome.run_dir} failed: {exc}", file=sys.stderr)
+        except Exception as exc:  # no verdict: exit 3 (never 1, "anomalies found"); the run directory stays
+            print(f"kafka-chaos: the analysis of {outcome.run_dir} failed: {failure_line(exc)}; the run directory is "
+                  f"kept: `kafka-chaos analyze {outcome.run_dir}` analyses it again", file=sys.stderr)
             return EXIT_HARNESS_FAILURE
         print(json.dumps({k: summary.get(k) for k in ("valid", "produced_records", "consumed_rows", "lost_records",
                                                       "duplicated_offsets", "duplicate_extra_deliveries", "rebalances")}, indent=2))
