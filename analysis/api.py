@@ -6,6 +6,7 @@ import os
 import tempfile
 import time
 import traceback
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -351,6 +352,14 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
     if "lost" in out["counts"]:
         out["lost_records"] = out["counts"]["lost"]
     out["lost_within_budget_records"] = out["counts"].get("lost_within_budget")
+    out["unseen_records"] = out["counts"].get("unseen")
+    unseen = defaultdict(int)
+    for a in out["anomalies"]:
+        if a["type"] == "unseen":
+            unseen[(a["topic"], a["partition"])] += a["count"]
+    for r in out["partitions"]:  # never consumed = lost (within a budget or not) + unseen
+        r["unseen"] = unseen[(r["topic"], r["partition"])]
+        r["lost"] -= r["unseen"]
 
     if hist.has_faults:
         run.guarded(("attribution",), C.attribute, out["anomalies"], hist, grace_ms)
@@ -448,6 +457,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
         "duplicate_extra_deliveries": res.get("extra_deliveries"),
         "lost_records": res.get("lost_records"),
         "lost_within_budget_records": res.get("lost_within_budget_records"),
+        "unseen_records": res.get("unseen_records"),
         "anomalies": examples,
         "anomaly_counts": counts,
         "anomaly_ranges": ranges,
@@ -470,7 +480,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
             "protocols": fig.get("protocols"),
         },
         "partitions": [{k: r[k] for k in ("topic", "partition", "produced", "consumed_rows", "consumed_distinct",
-                                          "extra", "lost", "unacked")} for r in res.get("partitions", [])],
+                                          "extra", "lost", "unseen", "unacked")} for r in res.get("partitions", [])],
         "members": sorted({s["member"] for s in res.get("period_summaries", [])} | set(hist.members_with_events)),
         "input": {"produced_files": len(produced.files), "consumed_files": len(consumed.files),
                   "events": hist.has_events, "faults": hist.has_faults,

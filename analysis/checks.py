@@ -380,7 +380,7 @@ class LostOffset(NamedTuple):
     loss window that explains it (None: none does)."""
     offset: int
     block: dict
-    window: LossWindow | None
+    window: LossWindow | str | None  # its loss budget; UNSEEN: nothing was read that far; None: lost
 
 
 def crashes(h: History) -> dict[str, list[int]]:
@@ -398,19 +398,19 @@ def crashes(h: History) -> dict[str, list[int]]:
 
 def loss_windows(ctx: Context) -> dict[tuple[str, int], list[LossWindow]]:
     """For each ownership by a member in an at-most-once commit mode that its crash ended: from the committed
-    offset when the ownership began (where the member started to fetch) up to the member's last successful
-    commit before the crash. Under sync and async commits (log, then commit) there are none."""
+    offset when the ownership began (where the member started to fetch; the lowest any reading of the commits then
+    in flight gives) up to the member's last commit before the crash, a commit sent and never answered included
+    (it may have taken effect). Under sync and async commits (log, then commit) there are none."""
     h = ctx.history
     modes = {e.member: commit_mode(e) for e in h.events if e.kind == "started"}
     if not set(modes.values()) & set(AT_MOST_ONCE):
         return {}
     killed = crashes(h)
-    committed = defaultdict(list)  # (topic, partition) -> [(eff_ts, offset)] of every member's good commits
+    starts = StartPositions(h.commits)
+    in_flight = defaultdict(list)  # (member, topic, partition) -> its commits never answered
     for c in h.commits:
-        if c.ok:
-            committed[(c.topic, c.partition)].append((c.eff_ts, c.offset))
-    for v in committed.values():
-        v.sort()
+        if c.info:
+            in_flight[(c.member, c.topic, c.partition)].append(c)
     out = defaultdict(list)
     for p in h.periods:
         mode = modes.get(p.member)
@@ -420,50 +420,82 @@ def loss_windows(ctx: Context) -> dict[tuple[str, int], list[LossWindow]]:
             if not p.start <= t <= p.logged_end:
                 continue
             last = ctx.last_commit(p.member, p.topic, p.partition, p.start, t)
-            before = committed[(p.topic, p.partition)]
-            i = bisect.bisect_right(before, (p.start, U64)) - 1
-            lo = before[i][1] if i >= 0 else 0
-            if last is not None and last.offset > lo:
-                out[(p.topic, p.partition)].append(LossWindow(lo, last.offset - 1, p.member, mode, t))
+            unanswered = [c.offset for c in in_flight[(p.member, p.topic, p.partition)] if p.start <= c.earliest <= t]
+            top = max(([last.offset] if last is not None else []) + unanswered, default=None)
+            lo, _ = starts.at((p.topic, p.partition), p.start, set())  # the widest budget any reading gives
+            if top is not None and top > lo:
+                out[(p.topic, p.partition)].append(LossWindow(lo, top - 1, p.member, mode, t))
     return out
 
 
+def read_frontiers(x: Facts) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the highest offset some member of the group read past: the highest it consumed there,
+    or the group's last successful commit there less one. An acked record nobody consumed is ``lost`` at or below
+    it (a read went past it without it) and ``unseen`` above it (nothing has been read that far yet: the record is
+    still in Kafka), as Jepsen's Kafka checker tells them apart."""
+    def frontiers():
+        out: dict[tuple[str, int], int] = {}
+        for r in x.got.get("periods", []):
+            key = (r["topic"], r["partition"])
+            out[key] = max(out.get(key, -1), r["omax"])
+        for c in x.history.commits:
+            if c.ok:
+                key = (c.topic, c.partition)
+                out[key] = max(out.get(key, -1), c.offset - 1)
+        return out
+    return x.once("read_frontiers", frontiers)
+
+
 def _losses(x: Facts):
-    """(lost anomalies, lost_within_budget anomalies, their counts): every acked record nobody consumed, split
-    by the loss budget (loss_windows)."""
+    """(anomalies, counts) of ``lost``, ``lost_within_budget`` and ``unseen``: every acked record nobody consumed,
+    split by the read frontier (:func:`read_frontiers`) and the loss budget (:func:`loss_windows`)."""
     def split():
         windows = loss_windows(x.ctx) if x.history.has_events else {}
-        out = {"lost": [], "lost_within_budget": []}
-        counts = {"lost": 0, "lost_within_budget": 0}
+        frontier = read_frontiers(x)
+        out = {"lost": [], "lost_within_budget": [], "unseen": []}
+        counts = {"lost": 0, "lost_within_budget": 0, "unseen": 0}
         by_tp = defaultdict(list)
         for r in x.got.get("dirty", []):
             if r["lostmask"]:
                 by_tp[(r["topic"], r["partition"])].append(r)
         for (topic, partition), rs in sorted(by_tp.items()):
             cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
-            ws = windows.get((topic, partition), [])
-            lost_offsets = [LostOffset(o, r, next((w for w in ws if w.lo <= o <= w.hi), None)) for o, r in cells]
+            ws, top = windows.get((topic, partition), []), frontier.get((topic, partition), -1)
+            lost_offsets = [LostOffset(o, r, UNSEEN if o > top else next((w for w in ws if w.lo <= o <= w.hi), None))
+                            for o, r in cells]
             for run in _merge(lost_offsets, lambda it: it.window, lambda it: (it.offset, it.offset)):
-                window, offsets = run[0].window, [it.offset for it in run]
-                t0 = min(it.block["ptmin"] for it in run)
-                t1 = max(max(it.block["ptmax"], it.block["ctmax"] or it.block["ptmax"]) for it in run)
-                owners = x.ctx.owners_during(topic, partition, t0, t1)
-                kind = "lost" if window is None else "lost_within_budget"
-                a = {"type": kind, "topic": topic, "partition": partition, "offsets": [offsets[0], offsets[-1]],
-                     "count": len(offsets), "members": sorted({p.member for p in owners}),
-                     "generations": sorted({p.generation for p in owners if p.generation is not None}),
-                     "time_ms": [t0, t1]}
-                if window is not None:
-                    a.update(members=[window.member], time_ms=[t0, max(t1, window.crashed_at)],
-                             reason=f"committed by {window.member} (commit: {window.mode}) and never logged: "
-                                    f"it was killed at {window.crashed_at}")
+                kind, a = _loss_anomaly(x, topic, partition, run)
+                if kind == "unseen":
+                    a.update(read_up_to=None if top < 0 else top,
+                             reason=f"acked, never consumed, and beyond every member's last position and the group's "
+                                    f"last commit ({'nothing read' if top < 0 else f'read up to {top}'}): still in Kafka")
                 out[kind].append(a)
-                counts[kind] += len(offsets)
+                counts[kind] += a["count"]
         return out, counts
     return x.once("losses", split)
 
 
-@check("lost", unit="acked (ok) records never consumed, outside any loss budget", color="#d62728")
+UNSEEN = "unseen"  # a LostOffset's window when nothing has been read that far
+
+
+def _loss_anomaly(x: Facts, topic: str, partition: int, run: list[LostOffset]) -> tuple[str, dict]:
+    window, offsets = run[0].window, [it.offset for it in run]
+    t0 = min(it.block["ptmin"] for it in run)
+    t1 = max(max(it.block["ptmax"], it.block["ctmax"] or it.block["ptmax"]) for it in run)
+    owners = x.ctx.owners_during(topic, partition, t0, t1)
+    kind = "lost" if window is None else UNSEEN if window == UNSEEN else "lost_within_budget"
+    a = {"type": kind, "topic": topic, "partition": partition, "offsets": [offsets[0], offsets[-1]],
+         "count": len(offsets), "members": sorted({p.member for p in owners}),
+         "generations": sorted({p.generation for p in owners if p.generation is not None}), "time_ms": [t0, t1]}
+    if kind == "lost_within_budget":
+        a.update(members=[window.member], time_ms=[t0, max(t1, window.crashed_at)],
+                 reason=f"committed by {window.member} (commit: {window.mode}) and never logged: "
+                        f"it was killed at {window.crashed_at}")
+    return kind, a
+
+
+@check("lost", unit="acked (ok) records never consumed that a member read or committed past, outside any loss budget",
+       color="#d62728")
 def lost(x: Facts):
     out, counts = _losses(x)
     return CheckResult(out["lost"], counts["lost"], {})
@@ -474,6 +506,19 @@ def lost(x: Facts):
 def lost_within_budget(x: Facts):
     out, counts = _losses(x)
     return CheckResult(out["lost_within_budget"], counts["lost_within_budget"], {})
+
+
+@check("unseen", invalidates=False, unit="acked records never consumed, beyond every member's last position and the "
+       "group's last commit in their partition (still in Kafka: the group had not read that far)", color="#c7c7c7")
+def unseen(x: Facts):
+    """Not a loss: the group had not caught up when the run ended. Its info gives the lag per partition (``lag``:
+    topic, partition, unseen records, the offset read up to)."""
+    out, counts = _losses(x)
+    lag = defaultdict(int)
+    for a in out["unseen"]:
+        lag[(a["topic"], a["partition"], a["read_up_to"])] += a["count"]
+    return CheckResult(out["unseen"], counts["unseen"], {"lag": [
+        {"topic": t, "partition": p, "unseen": n, "read_up_to": top} for (t, p, top), n in sorted(lag.items(), key=str)]})
 
 
 @check("duplicate_write", needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",
@@ -550,17 +595,22 @@ def commit_regressions(x: Facts):
     for c in x.history.commits:
         if c.ok:
             by_tp[(c.topic, c.partition)].append(c)
+    ambiguous = []
     for (topic, partition), cs in sorted(by_tp.items()):
         cs.sort(key=lambda c: (c.eff_ts, c.line))
         for prev, cur in zip(cs, cs[1:]):
-            if cur.offset < prev.offset:
+            if cur.offset < prev.offset and cur.member != prev.member and cur.earliest <= prev.eff_ts:
+                # two members' commits in flight together: the broker may have applied them in either order
+                ambiguous.append(f"{topic}:{partition} {prev.offset} by {prev.member}, {cur.offset} by {cur.member}")
+            elif cur.offset < prev.offset:
                 out.append({"type": "commit_regression", "topic": topic, "partition": partition,
                             "offsets": [cur.offset, prev.offset - 1], "count": 1,
                             "members": sorted({prev.member, cur.member}),
                             "generations": sorted({g for g in (prev.generation, cur.generation) if g is not None and g >= 0}),
                             "time_ms": [prev.eff_ts, cur.eff_ts], "from_offset": prev.offset, "to_offset": cur.offset,
                             "by": cur.member})
-    return CheckResult(out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok)})
+    return CheckResult(out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok),
+                                       **ambiguity(x.history, ambiguous)})
 
 
 # ------------------------------------------------------------------------------------------ commit ahead
@@ -577,54 +627,105 @@ def ownership_of(by_key: dict, c: Commit) -> Period | None:
                 None)
 
 
-def start_position(cs: list[Commit], times: list[int], own: set, until: int) -> int:
-    """Where a member began to fetch in an ownership: the partition's committed offset, the last successful commit
-    of it (``cs``, in log order; ``times``, their times) logged by ``until`` that is not one of that ownership's
-    own; 0 (the earliest offset) when there is none."""
-    i = bisect.bisect_right(times, until) - 1
-    while i >= 0 and id(cs[i]) in own:
-        i -= 1
-    return cs[i].offset if i >= 0 else 0
+class StartPositions:
+    """Where a member can have begun to fetch in an ownership of a partition: the partition's committed offset then.
+    Commits are Jepsen's operations with a window: each took effect somewhere between ``earliest`` (sent) and
+    ``eff_ts`` (its answer, or the hand-over); one never answered (``info``) at some time from ``earliest`` up to
+    ``eff_ts``, or never."""
+
+    def __init__(self, commits: list[Commit]):
+        done, self.info = defaultdict(list), defaultdict(list)
+        for c in commits:
+            if c.ok:
+                done[(c.topic, c.partition)].append(c)
+            elif c.info:
+                self.info[(c.topic, c.partition)].append(c)
+        self.done, self.done_ts, self.sent, self.sent_ts, self.widest = {}, {}, {}, {}, {}
+        for tp, cs in done.items():
+            self.done[tp] = sorted(cs, key=lambda c: (c.eff_ts, c.line))
+            self.done_ts[tp] = [c.eff_ts for c in self.done[tp]]
+            self.sent[tp] = sorted(cs, key=lambda c: (c.earliest, c.line))
+            self.sent_ts[tp] = [c.earliest for c in self.sent[tp]]
+            self.widest[tp] = max(c.eff_ts - c.earliest for c in cs)
+
+    def at(self, tp: tuple[str, int], until: int, own: set) -> tuple[int, int]:
+        """(lowest, highest) committed offset that some reading of the commits gives at ``until`` (0, the earliest
+        offset, where no commit need have taken effect). The last commit to take effect by then is one that may have
+        (earliest <= until) and that no other is known to follow before ``until``: none known to have taken effect
+        by then (eff_ts <= until) was sent after it took effect. The ownership's ``own`` commits (ids) are passed
+        over."""
+        follows = self._follows(tp, until, own)
+        offsets = [c.offset for c in self._maybe_last(tp, until, own, follows)]
+        offsets += [c.offset for c in self.info.get(tp, ()) if id(c) not in own and c.earliest <= until
+                    and (follows is None or c.eff_ts >= follows)]
+        if not offsets:
+            return 0, 0
+        return (0 if follows is None else min(offsets)), max(offsets)
+
+    def _follows(self, tp, until: int, own: set) -> int | None:
+        """The latest sending of a commit known to have taken effect by ``until`` (None: none is)."""
+        done, times, widest = self.done.get(tp, []), self.done_ts.get(tp, []), self.widest.get(tp, 0)
+        i = bisect.bisect_right(times, until) - 1
+        while i >= 0 and id(done[i]) in own:
+            i -= 1
+        if i < 0:
+            return None
+        follows, oldest = done[i].earliest, times[i] - widest  # sent no earlier than eff_ts - widest
+        while i >= 0 and times[i] >= oldest:
+            if id(done[i]) not in own:
+                follows = max(follows, done[i].earliest)
+            i -= 1
+        return follows
+
+    def _maybe_last(self, tp, until: int, own: set, follows: int | None):
+        sent, starts, widest = self.sent.get(tp, []), self.sent_ts.get(tp, []), self.widest.get(tp, 0)
+        j = bisect.bisect_right(starts, until) - 1
+        while j >= 0 and (follows is None or starts[j] >= follows - widest):
+            c = sent[j]
+            if id(c) not in own and (follows is None or c.eff_ts >= follows):
+                yield c
+            j -= 1
 
 
 class CommitSpan(NamedTuple):
-    """A successful ``commit`` in its ``ownership``, vouching for offsets [lo, commit.offset)."""
+    """A successful ``commit`` in its ``ownership``, vouching for offsets [lo, commit.offset) in every reading of
+    the commits that may have been the partition's committed offset when the ownership began, and for
+    [lo_sure, commit.offset) in the reading that starts it lowest (lo_sure < lo: the start is ambiguous)."""
     commit: Commit
     ownership: Period
     lo: int
+    lo_sure: int
 
 
 def commit_spans(x: Facts) -> list[CommitSpan]:
-    """Every successful commit that vouches for some offsets: from ``lo``, the member's previous commit in that
-    ownership, or its start position (:func:`start_position`, looked up by the member's first delivery in the
-    ownership, so that a previous owner's commit logged a little late still counts)."""
+    """Every successful commit that vouches for some offsets: from the member's previous commit in that ownership,
+    or from where it began to fetch (:class:`StartPositions`, looked up by the member's first delivery in the
+    ownership, so that a previous owner's commit answered late still counts)."""
     h, by_key = x.history, periods_by_key(x.history.periods)
     first = {(r["member"], r["topic"], r["partition"], r["period"]): r["tmin"] for r in x.got.get("periods", [])}
-    ok = sorted((c for c in h.commits if c.ok), key=lambda c: (c.ts, c.line))
-    by_tp, by_period = defaultdict(list), defaultdict(list)
-    for c in ok:
-        by_tp[(c.topic, c.partition)].append(c)
+    starts = x.once("start_positions", lambda: StartPositions(h.commits))
+    by_period = defaultdict(list)
+    for c in sorted((c for c in h.commits if c.ok), key=lambda c: (c.ts, c.line)):
         p = ownership_of(by_key, c)
         if p is not None:
             by_period[p.id].append((c, p))
-    times = {tp: [c.ts for c in cs] for tp, cs in by_tp.items()}
     out = []
     for cs in by_period.values():
         own, done = {id(c) for c, _ in cs}, -1
         for c, p in cs:
             until = min(c.ts, first.get((c.member, c.topic, c.partition, p.id), OPEN))
-            tp = (c.topic, c.partition)
-            lo = max(start_position(by_tp[tp], times[tp], own, until), done)
-            if c.offset > lo:
-                out.append(CommitSpan(c, p, lo))
+            lowest, highest = starts.at((c.topic, c.partition), until, own)
+            lo, lo_sure = max(highest, done), max(lowest, done)
+            if c.offset > lo_sure:
+                out.append(CommitSpan(c, p, lo, lo_sure))
             done = max(done, c.offset)
     return out
 
 
-def _cleared(x: Facts, span: CommitSpan) -> bool:
-    """The groups prove that the member consumed every known record the commit vouches for in its ownership: the
-    range lies inside the offsets it consumed there, and no known record inside those was skipped."""
-    c, p, lo = span
+def _cleared(x: Facts, span: CommitSpan, lo: int) -> bool:
+    """The groups prove that the member consumed every known record the commit vouches for from ``lo`` in its
+    ownership: the range lies inside the offsets it consumed there, and no known record inside those was skipped."""
+    c, p = span.commit, span.ownership
     r = x.once("consumed_ranges", lambda: {(r["member"], r["topic"], r["partition"], r["period"]): r
                                             for r in x.got.get("periods", [])}).get((c.member, c.topic, c.partition, p.id))
     if r is None or lo < r["omin"] or c.offset - 1 > r["omax"]:
@@ -648,12 +749,17 @@ def _fetching_until(by_key: dict, p: Period) -> int:
 
 
 def ownerships_asked(spans: list[CommitSpan], by_key: dict) -> list[OwnershipAsked]:
-    """One question per ownership, however many commits it has; a commit's id is its place in ``spans``."""
+    """One question per ownership, however many commits it has. A commit's id is its place in ``spans`` for the
+    range every reading gives it; its place plus len(spans) for the wider range of the reading where no commit in
+    flight took effect, asked only when that range is wider."""
     commits: dict[int, list[CommitAsked]] = {}
     ownerships: dict[int, Period] = {}
-    for i, (c, p, lo) in enumerate(spans):
+    for i, (c, p, lo, lo_sure) in enumerate(spans):
         ownerships.setdefault(p.id, p)
-        commits.setdefault(p.id, []).append(CommitAsked(i, lo, c.offset, c.ts))
+        if c.offset > lo:
+            commits.setdefault(p.id, []).append(CommitAsked(i, lo, c.offset, c.ts))
+        if lo_sure < lo:
+            commits.setdefault(p.id, []).append(CommitAsked(i + len(spans), lo_sure, c.offset, c.ts))
     return [OwnershipAsked(p.id, p.member, p.topic, p.partition, p.start, _fetching_until(by_key, p), commits[p.id])
             for p in ownerships.values()]
 
@@ -662,7 +768,7 @@ def commit_ahead_asks(x: Facts) -> tuple[list[CommitSpan], list[OwnershipAsked]]
     """The commits the groups cannot clear, and the question that settles them (one term an ownership). Known from
     the history and the groups alone, before any record is read again: the analysis asks it beside the log pass."""
     def asks():
-        spans = [s for s in commit_spans(x) if not _cleared(x, s)]
+        spans = [s for s in commit_spans(x) if not _cleared(x, s, s.lo_sure)]
         return spans, ownerships_asked(spans, periods_by_key(x.history.periods))
     return x.once("commit_ahead_asks", asks)
 
@@ -684,11 +790,16 @@ def commit_ahead(x: Facts):
     spans, asked = commit_ahead_asks(x)
     found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
     budgets = loss_windows(x.ctx)
-    out = []
-    for i, (c, p, lo) in enumerate(spans):
+
+    def ahead(c: Commit, r: dict | None) -> bool:
+        return r is not None and not any(w.member == c.member and w.lo <= r["first"] and r["last"] <= w.hi
+                                         for w in budgets.get((c.topic, c.partition), []))
+    out, ambiguous = [], []
+    for i, (c, p, lo, lo_sure) in enumerate(spans):
         r = found.get(i)
-        if r is None or any(w.member == c.member and w.lo <= r["first"] and r["last"] <= w.hi
-                            for w in budgets.get((c.topic, c.partition), [])):
+        if not ahead(c, r):
+            if ahead(c, found.get(i + len(spans))):  # only if no commit in flight when the ownership began took effect
+                ambiguous.append(f"{c.member} {c.topic}:{c.partition} committed {c.offset}: from {lo_sure} or {lo}")
             continue
         gens = [c.generation] if _known(c.generation) else list(x.ctx.period_gens(p.id))
         last = r["last_consumed"]
@@ -700,7 +811,14 @@ def commit_ahead(x: Facts):
                               f"{'nothing' if last is None else f'up to {last}'} since {lo}: {r['n']} acked record(s) "
                               f"from {r['first']} never consumed in that ownership"})
     return CheckResult(out, len(out), {"commits": sum(1 for c in x.history.commits if c.ok), "queried": len(spans),
-                                       "ownerships_queried": len(asked)})
+                                       "ownerships_queried": len(asked), **ambiguity(x.history, ambiguous)})
+
+
+def ambiguity(h: History, cases: list[str]) -> dict:
+    """A check's info on operations known late or never: the cases only one reading of them would report
+    (``ambiguous``, with up to 20 ``ambiguous_examples``), and the commits never answered (``indeterminate_commits``)."""
+    return {"ambiguous": len(cases), "ambiguous_examples": cases[:20],
+            "indeterminate_commits": sum(1 for c in h.commits if c.info)}
 
 
 @check("duplicate_over_budget", needs=("events",), unit="duplicated offsets not explained by a revoked owner's "

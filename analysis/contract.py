@@ -13,8 +13,8 @@ from .errors import InputError
 
 STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info")
-EVENT_KINDS = ("started", "assigned", "revoked", "lost", "committed", "commit_failed", "fenced", "stopped",
-               "crashed", "error", "admin_call")
+EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed", "fenced",
+               "stopped", "crashed", "error", "admin_call")
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
 RECORD_SUFFIXES = (".parquet", ".jsonl")
 EFFECT_FROM = ("inject", "first_hit", "never")  # a fault's window of effect opens at its inject, its first hit, never
@@ -54,6 +54,8 @@ EVENTS = (
     Column("error", STRING), Column("fatal", BOOL), Column("request", STRING),
     # who logged it (absent: a member), and a death by a signal the harness logged for the process (issue 22)
     Column("role", STRING), Column("signal", STRING), Column("exit_code", INT64), Column("elapsed_ms", INT64),
+    # a commit's window (issue 37): when it was sent (a lower bound), and the id that pairs commit_sent with its answer
+    Column("requested_at_ms", INT64), Column("commit_id", INT64, min=0),
 )
 FAULTS = (
     Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),

@@ -22,6 +22,8 @@ from .records import EpochRange
 OPEN = 2**62  # "still owned at the end of the history"
 STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
                  "librdkafka_version")
+COMMIT_FACTS = ("requested_at_ms", "commit_id")  # of a commit's events: when it was sent, and which commit it is
+COMMIT_KINDS = ("commit_sent", "committed", "commit_failed")
 END_FACTS = ("error", "fatal", "request", "signal")  # of a `fenced` or `error` event: the error, as the member logged
 # it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not send
 
@@ -54,7 +56,17 @@ class Commit:
     ok: bool
     generation: int | None
     line: int
-    eff_ts: int = 0                 # when it can have taken effect at the broker (see effective_commit_times)
+    eff_ts: int = 0                 # the latest it can have taken effect at the broker (see effective_commit_times)
+    sent_ts: int | None = None      # the earliest: when it was sent (or a lower bound); None: not logged (old runs)
+    info: bool = False              # sent and never answered: it took effect at some time from sent_ts on, or never
+
+    @property
+    def earliest(self) -> int:
+        """When it can have taken effect at the earliest (Jepsen's invocation): sent_ts; without it (an older run),
+        the one time the old reading gives it, eff_ts."""
+        if self.sent_ts is None:
+            return min(self.ts, self.eff_ts or self.ts)
+        return min(self.sent_ts, self.ts)
 
 
 @dataclass
@@ -234,6 +246,7 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
                 unknown[kind] = unknown.get(kind, 0) + 1
                 continue
             facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else \
+                {k: obj[k] for k in COMMIT_FACTS if obj.get(k) is not None} if kind in COMMIT_KINDS else \
                 {k: obj[k] for k in END_FACTS if obj.get(k) is not None}
             events.append(Event(ts, member, kind, generation, parts, offsets,
                                 None if detail is None else str(detail), order, facts,
@@ -335,6 +348,7 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
         proto = _member_protocol(evs, protocol)
         h.protocols[member] = proto
         owned: dict[tuple[str, int], Period] = {}
+        sent: dict[int, Event] = {}  # commit_id -> its commit_sent event, until its answer
 
         def close(keys, ts, kind):
             for key in list(keys):
@@ -359,17 +373,34 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
                 close(owned.keys(), e.ts, e.kind)
             elif e.kind == "started":
                 close(owned.keys(), e.ts, "restarted")
+                h.commits += unanswered(sent, member)  # a new process: its commit ids start again
+            elif e.kind == "commit_sent" and e.facts.get("commit_id") is not None:
+                sent[e.facts["commit_id"]] = e
             elif e.kind in ("committed", "commit_failed") and e.offsets:
-                for (topic, part), off in e.offsets.items():
-                    if off is None or off < 0:
-                        continue  # librdkafka reports -1001 for "no offset"
-                    h.commits.append(Commit(e.ts, member, topic, part, off, e.kind == "committed", e.generation, e.order))
+                request = sent.pop(e.facts.get("commit_id"), None)
+                sent_ts = e.facts.get("requested_at_ms", request.ts if request is not None else None)
+                h.commits += commits_of(e, member, e.kind == "committed", sent_ts)
+        h.commits += unanswered(sent, member)
     for p in periods:
         p.logged_end = p.end
     supersede(periods)
     h.periods = periods
     effective_commit_times(h.commits, periods)
     h.commits.sort(key=lambda c: (c.ts, c.line))
+
+
+def unanswered(sent: dict[int, Event], member: str) -> list[Commit]:
+    """The commits of the ``commit_sent`` events never answered (the process died or stopped with them in flight),
+    as info commits; ``sent`` is emptied."""
+    out = [c for e in sent.values() for c in commits_of(e, member, False, e.ts, info=True)]
+    sent.clear()
+    return out
+
+
+def commits_of(e: Event, member: str, ok: bool, sent_ts: int | None, info: bool = False) -> list[Commit]:
+    """One Commit a partition of a commit event; librdkafka reports -1001 for "no offset": none."""
+    return [Commit(e.ts, member, topic, part, off, ok, e.generation, e.order, sent_ts=sent_ts, info=info)
+            for (topic, part), off in (e.offsets or {}).items() if off is not None and off >= 0]
 
 
 def supersede(periods: list[Period]) -> None:
@@ -388,14 +419,26 @@ def supersede(periods: list[Period]) -> None:
 
 
 def effective_commit_times(commits: list[Commit], periods: list[Period]) -> None:
-    """A successful commit logged after the member's ownership was superseded cannot have been accepted after
-    that (the coordinator fences the old generation): it was in flight and is placed at the hand-over."""
+    """The latest time each commit can have taken effect (``eff_ts``). An answered one: when its answer was logged,
+    or, logged after the member's ownership was superseded, the hand-over (the coordinator fences the old
+    generation: it was in flight). One never answered (``info``): the first hand-over of the partition to another
+    member after it was sent, else any time (OPEN)."""
     by_key = periods_by_key(periods)
+    handovers = {}
+    for p in periods:
+        handovers.setdefault((p.topic, p.partition), []).append((p.start, p.member))
+    for v in handovers.values():
+        v.sort()
     for c in commits:
+        if c.info:
+            c.eff_ts = next((t for t, m in handovers.get((c.topic, c.partition), ()) if t > c.earliest and m != c.member),
+                            OPEN)
+            continue
         c.eff_ts = c.ts
         for p in reversed(by_key.get((c.member, c.topic, c.partition), [])):
             if p.start <= c.ts:
-                if c.ts > p.end and (p.end_kind or "").startswith("superseded"):
+                sent_before = c.sent_ts is None or c.sent_ts <= p.end  # (sent after it: accepted then, not fenced)
+                if c.ts > p.end and sent_before and (p.end_kind or "").startswith("superseded"):
                     c.eff_ts = p.end
                 break
 

@@ -84,7 +84,7 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
     figs = [("produced_records", "acked records (ok)", False), ("consumed_rows", "consumed rows", False),
             ("duplicated_offsets", "duplicated offsets", False), ("duplicate_extra_deliveries", "extra deliveries", False),
             ("lost_records", "lost records", True), ("lost_within_budget_records", "lost within budget", False),
-            ("rebalances", "rebalances", False)]
+            ("unseen_records", "unseen (still in Kafka)", False), ("rebalances", "rebalances", False)]
     parts.append("<section id=figures class=figs>")
     for key, label, alarm in figs:
         v = s.get(key)
@@ -322,8 +322,9 @@ def _rebalances(rf, rel) -> str:
 def _partitions(s) -> str:
     rows = "".join(f"<tr><td>{e(p['topic'])}:{p['partition']}</td><td class=num>{fmt_int(p['produced'])}</td>"
                    f"<td class=num>{fmt_int(p['consumed_rows'])}</td><td class=num>{fmt_int(p['consumed_distinct'])}</td>"
-                   f"<td class=num>{fmt_int(p['extra'])}</td><td class=num>{fmt_int(p['lost'])}</td><td class=num>{fmt_int(p['unacked'])}</td></tr>"
+                   f"<td class=num>{fmt_int(p['extra'])}</td><td class=num>{fmt_int(p['lost'])}</td><td class=num>{fmt_int(p.get('unseen'))}</td>"
+                   f"<td class=num>{fmt_int(p['unacked'])}</td></tr>"
                    for p in s["partitions"])
     return ("<h2>Partitions</h2><table id=partitions><thead><tr><th>partition</th><th>acked</th><th>consumed rows</th>"
-            "<th>distinct consumed</th><th>extra deliveries</th><th>lost</th><th>consumed, not acked ok</th></tr></thead><tbody>"
+            "<th>distinct consumed</th><th>extra deliveries</th><th>lost</th><th>unseen</th><th>consumed, not acked ok</th></tr></thead><tbody>"
             + rows + "</tbody></table>")

@@ -183,6 +183,8 @@ class Member:
         # A failed commit is retried when the member is idle: otherwise a group whose last commit
         # failed (e.g. in a rebalance) would never show its real progress to Kafka.
         self.uncommitted = False
+        self.next_commit_id = 0  # per process: the analysis pairs commit_sent with its answer inside one process
+        self.sent_async: list[tuple[dict, int, int]] = []  # (offsets, commit_id, requested_at) awaiting on_commit
         settings = consumer_settings(cfg)
         if cfg.commit in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
@@ -308,32 +310,44 @@ class Member:
             self.uncommitted = False
 
     def _commit_offsets(self, offsets: list[TopicPartition]) -> None:
+        """The broker applies a commit somewhere between its sending and its answer, and a member frozen mid-commit
+        learns the answer long after: both ends of that window are logged. ``commit_sent`` is flushed before the
+        commit leaves, so that a member killed before the answer leaves a trace of a commit that may have landed;
+        its ``commit_id`` pairs it with the answer (``requested_at_ms``: the sending)."""
         committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
-        # ts_ms is when the result came back; the broker applied it somewhere in between. A member
-        # frozen mid-commit learns the result long after, so both ends of that window are logged.
+        commit_id, self.next_commit_id = self.next_commit_id, self.next_commit_id + 1
         requested_at = now_ms()
+        self.event("commit_sent", offsets=committed, commit_id=commit_id)
         if self.cfg.commit == "async":
+            self.sent_async.append((committed, commit_id, requested_at))
             self.consumer.commit(offsets=offsets, asynchronous=True)
             return
+        window = {"commit_id": commit_id, "requested_at_ms": requested_at}
         try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
             self.uncommitted = False
-            self.event("committed", offsets=committed, requested_at_ms=requested_at)
+            self.event("committed", offsets=committed, **window)
         except KafkaException as exc:
             error = exc.args[0]
             self.uncommitted = True
-            self.event("commit_failed", offsets=committed, requested_at_ms=requested_at, detail=error_detail(error))
+            self.event("commit_failed", offsets=committed, **window, detail=error_detail(error))
             if is_fatal(error):  # the commit's own answer, unless librdkafka's fatal state was set before (_FATAL)
                 raise FatalError(error, "OffsetCommit" if error.code() != KafkaError._FATAL else None) from None
 
     def on_commit(self, err, partitions) -> None:
-        """Result of an asynchronous commit."""
+        """Result of an asynchronous commit: of one the member sent (paired by its offsets; answers come in the order
+        of the requests), or of the auto-commit timer (no window known)."""
         offsets = {f"{p.topic}:{p.partition}": p.offset for p in partitions}
         self.uncommitted = err is not None
+        window = {}
+        sent = next((i for i, (o, _, _) in enumerate(self.sent_async) if o == offsets), None)
+        if sent is not None:
+            _, commit_id, requested_at = self.sent_async.pop(sent)
+            window = {"commit_id": commit_id, "requested_at_ms": requested_at}
         if err is None:
-            self.event("committed", offsets=offsets)
+            self.event("committed", offsets=offsets, **window)
         else:
-            self.event("commit_failed", offsets=offsets, detail=error_detail(err))
+            self.event("commit_failed", offsets=offsets, **window, detail=error_detail(err))
 
 
 def error_detail(error) -> str:

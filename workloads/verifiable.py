@@ -39,6 +39,7 @@ class Converter:
             path.unlink(missing_ok=True)
         self.consumed, self.events = (JsonlLog(path) for path in paths)
         self.position, self.rows, self.written_events, self.previous_ts = 0, 0, 0, -1
+        self.commit_ids, self.in_flight = 0, None  # the commit_sent not yet answered: (commit_id, its ts)
         self.facts: dict = {"client": CLIENT, "instance_id": instance_id}  # until the launcher's FACTS_EVENT
 
     def poll(self) -> None:
@@ -77,8 +78,9 @@ class Converter:
         # VerifiableConsumer commits right after it prints a poll's records: the commit was requested
         # no earlier than the event before it.
         requested_at, self.previous_ts = self.previous_ts, ts
-        if name == FACTS_EVENT:
+        if name == FACTS_EVENT:  # a new JVM: its commit in flight, if any, is never answered
             self.facts |= {k: v for k, v in e.items() if k not in ("name", "timestamp")}
+            self.in_flight = None
         elif name == "record_data":
             producer_id, _, seq = str(e.get("value") or "").partition(":")
             self.consumed.append({"topic": e["topic"], "partition": e["partition"], "offset": e["offset"],
@@ -93,17 +95,35 @@ class Converter:
             self._event(ts, "assigned", partitions=_partitions(e))
         elif name == "partitions_revoked":
             self._event(ts, "revoked", partitions=_partitions(e))
+        elif name == "records_consumed":
+            self._commit_sent(ts, e)
         elif name == "offsets_committed":
             offsets = {f"{o['topic']}:{o['partition']}": o["offset"] for o in e.get("offsets") or []}
+            window = {"requested_at_ms": requested_at}
+            if self.in_flight is not None:
+                window = {"commit_id": self.in_flight[0], "requested_at_ms": self.in_flight[1]}
+                self.in_flight = None
             if e.get("success"):
-                self._event(ts, "committed", offsets=offsets, requested_at_ms=requested_at)
+                self._event(ts, "committed", offsets=offsets, **window)
             else:
-                self._event(ts, "commit_failed", offsets=offsets, requested_at_ms=requested_at, detail=e.get("error"))
+                self._event(ts, "commit_failed", offsets=offsets, **window, detail=e.get("error"))
         elif name == FATAL_EVENT:
             kind, fields = end_event(e.get("error"), e.get("message") or "", True, e.get("request"))
             self._event(ts, kind, **fields)
         elif name == "shutdown_complete":
             self._event(ts, "stopped")
+
+
+    def _commit_sent(self, ts: int, e: dict) -> None:
+        """VerifiableConsumer prints a poll's records, then commits them synchronously (unless it auto-commits): the
+        commit of each partition's last offset + 1 leaves after this line. Logged as ``commit_sent``, so that a JVM
+        killed before the answer leaves a trace of a commit that may have landed."""
+        offsets = {f"{p['topic']}:{p['partition']}": p["maxOffset"] + 1 for p in e.get("partitions") or []
+                   if p.get("maxOffset") is not None}
+        if self.facts.get("commit") == "auto" or not offsets:
+            return
+        self.in_flight, self.commit_ids = (self.commit_ids, ts), self.commit_ids + 1
+        self._event(ts, "commit_sent", offsets=offsets, commit_id=self.in_flight[0])
 
 
 def kafka_error_name(exception: str) -> str:

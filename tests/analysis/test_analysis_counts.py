@@ -57,7 +57,7 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
     assert {k: s[k] for k in KEYS} == {"produced_records": 200, "consumed_rows": 200, "duplicated_offsets": 0,
                                        "duplicate_extra_deliveries": 0, "lost_records": 0}
     ran = {k for k, v in s["checks"].items() if v["status"] == "ran"}
-    assert ran == {"duplicate", "lost", "lost_within_budget", "skip", "backwards", "commit_regression", "commit_ahead",
+    assert ran == {"duplicate", "lost", "lost_within_budget", "unseen", "skip", "backwards", "commit_regression", "commit_ahead",
                    "duplicate_over_budget",
                    "unhealed_fault", "attribution", "rebalances", "duplicate_write", "stall", "split_ownership", "member_fatal"}
     assert s["rebalances"] == 1
@@ -127,8 +127,10 @@ def test_members_that_consumed_nothing(tmp_path, spark, fmt):
         from analysis_runs import CONSUMED_TYPES, write_table
         write_table(rd / "consumed" / "a.parquet", [], CONSUMED_TYPES, "parquet")
     s = analyze(rd, spark=spark)
-    assert (s["produced_records"], s["consumed_rows"], s["lost_records"], s["duplicated_offsets"]) == (10, 0, 10, 0)
-    assert s["valid"] is False and all(c["status"] != "crashed" for c in s["checks"].values()), s["checks"]
+    assert (s["produced_records"], s["consumed_rows"], s["lost_records"], s["duplicated_offsets"]) == (10, 0, 0, 0)
+    assert s["unseen_records"] == 10  # nothing read that far: still in Kafka, not lost (issue 37)
+    assert s["checks"]["unseen"]["lag"] == [{"topic": "t", "partition": 0, "unseen": 10, "read_up_to": None}]
+    assert s["valid"] is True and all(c["status"] != "crashed" for c in s["checks"].values()), s["checks"]
 
 
 def test_a_broken_report_page_keeps_the_verdict(tmp_path, spark, monkeypatch):

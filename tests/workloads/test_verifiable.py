@@ -85,3 +85,25 @@ def test_the_harness_final_pass_is_needed_only_after_a_launcher_died_mid_file(tm
     assert fully_converted(raw)
     raw.write_text(text + text[:20])  # printed after the launcher closed: a half line from a killed JVM
     assert not fully_converted(raw)
+
+
+def test_a_commit_leaves_a_trace_before_it_is_sent(tmp_path):
+    """Issue 37: VerifiableConsumer commits a poll's records right after it prints them, so the converter logs
+    `commit_sent` (each partition's last offset + 1) at records_consumed; the answer carries the same commit_id and
+    the sending time. A JVM killed before the answer leaves the commit_sent alone; an auto-committing member none."""
+    from workloads.verifiable import FACTS_EVENT
+    consumed = {"timestamp": 121, "name": "records_consumed", "count": 2,
+                "partitions": [{"topic": "t", "partition": 0, "count": 2, "minOffset": 5, "maxOffset": 6}]}
+    answer = {"timestamp": 900, "name": "offsets_committed", "offsets": [{"topic": "t", "partition": 0, "offset": 7}],
+              "success": True}
+    raw = tmp_path / "raw.jsonl"
+    facts = {"name": FACTS_EVENT, "timestamp": 90, "commit": "sync"}
+    raw.write_text("".join(json.dumps(e) + "\n" for e in [facts, RAW[0], consumed, answer, consumed]))
+    convert(raw, tmp_path, "member-1", None)
+    events = lines(tmp_path / "events" / "member-1.jsonl")
+    assert [(e["kind"], e.get("commit_id"), e.get("requested_at_ms")) for e in events] == \
+        [("started", None, None), ("commit_sent", 0, None), ("committed", 0, 121), ("commit_sent", 1, None)]
+    assert events[1]["offsets"] == events[2]["offsets"] == {"t:0": 7} and events[1]["ts_ms"] == 121
+    raw.write_text("".join(json.dumps(e) + "\n" for e in [{**facts, "commit": "auto"}, RAW[0], consumed]))
+    convert(raw, tmp_path, "member-2", None)
+    assert [e["kind"] for e in lines(tmp_path / "events" / "member-2.jsonl")] == ["started"]
