@@ -75,9 +75,12 @@ def analyze(run_dir, *, spark=None, master: str | None = None, remote: str | Non
     try:
         summary, errors = _analyze(run_dir, spark, master, remote, conf, grace_ms, protocol, max_examples, stall_ms,
                                    expected_fatal, step)
-    except (InputError, SparkUnavailable):
+    except InputError:
         _write_log(log, mark)
         raise
+    except SparkUnavailable as exc:  # what the JVM said before it went away is in the log
+        written = _write_log(log, mark)
+        raise SparkUnavailable(f"{exc}; details in {written}" if jvm_log_since(mark) else str(exc)) from None
     except Exception as exc:
         written = _write_log(log, mark, f"the analysis failed at {step.name!r}:\n{traceback.format_exc()}")
         raise AnalysisFailed(step.name, _one_line(exc), written) from None

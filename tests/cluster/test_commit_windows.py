@@ -1,0 +1,58 @@
+"""Issue 37 on a real cluster: a member frozen or killed with a commit in flight, on either client, gives no false
+`commit_ahead` and no loss (the commit is read as an operation with a window, what only one reading supports is
+counted as ambiguous); a group that cannot catch up before its drain limit has unseen records, not lost ones."""
+import pytest
+
+from run_logs import rows
+from scenario_files import catalog
+
+pytestmark = pytest.mark.cluster
+
+
+def with_member_1_on(name: str, client: str) -> dict:
+    scenario = catalog(name)
+    scenario["consumer_group"]["members"][0]["client"] = client
+    return scenario
+
+
+def in_flight_at(run, member: str, t: int) -> list[int]:
+    """The commit ids the member had sent by ``t`` and had no answer for by then."""
+    evs = [e for e in rows(run.run_dir / "events") if e["member"] == member]
+    answered = {e["commit_id"]: e["ts_ms"] for e in evs if e["kind"] in ("committed", "commit_failed") and "commit_id" in e}
+    return [e["commit_id"] for e in evs if e["kind"] == "commit_sent" and e["ts_ms"] <= t
+            and answered.get(e["commit_id"], t + 1) > t]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["java", "librdkafka"])
+@pytest.mark.parametrize("fault", ["freeze", "crash"])
+def test_a_commit_in_flight_at_a_freeze_or_a_crash_is_no_false_finding(chaos_run, fault, client):
+    run = chaos_run(with_member_1_on(f"commit-in-flight-{fault}", client))
+    assert run.errors == [] and run.drained, run.errors
+    s = run.summary
+    stopped = next(f for f in rows(run.run_dir, "faults") if f["kind"] in ("member_freeze", "member_crash"))
+    pending = in_flight_at(run, "member-1", stopped["injected_at_ms"])
+    info = s["checks"]["commit_ahead"]
+    print(f"\n{fault}/{client}: commits in flight at the {fault}: {pending}; commit_ahead ambiguous {info['ambiguous']} "
+          f"{info['ambiguous_examples'][:3]}, indeterminate commits {info['indeterminate_commits']}")
+    assert s["anomaly_counts"]["commit_ahead"] == 0, [a for a in s["anomalies"] if a["type"] == "commit_ahead"]
+    assert s["lost_records"] == 0, [a for a in s["anomalies"] if a["type"] == "lost"][:3]
+    assert any(e["kind"] == "commit_sent" for e in rows(run.run_dir / "events") if e["member"] == "member-1")
+
+
+def test_a_group_that_cannot_catch_up_leaves_unseen_records_not_lost_ones(chaos_run):
+    """Each member spends 1 s on every batch of at most 20 records while 6,000 arrive in 3 s, and the drain limit is
+    4 s: most records are still in Kafka when the run ends."""
+    run = chaos_run({"producer": {"records": 6000, "rate": 2000},
+                     "consumer_group": {"members": 2, "batch_size": 20, "processing": {"per_batch_ms": 1000}},
+                     "run": {"drain_timeout_s": 4}})
+    s = run.summary
+    produced = {(r["topic"], r["partition"], r["offset"]) for r in rows(run.run_dir / "produced") if r.get("status", "ok") == "ok"}
+    consumed = {(r["topic"], r["partition"], r["offset"]) for r in rows(run.run_dir / "consumed")}
+    never = len(produced - consumed)
+    assert never > 0 and not run.drained
+    assert s["lost_records"] == 0 and s["unseen_records"] == never, s["anomaly_counts"]
+    lag = s["checks"]["unseen"]["lag"]
+    assert sum(p["unseen"] for p in lag) == never and all(p["unseen"] > 0 for p in lag)
+    top = {(r["topic"], r["partition"]): r["offset"] for r in sorted(rows(run.run_dir / "consumed"), key=lambda r: r["offset"])}
+    assert all(p["read_up_to"] is None or p["read_up_to"] >= top.get((p["topic"], p["partition"]), -1) for p in lag)
