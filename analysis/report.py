@@ -297,12 +297,21 @@ def _faults(s, rel) -> str:
 def _checks(s) -> str:
     rows = []
     for name, c in s["checks"].items():
-        detail = c.get("reason") or c.get("error") or ""
+        detail = c.get("reason") or c.get("error") or _ambiguity(c)
         count = c.get("count")
         rows.append(f"<tr><td>{e(name)}</td><td>{e(c['status'].replace('_', ' '))}</td><td class=num>{fmt_int(count)}</td>"
                     f"<td class=small>{e(REGISTRY[name].unit if name in REGISTRY else '')}</td><td class=small>{e(detail)}</td></tr>")
     return ("<h2>Checks</h2><table id=checks><thead><tr><th>check</th><th>status</th><th>count</th><th>unit</th><th>note</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
+
+
+def _ambiguity(c: dict) -> str:
+    """What a check left unreported because only some reading of the operations known late or never supports it."""
+    if not c.get("ambiguous") and not c.get("indeterminate_commits"):
+        return ""
+    examples = "; ".join(c.get("ambiguous_examples") or [])
+    return (f"{c.get('ambiguous', 0)} case(s) only some reading of the commits' windows supports, not reported"
+            f"{f' ({examples})' if examples else ''}; {c.get('indeterminate_commits', 0)} commit(s) sent and never answered")
 
 
 def _rebalances(rf, rel) -> str:
