@@ -24,9 +24,14 @@ every (stream, piece) with numpy, and returns each piece's first and last record
 each stream in log order (:func:`stitch_steps`); that is exact only when each member's rows are in consumption
 order, and the check says so.
 
-The epoch of a row is the number of ownership boundaries at or before its time (a balanced CASE tree); the
-ownership period of a row or group is looked up from its epoch (:func:`periods_of`, ``history.Ownership``: the
-one period rule).
+The epoch of a row is the number of ownership boundaries at or before its time (a binary search over them,
+:func:`with_epoch`); the ownership period of a row or group is looked up from its epoch (:func:`periods_of`,
+``history.Ownership``: the one period rule).
+
+No query builds one SQL term per key, block or window: Spark compiles a query's expressions into one Java method,
+and a few thousand OR-ed conditions or CASE branches outgrow Java's 64 KB (Janino refuses it, Spark falls back to
+interpreting the plan and prints the compiler's stack trace). The keys go to a small broadcast table joined on an
+exact condition instead, behind a bounded filter the reader can push down (:class:`Wanted`).
 """
 from __future__ import annotations
 
@@ -50,14 +55,23 @@ def lit(text) -> str:
     return "'" + str(text).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def epoch_expr(bounds: list[int]) -> str:
-    """SQL: how many of the sorted ``bounds`` are <= ts, as a balanced CASE tree (log2 comparisons a row)."""
-    def tree(lo, hi):
-        if lo >= hi:
-            return str(lo)
-        mid = (lo + hi) // 2
-        return f"CASE WHEN ts < {bounds[mid]} THEN {tree(lo, mid)} ELSE {tree(mid + 1, hi)} END"
-    return f"CAST({tree(0, len(bounds))} AS INT)" if bounds else "0"
+def with_epoch(df, bounds: list[int]):
+    """``df`` with ``epoch``: how many of the sorted ``bounds`` are <= its ``ts`` (all of them for a NULL ts). A
+    branch-free binary search over the bounds as one array literal: log2 steps, one projection each, whose
+    generated code does not grow with the bounds (a CASE tree of one node a bound passed Java's 64 KB method limit
+    at about 2,000 bounds, and past a few hundred its method was too large for the JIT: BENCHMARKS.md, issue 37)."""
+    if not bounds:
+        return df.selectExpr("*", "0 AS epoch")
+    from pyspark.sql import functions as F
+    depth = len(bounds).bit_length()
+    padded = [*bounds, *[BIG] * ((1 << depth) - 1 - len(bounds))]  # every probe below lands inside the array
+    df = df.selectExpr("*", f"array({', '.join(f'{b}L' for b in padded)}) AS _bounds", "0 AS _epoch")
+    for step in (1 << i for i in reversed(range(depth))):  # _epoch: how many bounds are known to be <= ts
+        df = df.withColumn("_epoch", F.expr(f"_epoch + IF(ts < _bounds[_epoch + {step - 1}], 0, {step})"))
+    # spark_partition_id() makes the last step non-deterministic to the optimizer: a filter over the epoch stays
+    # above it, for pushed down through the steps it would copy each step's expression into the next twice over
+    # (2^depth copies: no memory is enough at 5,000 bounds)
+    return df.withColumn("epoch", F.expr(f"least(_epoch, {len(bounds)}) + 0 * spark_partition_id()")).drop("_bounds", "_epoch")
 
 
 def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1, n_words: int | None = None):
@@ -94,8 +108,8 @@ def consumed_keyed(consumed_df, bounds: list[int], offset_words: int = 1, n_word
     """The consumed rows as :func:`aggregate` folds them: the group key (CONSUMED_KEY, side, partition and epoch
     packed in ``k``) and the columns its aggregates read."""
     n_words = n_words or SEQUENCE_WORDS
-    return consumed_df.selectExpr(_KEY.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END",
-                                              epoch_expr(bounds)),
+    return with_epoch(consumed_df, bounds).selectExpr(
+                                  _KEY.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_CONSUMED} ELSE {CONSUMED} END", "epoch"),
                                   f"{hashed('topic')} AS th", f"{hashed('member')} AS mh",
                                   f"`offset` >> {_offset_shift(offset_words)} AS b",
                                   f"n >> {5 + n_words.bit_length()} AS nb", "`offset`", "ts", "generation", "n")
@@ -346,23 +360,25 @@ class Wanted(NamedTuple):
     on: object
 
 
+def wanted(spark, keys: list[tuple], schema: str, on: str, **cover) -> Wanted:
+    """The rows that match one of the ``keys`` (rows of ``schema``) on ``on``, read behind :func:`covering` the
+    ``cover`` (column -> every key's interval or name; the files' own column names: the reader filters first)."""
+    from pyspark.sql import functions as F
+    return Wanted(covering(**cover), F.broadcast(spark.createDataFrame(keys, schema)), F.expr(on))
+
+
 def _wanted_blocks(spark, blocks) -> Wanted:
     """The rows of the 64-offset ``blocks`` (topic, partition, b); the keys' columns bth, bp, kb."""
-    from pyspark.sql import functions as F
     keys = sorted({(name_hash(t), p, b) for t, p, b in blocks})
-    return Wanted(between_any("offset", covering_intervals((b * 64, b * 64 + 63) for _, _, b in keys)),
-                  F.broadcast(spark.createDataFrame(keys, "bth bigint, bp int, kb bigint")),
-                  F.expr("th = bth AND `partition` = bp AND `offset` >> 6 = kb"))
+    return wanted(spark, keys, "bth bigint, bp int, kb bigint", "th = bth AND `partition` = bp AND `offset` >> 6 = kb",
+                  offset=[(b * 64, b * 64 + 63) for _, _, b in keys])
 
 
 def _wanted_ranges(spark, ranges: list[tuple]) -> Wanted:
     """The rows of the ``ranges`` (member hash, topic hash, partition, lo, hi) of n; the keys' columns rid (the
     range's place in the list), rmh, rth, rp, lo, hi."""
-    from pyspark.sql import functions as F
-    return Wanted(between_any("n", covering_intervals((lo, hi) for *_, lo, hi in ranges)),
-                  F.broadcast(spark.createDataFrame([(i, *r) for i, r in enumerate(ranges)],
-                                                    "rid bigint, rmh bigint, rth bigint, rp int, lo bigint, hi bigint")),
-                  F.expr("mh = rmh AND th = rth AND `partition` = rp AND n BETWEEN lo AND hi"))
+    return wanted(spark, [(i, *r) for i, r in enumerate(ranges)], "rid bigint, rmh bigint, rth bigint, rp int, lo bigint, hi bigint",
+                  "mh = rmh AND th = rth AND `partition` = rp AND n BETWEEN lo AND hi", n=[(lo, hi) for *_, lo, hi in ranges])
 
 
 def _blocks_and_ranges(consumed, cfg: dict, bounds: list[int], blocks, ranges: list[tuple], names: dict):
@@ -399,8 +415,8 @@ def _named_steps(steps, names: dict, by_sequence: bool, unsequenced: int) -> "St
 def _log_columns(consumed, bounds: list[int], condition: str | None = None):
     """The consumed rows as the log pass reads them: keys hashed, epoch, place in the log, consumption sequence;
     only those matching ``condition`` (SQL over the file's columns, pushed down to the reader), if given."""
-    return consumed.rows(condition).where("_bad IS NULL").selectExpr(
-        f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", f"{epoch_expr(bounds)} AS epoch",
+    return with_epoch(consumed.rows(condition).where("_bad IS NULL"), bounds).selectExpr(
+        f"{hashed('member')} AS mh", f"{hashed('topic')} AS th", "`partition`", "epoch",
         "_fh AS fh", "_blk AS blk", "_pos AS pos", "`offset`", "ts", "generation", "n")
 
 
@@ -420,8 +436,23 @@ def covering_intervals(intervals, at_most: int = COVER_INTERVALS) -> list[tuple[
     return [(lo, hi) for lo, hi in merged]
 
 
+def covering(**columns) -> str:
+    """SQL that holds every row whose each column lies in one of its intervals (column -> [(lo, hi)], inclusive; an
+    empty one holds no row) or, for a name column, is one of its names (column -> [name]; left out beyond
+    COVER_INTERVALS names): a reader's pushed-down filter, at most COVER_INTERVALS terms a column."""
+    terms = []
+    for column, values in columns.items():
+        values = list(values)
+        if values and isinstance(values[0], str):
+            names = sorted(set(values))
+            terms += [f"`{column}` IN ({', '.join(map(lit, names))})"] if len(names) <= COVER_INTERVALS else []
+        else:
+            terms.append(f"({between_any(column, covering_intervals((lo, hi) for lo, hi in values if lo <= hi))})")
+    return " AND ".join(terms) or "true"
+
+
 def between_any(column: str, intervals: list[tuple[int, int]]) -> str:
-    return " OR ".join(f"`{column}` BETWEEN {lo} AND {hi}" for lo, hi in intervals)
+    return " OR ".join(f"`{column}` BETWEEN {lo} AND {hi}" for lo, hi in intervals) or "false"
 
 
 def _resequenced(consumed, cfg: dict, bounds: list[int], ranges: list[tuple]) -> list[tuple]:
@@ -616,13 +647,13 @@ def write_copies(spark, produced_df, consumed_df, pairs):
 
 def acked_in_block(produced, keys):
     """The ok-acked produced rows (topic, partition, offset, ts) above each (topic, partition, top) inside top's
-    64-offset block: at most 63 a key, pushed down as offset ranges (Parquet row groups skipped on their
+    64-offset block: at most 63 a key, read behind their offset ranges (Parquet row groups skipped on their
     statistics)."""
-    conds = [f"(topic = {lit(t)} AND `partition` = {p} AND `offset` BETWEEN {top + 1} AND {top | 63})"
-             for t, p, top in sorted(keys)]
-    if not conds:
+    ranges = sorted({(t, p, top + 1, (top | 63) + 1) for t, p, top in keys})
+    if not ranges:
         return []
-    return (produced.rows(" OR ".join(conds)).where("_bad IS NULL AND (status IS NULL OR status = 'ok')")
+    w = wanted(produced.df.sparkSession, ranges, RANGE_KEYS, ON_RANGE, offset=[(lo, hi - 1) for *_, lo, hi in ranges])
+    return (produced.rows(w.cover).where(OK_ACKED).join(w.keys, w.on, "left_semi")
             .select("topic", "partition", "offset", "ts").toArrow().to_pylist())
 
 
@@ -640,30 +671,58 @@ class DeliveryWindow(NamedTuple):
 
 def window_deliveries(consumed, windows: list[DeliveryWindow]):
     """For each window: how many records each of the two members delivered inside it, and the offsets both delivered
-    there (count, lowest, highest)."""
+    there (count, lowest, highest). A record inside two windows counts in the first of the list."""
     from pyspark.sql import functions as F
-    cond = "topic = {} AND `partition` = {} AND member IN ({}, {}) AND {} BETWEEN {} AND {}"
     if not windows:
         return [], []
-    read = " OR ".join("(" + cond.format(lit(t), p, lit(a), lit(b), "consumed_at_ms", lo, hi) + ")"
-                       for _, t, p, a, b, lo, hi in windows)  # pushed to the reader: the file's own column names
-    case = "CASE " + " ".join(f"WHEN {cond.format(lit(t), p, lit(a), lit(b), 'ts', lo, hi)} THEN {w}"
-                              for w, t, p, a, b, lo, hi in windows) + " END"
-    x = consumed.rows(read).where("_bad IS NULL").selectExpr(f"{case} AS w", "member", "`offset`")
+    pieces = first_window_pieces(windows)
+    w = wanted(consumed.df.sparkSession, pieces, "w int, kt string, kp int, km string, t0 bigint, t1 bigint",
+               "topic = kt AND `partition` = kp AND member = km AND ts BETWEEN t0 AND t1",
+               consumed_at_ms=[(t0, t1) for *_, t0, t1 in pieces], member=[m for _, _, _, m, _, _ in pieces])
+    x = consumed.rows(w.cover).where("_bad IS NULL").join(w.keys, w.on).select("w", "member", "offset")
     per_member = x.groupBy("w", "member").count().toArrow().to_pylist()
     twice = (x.groupBy("w", "offset").agg(F.countDistinct("member").alias("m")).where("m = 2").groupBy("w")
              .agg(F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi")).toArrow().to_pylist())
     return per_member, twice
 
 
+def first_window_pieces(windows: list[DeliveryWindow]) -> list[tuple]:
+    """The windows cut into pieces (id, topic, partition, member, start, end) that no two share a record of: where
+    windows of one member's partition overlap, the time goes to the first of the list (a record belongs to one
+    window, as in a CASE over them in that order)."""
+    taken: dict[tuple, list[tuple[int, int]]] = {}
+    out = []
+    for w, t, p, a, b, lo, hi in windows:
+        for m in dict.fromkeys((a, b)):
+            held = taken.setdefault((t, p, m), [])
+            out += [(w, t, p, m, x, y) for x, y in uncovered(lo, hi, held)]
+            held[:] = merged_ranges([*held, (lo, hi)] if lo <= hi else held)
+    return out
+
+
+def uncovered(lo: int, hi: int, held: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of [lo, hi] outside the sorted, disjoint intervals ``held`` (all inclusive)."""
+    out = []
+    for a, z in held:
+        if z >= lo and a <= hi:
+            if a > lo:
+                out.append((lo, a - 1))
+            lo = z + 1
+    return out + [(lo, hi)] if lo <= hi else out
+
+
 def unacked_rows(consumed, keys):
     """producer_id/seq of the consumed rows in the given (topic, partition, offset) cells."""
-    conds = " OR ".join(f"(topic = {lit(t)} AND `partition` = {p} AND `offset` = {o})" for t, p, o in sorted(keys))
-    return (consumed.rows(conds).where("_bad IS NULL AND producer_id IS NOT NULL AND seq IS NOT NULL")
-            .select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
+    cells = sorted(set(keys))
+    if not cells:
+        return []
+    w = wanted(consumed.df.sparkSession, cells, "kt string, kp int, ko bigint",
+               "topic = kt AND `partition` = kp AND `offset` = ko", offset=[(o, o) for *_, o in cells])
+    return (consumed.rows(w.cover).where("_bad IS NULL AND producer_id IS NOT NULL AND seq IS NOT NULL")
+            .join(w.keys, w.on, "left_semi").select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
 
 
-NEAR = "topic = {} AND `partition` = {} AND `offset` BETWEEN {} AND {}"
+RANGE_KEYS = "kt string, kp int, lo bigint, hi bigint"
 ON_RANGE = "topic = kt AND `partition` = kp AND `offset` >= lo AND `offset` < hi"
 OK_ACKED = "_bad IS NULL AND (status IS NULL OR status = 'ok')"
 
@@ -733,15 +792,13 @@ def missed_ranges(produced, consumed, ownerships) -> dict[int, list[tuple[int, i
     bits (:func:`bit_runs`) across blocks (a plan of one shuffle: a row number over a window and two joins took
     three more, the fixed cost of every question: BENCHMARKS.md, eighth increment)."""
     from pyspark.sql import functions as F
-    k = F.broadcast(produced.df.sparkSession.createDataFrame(
-        ownerships, "oid int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint"))
-    where = [NEAR.format(lit(t), p, lo, hi - 1) for _, _, t, p, _, _, lo, hi in ownerships]
-    acked = (produced.rows(" OR ".join(f"({w})" for w in where)).where(OK_ACKED)
-             .join(k, F.expr(ON_RANGE)).selectExpr("oid", "`offset`", "true AS acked"))
-    read = " OR ".join(f"({w} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {t1})"
-                       for w, (_, m, _, _, t0, t1, *_) in zip(where, ownerships))
-    mine = (consumed.rows(read).where("_bad IS NULL")
-            .join(k, F.expr(f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1")).selectExpr("oid", "`offset`", "false AS acked"))
+    offsets = [(lo, hi - 1) for *_, lo, hi in ownerships]
+    w = wanted(consumed.df.sparkSession, ownerships, "oid int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint",
+               f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1", offset=offsets,
+               consumed_at_ms=[(t0, t1) for _, _, _, _, t0, t1, _, _ in ownerships], member=[m for _, m, *_ in ownerships])
+    acked = (produced.rows(covering(offset=offsets)).where(OK_ACKED)
+             .join(w.keys, F.expr(ON_RANGE)).selectExpr("oid", "`offset`", "true AS acked"))
+    mine = consumed.rows(w.cover).where("_bad IS NULL").join(w.keys, w.on).selectExpr("oid", "`offset`", "false AS acked")
     bit = "shiftleft(1L, CAST(`offset` & 63 AS INT))"
     blocks = (acked.unionByName(mine).groupBy("oid", F.expr("`offset` >> 6").alias("b"))
               .agg(F.expr(f"bit_or(IF(acked, {bit}, 0L)) & ~bit_or(IF(acked, 0L, {bit})) AS missed"))
@@ -759,13 +816,13 @@ def last_consumed(consumed, commits) -> dict[int, int]:
     from pyspark.sql import functions as F
     if not commits:
         return {}
-    k = F.broadcast(consumed.df.sparkSession.createDataFrame(
-        commits, "id int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint, kts bigint"))
-    read = " OR ".join(f"({NEAR.format(lit(t), p, lo, hi - 1)} AND member = {lit(m)} AND consumed_at_ms BETWEEN {t0} AND {min(t1, ts)})"
-                       for _, m, t, p, t0, t1, lo, hi, ts in commits)
-    got = (consumed.rows(read).where("_bad IS NULL")
-           .join(k, F.expr(f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1 AND ts <= kts"))
-           .groupBy("id").agg(F.max("offset").alias("last")))
+    w = wanted(consumed.df.sparkSession, commits,
+               "id int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint, kts bigint",
+               f"{ON_RANGE} AND member = km AND ts BETWEEN t0 AND t1 AND ts <= kts",
+               offset=[(lo, hi - 1) for *_, lo, hi, _ in commits],
+               consumed_at_ms=[(t0, min(t1, ts)) for _, _, _, _, t0, t1, _, _, ts in commits],
+               member=[m for _, m, *_ in commits])
+    got = consumed.rows(w.cover).where("_bad IS NULL").join(w.keys, w.on).groupBy("id").agg(F.max("offset").alias("last"))
     return {r["id"]: r["last"] for r in got.toArrow().to_pylist()}
 
 # --------------------------------------------------------------------------------- in the executor: numpy
