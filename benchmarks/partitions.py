@@ -8,13 +8,26 @@ invocation only.
 
     .venv/bin/python -m benchmarks.partitions --records 1000000 --repeat 3
     .venv/bin/python -m benchmarks.partitions --records 120000 --cells 6x3,1000x10 --repeat 3
+
+Real runs (issue 37): ``--runs RUN_DIR...`` times ``kafka-chaos analyze RUN_DIR --json`` instead, each call a fresh
+process, on an analysis service of the benchmark's own, warmed by a first call of each run (not counted); the runs
+alternate, REPEAT times. Besides the wall time it prints the analysis's own ``analysis_seconds``, and every line of
+the console that is neither the CLI's progress nor the JSON summary (Spark's or the JVM's text). The runs come from
+``benchmarks/scenarios/`` (one at a time: each starts its own cluster):
+
+    .venv/bin/kafka-chaos run benchmarks/scenarios/real-grow-1000.yaml --runs-dir /tmp/realruns
+    .venv/bin/python -m benchmarks.partitions --runs /tmp/realruns/*-real-* --repeat 5
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,6 +57,45 @@ def measure(run_dir: Path, spark, repeat: int) -> dict:
             "load_average": os.getloadavg()[0], "counts": summary["anomaly_counts"]}
 
 
+def measure_real(runs: list[Path], repeat: int) -> list[dict]:
+    """Each run analysed by ``kafka-chaos analyze`` (a fresh process a call) on a warm service of its own."""
+    from benchmarks.cold_analyze import stop_service
+    folder = tempfile.mkdtemp(prefix="kafka-chaos-bench-service-")
+    env = {**os.environ, "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR": folder}
+    got: dict[Path, dict] = {rd: {"wall": [], "analysis": [], "loads": [], "stray": set()} for rd in runs}
+    try:
+        for i in range(repeat + 1):  # round 0 starts the service and compiles each run's plans: not counted
+            for rd in runs if i % 2 else runs[::-1]:
+                wall, summary, stray = analyze_cli(rd, env)
+                if i:
+                    g = got[rd]
+                    g["wall"].append(wall)
+                    g["analysis"].append(summary["analysis_seconds"])
+                    g["loads"].append(os.getloadavg()[0])
+                    g["stray"] |= set(stray)
+                    g["partitions"] = len(summary["partitions"])
+                    g["rows"] = summary["consumed_rows"]
+    finally:
+        stop_service(folder)
+    return [{"run": str(rd), "partitions": g["partitions"], "consumed_rows": g["rows"], "wall_s": _stat(g["wall"]),
+             "analysis_s": _stat(g["analysis"]), "load_average": _stat(g["loads"]), "stray_console_lines": sorted(g["stray"])}
+            for rd, g in got.items()]
+
+
+def analyze_cli(run_dir: Path, env: dict) -> tuple[float, dict, list[str]]:
+    """Seconds of ``kafka-chaos analyze RUN_DIR --json``, its summary, and the console lines it did not write itself."""
+    t = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "harness.cli", "analyze", str(run_dir), "--json"], env=env,
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1])
+    wall = time.monotonic() - t
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"analyze {run_dir} exited {done.returncode}: {done.stderr[-2000:]}")
+    progress = re.compile(r"^\[\s*[0-9.]+s\] ")  # the CLI's own lines, on stderr; stdout is the summary alone
+    stray = [line for line in done.stderr.splitlines() if line.strip() and not progress.match(line)]
+    return wall, json.loads(done.stdout), stray
+    return wall, summary, stray
+
+
 def _stat(xs: list[float]) -> dict:
     return {"median": round(statistics.median(xs), 2), "min": round(min(xs), 2), "max": round(max(xs), 2)}
 
@@ -57,7 +109,11 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--data", type=Path, default=Path("/tmp/kafka-chaos-bench"))
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
+    ap.add_argument("--runs", type=Path, nargs="+", default=None, help="real run directories: timed through "
+                    "`kafka-chaos analyze` on a warm service instead of the synthetic cells")
     a = ap.parse_args(argv)
+    if a.runs:
+        return print_real(measure_real(a.runs, a.repeat), a.out)
     from analysis.spark import get_session
     spark = get_session()
     results = []
@@ -76,6 +132,19 @@ def main(argv=None) -> int:
               f"{r['load_average']:>5.1f}", flush=True)
     if a.out:
         a.out.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+def print_real(results: list[dict], out: Path | None) -> int:
+    print(f"{'partitions':>10} {'rows':>8} {'wall median (min-max)':>24} {'analysis_seconds':>22} {'load':>10}  run")
+    for r in results:
+        w, x, ld = r["wall_s"], r["analysis_s"], r["load_average"]
+        print(f"{r['partitions']:>10} {r['consumed_rows']:>8} {w['median']:>8.2f} ({w['min']:.2f}-{w['max']:.2f}) s "
+              f"{x['median']:>7.2f} ({x['min']:.2f}-{x['max']:.2f}) s {ld['min']:.1f}-{ld['max']:.1f}  {Path(r['run']).name}")
+        for line in r["stray_console_lines"]:
+            print(f"    console: {line}")
+    if out:
+        out.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
