@@ -32,6 +32,7 @@ def eventful_run(root):
 
 
 @pytest.mark.browser
+@pytest.mark.needs_setup
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
 def test_report_renders_in_headless_chromium(tmp_path, spark):
     rd = eventful_run(tmp_path / "run").write()

@@ -72,6 +72,7 @@ def test_an_unusable_archive_is_silent(tmp_path):
             assert done.returncode == 0 and done.stdout == "" and "warning" not in done.stderr, done.stderr
 
 
+@pytest.mark.needs_setup
 def test_the_session_driver_runs_on_the_local_jvm_with_the_archive_made_by_setup(spark):
     runtime = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
     java = where.local_java()

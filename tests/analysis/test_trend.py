@@ -174,6 +174,7 @@ def test_out_on_a_folder_or_a_file_is_bad_input(tmp_path, capsys):
 
 
 @pytest.mark.browser
+@pytest.mark.needs_setup
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
 def test_the_trend_page_renders_in_headless_chromium(tmp_path):
     page = tmp_path / "out" / "trend.html"

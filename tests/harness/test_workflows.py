@@ -13,7 +13,9 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos"
 ACTIONLINT = next((str(p) for p in (shutil.which("actionlint"), CACHE / "bin" / "actionlint", Path.home() / "go" / "bin" / "actionlint")
                    if p and Path(p).is_file()), None)
-needs_actionlint = pytest.mark.skipif(ACTIONLINT is None, reason="needs actionlint (make setup installs it when Go is there)")
+def needs_actionlint(test):
+    skip = pytest.mark.skipif(ACTIONLINT is None, reason="needs actionlint (make setup installs it when Go is there)")
+    return pytest.mark.needs_setup(skip(test))
 
 
 def workflow(name: str) -> dict:
