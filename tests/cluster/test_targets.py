@@ -46,3 +46,23 @@ def test_the_controller_target_is_the_quorum_leader_kafka_reports(kafka_cluster)
                             capture_output=True, text=True, timeout=120).stdout
     reported = int(re.search(r"LeaderId:\s+(\d+)", status).group(1))
     assert [kafka_cluster.active_controller() for _ in range(5)] == [reported] * 5
+
+
+def test_the_leader_targets_are_the_partition_leaders_kafka_reports(kafka_cluster):
+    """`leader` (partition 0 of the scenario topic) and `leader:TOPIC:P`, held against kafka-topics.sh's own answer
+    (not against the harness's metadata view, which they read)."""
+    import re
+    import subprocess
+
+    rng = random.Random(0)
+    container = kafka_cluster.brokers[0].container.get_wrapped_container().name
+    described = subprocess.run(["docker", "exec", container, "/opt/kafka/bin/kafka-topics.sh", "--bootstrap-server",
+                                "localhost:9094", "--describe", "--topic", "kafka-chaos-ready"],  # INTERNAL: reachable inside
+                               capture_output=True, text=True, timeout=120).stdout
+    leaders = {int(p): int(b) for p, b in re.findall(r"Partition:\s+(\d+)\s+Leader:\s+(\d+)", described)}
+    assert leaders, described
+    ids = {b.name: b.node_id for b in kafka_cluster.brokers}
+    assert ids[resolve_broker(kafka_cluster, "leader", group_id="x", topic="kafka-chaos-ready", rng=rng).name] == leaders[0]
+    for partition, leader in leaders.items():
+        target = f"leader:kafka-chaos-ready:{partition}"
+        assert ids[resolve_broker(kafka_cluster, target, group_id="x", topic="t", rng=rng).name] == leader, target
