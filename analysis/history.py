@@ -461,7 +461,7 @@ class Ownership:
     """THE period rule: a record of (member, topic, partition) at ts belongs to the period k of that key with
     start_k <= ts < next start and ts <= end_k; outside every period it is OUTSIDE (-1), or NO_EVENTS (-2)
     for a member that logged no events. Applied through epochs: ``epoch`` = how many of ``bounds`` are <= ts
-    (records.epoch_expr, in Spark); inside one epoch no key's ownership changes, so (key, epoch) names one
+    (records.with_epoch, in Spark); inside one epoch no key's ownership changes, so (key, epoch) names one
     period (``periods``, looked up by :meth:`period_of`)."""
 
     def __init__(self, h: "History"):

@@ -99,7 +99,7 @@ def test_a_stall_to_the_end_is_open_and_blamed_on_the_fault_before_it(tmp_path, 
     s = analyze(r.write(), spark=spark, stall_ms=5_000, grace_ms=1_000)
     [a] = of(s, "stall")
     assert (a["partition"], a["time_ms"], a["open"], a["fault_ids"]) == (0, [T0 + 3_000, T0 + 20_000], True, ["pause-1"])
-    assert s["lost_records"] == 70
+    assert s["lost_records"] == 0 and s["unseen_records"] == 70  # never read that far: still in Kafka (issue 37)
 
 
 def test_the_default_threshold_is_five_heartbeats(tmp_path, spark):
