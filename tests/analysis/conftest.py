@@ -25,3 +25,22 @@ def spark():
 @pytest.fixture(params=["jsonl", "parquet"])
 def fmt(request):
     return request.param
+
+
+@pytest.fixture
+def service_env(tmp_path, monkeypatch):
+    """The analysis service on, in a folder of this test (its socket is short enough for AF_UNIX); stopped at the
+    end. The environment to run a CLI with."""
+    import os
+    import shutil
+
+    from analysis import service
+    from kafkanet.waiting import wait_until
+    folder = Path(f"/tmp/kc-svc-{os.getpid()}-{tmp_path.name[-12:]}")
+    monkeypatch.setenv(service.ENV, "1")
+    monkeypatch.setenv(service.DIR_ENV, str(folder))
+    yield {**os.environ, "PYTHONPATH": str(ROOT)}
+    service.stop()
+    wait_until(lambda: not service.running(), 30)
+    assert not service.running()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -21,16 +21,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
-    """The service on, in a folder of this test (its socket is short enough for AF_UNIX); stopped at the end."""
-    folder = Path(f"/tmp/kc-svc-{os.getpid()}-{tmp_path.name[-12:]}")
-    monkeypatch.setenv(service.ENV, "1")
-    monkeypatch.setenv(service.DIR_ENV, str(folder))
-    yield {**os.environ, "PYTHONPATH": str(ROOT)}
-    service.stop()
-    wait_until(lambda: not service.running(), 30)
-    assert not service.running()
-    shutil.rmtree(folder, ignore_errors=True)
+def env(service_env):
+    return service_env
 
 
 def cli(env, *args, timeout=300):

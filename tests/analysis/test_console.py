@@ -6,11 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from analysis import service
 from analysis_runs import clean_run
-from kafkanet.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_TEXT = ("Traceback", "\tat ", "org.apache.spark", "WARN", "ERROR", "py4j", "Exception in thread")
@@ -42,16 +38,6 @@ def test_a_spark_failure_is_one_line_naming_the_step_and_the_log_and_exit_3(tmp_
     assert again.returncode == 0, again.stderr
     assert our_lines_only(again.stderr) == []
     assert "Using incubator modules" in log.read_text()  # what the JVM printed, kept in the run directory
-
-
-@pytest.fixture
-def service_env(tmp_path, monkeypatch):
-    folder = Path(f"/tmp/kc-svc-{os.getpid()}-{tmp_path.name[-12:]}")
-    monkeypatch.setenv(service.ENV, "1")
-    monkeypatch.setenv(service.DIR_ENV, str(folder))
-    yield {**os.environ, "PYTHONPATH": str(ROOT)}
-    service.stop()
-    wait_until(lambda: not service.running(), 30)
 
 
 def test_an_error_of_ours_through_the_service_is_one_line_and_exit_3(tmp_path, service_env):
