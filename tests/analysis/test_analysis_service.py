@@ -4,7 +4,6 @@ it, and it goes away when asked, when idle and when its code changes. Real proce
 its own; nothing is left running."""
 import json
 import os
-import shutil
 import socket
 import stat
 import subprocess
