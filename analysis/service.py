@@ -249,8 +249,11 @@ class Server:
                 self._exit("idle")
 
     def _exit(self, why: str) -> None:
+        from .spark import jvm_log
         print(f"analysis service exits: {why}", flush=True)
         self._unlink()
+        if (log := jvm_log()) is not None:  # os._exit runs no atexit hook: the JVM's log goes here
+            log.unlink(missing_ok=True)
         os._exit(0)
 
     def _unlink(self) -> None:

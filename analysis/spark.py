@@ -314,7 +314,8 @@ def _jvm_output_to_log():
     if _JVM_LOG is None:
         import atexit
         import tempfile
-        fd, name = tempfile.mkstemp(prefix=f"kafka-chaos-spark-{os.getpid()}-", suffix=".log")
+        _sweep_dead_jvm_logs(Path(tempfile.gettempdir()))
+        fd, name = tempfile.mkstemp(prefix=f"{JVM_LOG_PREFIX}{os.getpid()}-", suffix=".log")
         os.close(fd)
         _JVM_LOG = Path(name)
         atexit.register(_JVM_LOG.unlink, missing_ok=True)
@@ -331,6 +332,17 @@ def _jvm_output_to_log():
             os.dup2(old, fd)
             os.close(old)
         os.close(log)
+
+
+JVM_LOG_PREFIX = "kafka-chaos-spark-"  # + the owning process's pid
+
+
+def _sweep_dead_jvm_logs(folder: Path) -> None:
+    """The JVM logs of processes that are gone (killed, or a service that left by os._exit before it could)."""
+    for path in folder.glob(f"{JVM_LOG_PREFIX}*.log"):
+        pid = path.name[len(JVM_LOG_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            path.unlink(missing_ok=True)
 
 
 class LogMark(NamedTuple):

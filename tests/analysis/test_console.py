@@ -52,3 +52,14 @@ def test_an_error_of_ours_through_the_service_is_one_line_and_exit_3(tmp_path, s
     details = Path(line.rsplit("details in ", 1)[1])
     assert details.is_file() and "Traceback" in details.read_text()
     details.unlink()
+
+
+def test_the_jvm_logs_of_gone_processes_are_swept(tmp_path):
+    import os
+
+    from analysis.spark import JVM_LOG_PREFIX, _sweep_dead_jvm_logs
+    live, gone = tmp_path / f"{JVM_LOG_PREFIX}{os.getpid()}-a.log", tmp_path / f"{JVM_LOG_PREFIX}999999999-b.log"
+    for path in (live, gone):
+        path.write_text("x")
+    _sweep_dead_jvm_logs(tmp_path)
+    assert live.exists() and not gone.exists()
