@@ -116,8 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--trend", type=Path, default=None, help="the trend page's trend.json (default: none)")
     gate.set_defaults(handler=cmd_gate)
 
-    clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service")
-    clean.add_argument("--all", action="store_true", help="also those of runs that are still going")
+    clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service",
+                                description="Removes what a harness on this host left when it ended without cleaning up: "
+                                            "containers, networks and log disks whose owner (host, boot, PID namespace, PID "
+                                            "and start time) is provably gone. Another host's or PID namespace's are never "
+                                            "touched, nor a live run's, except with --all.")
+    clean.add_argument("--all", action="store_true", help="every container a harness started on this Docker engine, of "
+                       "runs still going and of other hosts' too; each one removed is named with its owner")
     clean.set_defaults(handler=cmd_clean)
 
     from analysis import cli as analysis_cli
@@ -298,7 +303,7 @@ def cmd_clean(args) -> int:
     from workloads.services import sweep_stale_workloads
     from analysis import service
     try:
-        containers = f"removed {sweep_stale_containers(include_live=args.all)} container(s)"
+        containers = f"removed {sweep_stale_containers(include_live=args.all, say=print if args.all else None)} container(s)"
     except NoDockerEngine as exc:  # nothing of ours can be running (as `make clean` says)
         containers = f"{exc}: no container to remove"
     print(f"{containers}, thawed {sweep_stale_workloads()} frozen workload process(es) of dead runs"

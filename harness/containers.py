@@ -13,14 +13,14 @@ from testcontainers.core.container import DockerContainer
 
 from harness import log_disk
 from harness.versions import toxiproxy_image
-from workloads.services import owner_gone
+from workloads.owner import owner_gone, owner_state, this_owner
 
 # Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
 testcontainers_config.ryuk_disabled = True
 
 PROJECT_LABEL = "org.kafka-chaos.project"
 RUN_LABEL = "org.kafka-chaos.run"
-OWNER_LABEL = "org.kafka-chaos.owner"  # host:pid of the harness process that started it
+OWNER_LABEL = "org.kafka-chaos.owner"  # the owner id of the harness process that started it (workloads/owner.py)
 # A docker-py port binding: a random host port, published on 127.0.0.1 only.
 LOOPBACK_ANY_PORT = ("127.0.0.1",)
 
@@ -30,7 +30,7 @@ class ClusterError(RuntimeError):
 
 
 def run_labels(run_id: str) -> dict[str, str]:
-    return {PROJECT_LABEL: "kafka-chaos", RUN_LABEL: run_id, OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"}
+    return {PROJECT_LABEL: "kafka-chaos", RUN_LABEL: run_id, OWNER_LABEL: this_owner()}
 
 
 class NoDockerEngine(ClusterError):
@@ -106,8 +106,11 @@ def remove_container(container: DockerContainer) -> None:
         pass
 
 
-def sweep_stale_containers(include_live: bool = False) -> int:
-    """Remove containers and networks of ours whose owning harness process is gone (or all, if asked)."""
+def sweep_stale_containers(include_live: bool = False, say=None) -> int:
+    """Remove containers and networks of ours whose owning harness process is provably gone (workloads/owner.py):
+    never one of another host or PID namespace, whose owner nothing here can see. ``include_live`` removes every one
+    a harness started, live or another's (`kafka-chaos clean --all`); ``say(line)`` is told each container removed
+    and whose it was."""
     client = docker_client()
     removed = 0
 
@@ -124,6 +127,10 @@ def sweep_stale_containers(include_live: bool = False) -> int:
                 container.unpause()
             container.remove(force=True, v=True)
             removed += 1
+            if say is not None:
+                owner = container.labels[OWNER_LABEL]
+                say(f"removed {container.name} (run {container.labels.get(RUN_LABEL, '?')}, owner {owner}: "
+                    f"{owner_state(owner).value})")
     for network in client.networks.list(filters={"label": PROJECT_LABEL}):
         if stale(network.attrs.get("Labels") or {}):
             try:

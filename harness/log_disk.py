@@ -5,7 +5,7 @@ Why not tmpfs (`tmpfs=` on the container): its contents are lost when the contai
 restart (broker_crash, broker_restart, the disk_full heal after Kafka halted the broker) must find its data.
 The loop mount lives on the host, beside the container, so the data outlives the container's stops, and the
 disk can be filled and freed from the host while the broker is down. Each disk sits in its own directory under
-DISKS_ROOT with an `owner` file (host:pid, like the containers' owner label), so a harness that was killed leaves
+DISKS_ROOT with an `owner` file (the owner id, workloads/owner.py, like the containers' owner label), so a harness that was killed leaves
 nothing the next one's sweep does not remove.
 """
 from __future__ import annotations
@@ -13,12 +13,11 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from workloads.services import owner_gone
+from workloads.owner import owner_gone, this_owner
 
 DISKS_ROOT = Path("/var/tmp/kafka-chaos-disks")
 FILL_FILE = "kafka-chaos-disk-full"  # the file disk_full fills the disk with, at the top of the log directory
@@ -67,7 +66,7 @@ def create(name: str, size_mb: int) -> LogDisk:
     """A fresh ext4 disk of size_mb, mounted and writable by any user (the official image runs as appuser)."""
     disk = LogDisk(DISKS_ROOT / name)
     disk.mount.mkdir(parents=True, exist_ok=True)
-    (disk.path / "owner").write_text(f"{socket.gethostname()}:{os.getpid()}")
+    (disk.path / "owner").write_text(this_owner())
     with open(disk.image, "wb") as image:
         image.truncate(size_mb * 1024 * 1024)
     try:

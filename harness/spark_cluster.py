@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -35,6 +34,7 @@ from harness.containers import (OWNER_LABEL, PROJECT_LABEL, TAIL_LINES, ClusterE
 from harness.progress import progress
 from harness.versions import ROOT
 from kafkanet.waiting import NotYet, require
+from workloads.owner import this_owner
 
 CLUSTER_LABEL = "org.kafka-chaos.spark-cluster"
 MASTER_PORT, MASTER_UI_PORT, WORKER_UI_PORT = 7077, 8080, 8081
@@ -102,7 +102,7 @@ class SparkCluster(StartedInWith):
         return f"kafka-chaos-spark-{self.cluster_id}"
 
     def labels(self) -> dict[str, str]:
-        owner = {OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"} if self.owned else {}
+        owner = {OWNER_LABEL: this_owner()} if self.owned else {}
         return {PROJECT_LABEL: "kafka-chaos", CLUSTER_LABEL: self.cluster_id, **owner}
 
     def start(self) -> Self:

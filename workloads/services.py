@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,10 +16,11 @@ from typing import Callable
 from workloads import config as workload_config
 from workloads.history import JsonlLog, now_ms
 from workloads.java_member import raw_events_path
+from workloads.owner import owner_gone, this_owner
 from workloads.config import AdminProbeConfig, MemberConfig, ProducerConfig
 from workloads.verifiable import convert, fully_converted
 
-OWNER_ENV = "KAFKA_CHAOS_OWNER"  # host:pid of the harness that started the workload
+OWNER_ENV = "KAFKA_CHAOS_OWNER"  # the owner id of the harness that started the workload (workloads/owner.py)
 ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter
 
 
@@ -44,7 +44,7 @@ class WorkloadProcess:
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
                 [self.python, "-m", self.module],
-                env={**os.environ, **workload_config.encode(self.config), OWNER_ENV: f"{socket.gethostname()}:{os.getpid()}",
+                env={**os.environ, **workload_config.encode(self.config), OWNER_ENV: this_owner(),
                      "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
@@ -219,15 +219,3 @@ def _env_value(environ: bytes, name: str) -> str | None:
     return None
 
 
-def owner_gone(owner: str) -> bool:
-    """An owner is `host:pid` of a harness process; gone if it is not a live process on this host."""
-    host, _, pid = owner.partition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return True
-    try:
-        os.kill(int(pid), 0)
-        return False
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
