@@ -6,7 +6,6 @@ import os
 import tempfile
 import time
 import traceback
-from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -356,12 +355,9 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
         out["lost_records"] = out["counts"]["lost"]
     out["lost_within_budget_records"] = out["counts"].get("lost_within_budget")
     out["unseen_records"] = out["counts"].get("unseen")
-    unseen = defaultdict(int)
-    for a in out["anomalies"]:
-        if a["type"] == "unseen":
-            unseen[(a["topic"], a["partition"])] += a["count"]
+    unseen = {(p["topic"], p["partition"]): p["unseen"] for p in run.checks.get("unseen", {}).get("lag", [])}
     for r in out["partitions"]:  # never consumed = lost (within a budget or not) + unseen
-        r["unseen"] = unseen[(r["topic"], r["partition"])]
+        r["unseen"] = unseen.get((r["topic"], r["partition"]), 0)
         r["lost"] -= r["unseen"]
 
     if hist.has_faults:

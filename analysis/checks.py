@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from typing import Callable, NamedTuple
 
@@ -62,6 +63,12 @@ class Context:
     commits: dict[tuple[str, str, int], list[Commit]] = field(default_factory=dict)
     commit_ts: dict[tuple[str, str, int], list[int]] = field(default_factory=dict)
     owners: dict[tuple[str, int], list[Period]] = field(default_factory=dict)
+
+    @cached_property
+    def start_positions(self) -> "StartPositions":
+        """Where an ownership can have begun, by the commits' windows: one per analysis, for commit_ahead and the
+        loss budget."""
+        return StartPositions(self.history.commits)
 
     @classmethod
     def build(cls, h: History) -> "Context":
@@ -406,7 +413,7 @@ def loss_windows(ctx: Context) -> dict[tuple[str, int], list[LossWindow]]:
     if not set(modes.values()) & set(AT_MOST_ONCE):
         return {}
     killed = crashes(h)
-    starts = StartPositions(h.commits)
+    starts = ctx.start_positions
     in_flight = defaultdict(list)  # (member, topic, partition) -> its commits never answered
     for c in h.commits:
         if c.info:
@@ -703,7 +710,7 @@ def commit_spans(x: Facts) -> list[CommitSpan]:
     ownership, so that a previous owner's commit answered late still counts)."""
     h, by_key = x.history, periods_by_key(x.history.periods)
     first = {(r["member"], r["topic"], r["partition"], r["period"]): r["tmin"] for r in x.got.get("periods", [])}
-    starts = x.once("start_positions", lambda: StartPositions(h.commits))
+    starts = x.ctx.start_positions
     by_period = defaultdict(list)
     for c in sorted((c for c in h.commits if c.ok), key=lambda c: (c.ts, c.line)):
         p = ownership_of(by_key, c)

@@ -30,7 +30,8 @@ def rows(folder: Path, name: str = "*.jsonl") -> list[dict]:
 
 
 def in_flight_at(run_dir: Path, member: str, t: int) -> list[int]:
-    evs = rows(run_dir / "events", f"{member}*.jsonl")
+    """The commit ids ``member`` had sent by ``t`` and had no answer for by then."""
+    evs = [e for e in rows(run_dir / "events") if e["member"] == member]
     answered = {e["commit_id"]: e["ts_ms"] for e in evs if e["kind"] in ("committed", "commit_failed") and "commit_id" in e}
     return [e["commit_id"] for e in evs if e["kind"] == "commit_sent" and e["ts_ms"] <= t and answered.get(e["commit_id"], t + 1) > t]
 

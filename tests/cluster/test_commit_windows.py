@@ -3,6 +3,7 @@
 counted as ambiguous); a group that cannot catch up before its drain limit has unseen records, not lost ones."""
 import pytest
 
+from benchmarks.commit_windows import in_flight_at
 from run_logs import rows
 from scenario_files import catalog
 
@@ -15,14 +16,6 @@ def with_member_1_on(name: str, client: str) -> dict:
     return scenario
 
 
-def in_flight_at(run, member: str, t: int) -> list[int]:
-    """The commit ids the member had sent by ``t`` and had no answer for by then."""
-    evs = [e for e in rows(run.run_dir / "events") if e["member"] == member]
-    answered = {e["commit_id"]: e["ts_ms"] for e in evs if e["kind"] in ("committed", "commit_failed") and "commit_id" in e}
-    return [e["commit_id"] for e in evs if e["kind"] == "commit_sent" and e["ts_ms"] <= t
-            and answered.get(e["commit_id"], t + 1) > t]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("client", ["java", "librdkafka"])
 @pytest.mark.parametrize("fault", ["freeze", "crash"])
@@ -31,7 +24,7 @@ def test_a_commit_in_flight_at_a_freeze_or_a_crash_is_no_false_finding(chaos_run
     assert run.errors == [] and run.drained, run.errors
     s = run.summary
     stopped = next(f for f in rows(run.run_dir, "faults") if f["kind"] in ("member_freeze", "member_crash"))
-    pending = in_flight_at(run, "member-1", stopped["injected_at_ms"])
+    pending = in_flight_at(run.run_dir, "member-1", stopped["injected_at_ms"])
     info = s["checks"]["commit_ahead"]
     print(f"\n{fault}/{client}: commits in flight at the {fault}: {pending}; commit_ahead ambiguous {info['ambiguous']} "
           f"{info['ambiguous_examples'][:3]}, indeterminate commits {info['indeterminate_commits']}")
