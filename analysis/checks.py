@@ -1158,6 +1158,36 @@ def unhealed_faults(x: Facts):
     return CheckResult(out, len(out), {})
 
 
+@check("unsettled", unit="times the group did not become stable or catch up within its limit", color="#e6550d")
+def unsettled(x: Facts):
+    """The harness's group.jsonl says the group did not settle within its limit (harness/settling.py): a finding
+    about Kafka or the client. One anomaly per time, with the group's last description, the lag per partition and
+    each lagging partition's last owner (the member whose ownership began last, before then)."""
+    rows = x.history.group
+    if rows is None:
+        return CheckResult([], 0, {"status": "ran", "observed": False})
+    out = []
+    for row in (r for r in rows if r["kind"] == "unsettled"):
+        lag = {tp: n for tp, n in (row.get("lag") or {}).items() if n > 0}
+        owners = {tp: last_owner(x.history, tp, row["ts_ms"]) for tp in lag}
+        out.append({"type": "unsettled", "topic": None, "partition": None, "offsets": None, "count": 1,
+                    "members": sorted({m for m in owners.values() if m}), "generations": [],
+                    "time_ms": [row["ts_ms"] - row["limit_ms"], row["ts_ms"]], "phase": row.get("phase"),
+                    "limit_ms": row["limit_ms"], "expected_members": row.get("expected_members"),
+                    "partitions_total": row.get("partitions"), "last_described": row.get("last_described"),
+                    "lag": lag, "last_owner": owners,
+                    "reason": ("not stable" if row.get("phase") == "join" else "not caught up") +
+                              f" within {row['limit_ms'] / 1000:g} s"})
+    return CheckResult(out, len(out), {"observed": True})
+
+
+def last_owner(h: History, tp: str, before_ms: int) -> str | None:
+    """The member whose ownership of "topic:partition" began last before `before_ms` (None: never owned)."""
+    topic, _, partition = tp.rpartition(":")
+    started = [p for p in h.periods if p.topic == topic and str(p.partition) == partition and p.start <= before_ms]
+    return max(started, key=lambda p: p.start).member if started else None
+
+
 def attribute(anomalies: list[dict], h: History, grace_ms: int) -> None:
     """fault_ids: the faults whose window (History.blame_windows: the cause window plus grace, cut at the workload's
     stop) overlaps the anomaly's time."""

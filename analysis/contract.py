@@ -65,7 +65,16 @@ FAULTS = (
     # what the fault is, so that the analysis names no kind (issue 24; a row without them: history.fault_facts)
     Column("ends_process", BOOL), Column("effect_from", STRING, values=EFFECT_FROM), Column("label", STRING),
 )
-SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS}
+GROUP_KINDS = ("described", "unsettled")
+GROUP = (  # group.jsonl: what the harness saw of the group (harness/settling.py)
+    Column("ts_ms", INT64, True), Column("kind", STRING, True), Column("phase", STRING),
+    # a description: the group's state, its members, the partitions assigned, the coordinator's node id
+    Column("state", STRING), Column("members", INT64, min=0), Column("assigned", INT64, min=0), Column("coordinator", INT64),
+    # unsettled: the limit it had, what settled meant, the last description and the lag per "topic:partition"
+    Column("limit_ms", INT64, min=0), Column("expected_members", INT64, min=0), Column("partitions", INT64, min=0),
+    Column("last_described", OBJECT), Column("lag", OBJECT),
+)
+SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
 # JSON lines are parsed only for these).
 READ = {

@@ -165,6 +165,7 @@ class History:
     protocols: dict[str, str] = field(default_factory=dict)   # member -> eager / cooperative
     warnings: list[str] = field(default_factory=list)
     beside: list[Event] = field(default_factory=list)  # events of processes that are no group member (admin probes)
+    group: list[dict] | None = None  # group.jsonl: what the harness saw of the group (None: not written)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -326,13 +327,27 @@ def _member_protocol(events: list[Event], default: str) -> str:
     return "cooperative"  # add/remove semantics: the same as eager whenever revocations are logged
 
 
+def read_group(run_dir: Path, warnings: list[str]) -> list[dict] | None:
+    """group.jsonl's rows in time order (the contract's GROUP columns checked), or None when the run has none."""
+    path = run_dir / "group.jsonl"
+    if not path.is_file():
+        return None
+    name = rel(run_dir, path)
+    rows = []
+    for number, obj in jsonl_objects(run_dir, path, warnings):
+        contract.check_object("group", obj, f"{name}:{number}")
+        rows.append(obj)
+    return sorted(rows, key=lambda r: r["ts_ms"])
+
+
 def build(run_dir: Path, protocol: str = "auto") -> History:
     warnings: list[str] = []
     events = read_events(run_dir, warnings)
     faults = read_faults(run_dir, warnings)
     members = [e for e in events or [] if e.role == contract.MEMBER_ROLE]  # no check judges a process beside the group
     h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
-                warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE])
+                warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE],
+                group=read_group(run_dir, warnings))
     if members:
         rebuild_ownership(h, protocol)
     return h

@@ -31,6 +31,7 @@ class ChaosRun:
     skipped_faults: list[dict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     drained: bool = True
+    unsettled: list[str] = field(default_factory=list)  # the group did not settle (harness.settling): a finding
 
     @classmethod
     def load(cls, run_dir: Path) -> ChaosRun:
@@ -42,7 +43,7 @@ class ChaosRun:
         summary, facts = (_json_file(run_dir / name) for name in ("report/summary.json", "run.json"))
         facts = facts or {}
         return cls(run_dir, summary, facts.get("phases_s", {}), facts.get("skipped_faults", []), facts.get("errors", []),
-                   facts.get("drained", True))
+                   facts.get("drained", True), facts.get("unsettled", []))
 
     @property
     def report(self) -> Path:

@@ -12,9 +12,12 @@ EXIT_OK, EXIT_ANOMALIES, EXIT_BAD_INPUT, EXIT_HARNESS_FAILURE, EXIT_INTERRUPTED 
 
 EPILOG = """exit codes (for CI):
   0  the run completed and the analysis found no anomaly
-  1  the run completed and the analysis found anomalies (see report/summary.json)
+  1  the run completed and the analysis found anomalies (see report/summary.json); a group that did not
+     become stable within run.stable_timeout_s or did not catch up within run.drain_timeout_s is one
+     (the `unsettled` anomaly; with --no-analysis, 1 as well)
   2  bad input: an invalid scenario, flag or run directory; nothing was started
-  3  the harness failed: the cluster did not start, the group never caught up, a fault did not heal
+  3  the harness failed: the cluster did not start, the group could not be observed, the producer failed, the
+     workload did not end, a fault did not inject or heal, the analysis failed
 130  interrupted (SIGINT/SIGTERM); every fault was healed and every container removed first
 """
 
@@ -386,6 +389,9 @@ def cmd_run(args) -> int:
         print(f"report: {outcome.run_dir / 'report' / 'index.html'}")
         if summary.get("valid") is not True:
             status = EXIT_ANOMALIES
+    for finding in outcome.unsettled:
+        print(f"finding: {finding}", file=sys.stderr)
+        status = EXIT_ANOMALIES
     if outcome.errors:
         for error in outcome.errors:
             print(f"harness: {error}", file=sys.stderr)
@@ -411,7 +417,17 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, (ClusterError, ExternalClusterError)):
             print(f"kafka-chaos: the cluster failed: {exc}", file=sys.stderr)
             return EXIT_HARNESS_FAILURE
-        raise
+        from harness.containers import engine_unreachable
+        from harness.progress import one_line
+        if engine_unreachable(exc):
+            print(f"kafka-chaos: the Docker engine stopped answering ({one_line(exc)}); once it answers again, "
+                  "`kafka-chaos clean` removes what is left", file=sys.stderr)
+            return EXIT_HARNESS_FAILURE
+        import traceback  # a bug of ours: its traceback, and never exit 1 ("anomalies found"), Python's own code
+        traceback.print_exc()
+        print(f"kafka-chaos: internal error ({one_line(exc)}); please report it with the traceback above",
+              file=sys.stderr)
+        return EXIT_HARNESS_FAILURE
 
 
 if __name__ == "__main__":

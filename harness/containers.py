@@ -37,6 +37,13 @@ class NoDockerEngine(ClusterError):
     """No Docker engine answers."""
 
 
+def engine_unreachable(exc: BaseException) -> bool:
+    """The Docker engine did not answer (its socket refused or gone), as the SDK and requests raise it."""
+    import requests
+    return isinstance(exc, (NoDockerEngine, requests.exceptions.ConnectionError)) or \
+        (isinstance(exc, docker.errors.DockerException) and not isinstance(exc, docker.errors.APIError))
+
+
 def docker_client() -> docker.DockerClient:
     """A client of the Docker engine that answers; NoDockerEngine when none does."""
     try:

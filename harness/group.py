@@ -44,12 +44,16 @@ class GroupWatcher:
     (FENCED_LEADER_EPOCH, unknown partition); so a failed read replaces the consumer.
     """
 
-    def __init__(self, bootstrap: str, group_id: str, topics: list[str], partitions: int) -> None:
-        """`topics` is read on every call: a topic_create trigger appends to it."""
+    def __init__(self, bootstrap: str, group_id: str, topics: list[str], partitions: int, log=None) -> None:
+        """`topics` is read on every call: a topic_create trigger appends to it. `log` (a settling.GroupLog) keeps
+        every description."""
         self.bootstrap, self.group_id, self.topics, self.partitions = bootstrap, group_id, topics, partitions
         self._consumer = self._new_consumer()
         self._describer = GroupDescriber(bootstrap)
+        self.log = log
         self.last_described: dict | None = None  # the last answer is_stable had (None: Kafka or the child could not say)
+        self.ever_described = False               # any answer at all since the last reset_seen()
+        self.last_progress: GroupProgress | None = None
 
     def _new_consumer(self) -> Consumer:
         return Consumer({**security_config(), "bootstrap.servers": self.bootstrap, "group.id": self.group_id, "enable.auto.commit": False,
@@ -66,7 +70,8 @@ class GroupWatcher:
             self._consumer = self._new_consumer()
             raise
         self.partitions = len(partitions)
-        return GroupProgress(ends, {(tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0})
+        self.last_progress = GroupProgress(ends, {(tp.topic, tp.partition): tp.offset for tp in committed if tp.offset >= 0})
+        return self.last_progress
 
     def _partitions_of(self, topic: str) -> int:
         """Asked every time: a partitions_add trigger grows a topic mid-run."""
@@ -75,11 +80,20 @@ class GroupWatcher:
             raise KafkaException(metadata.error)
         return len(metadata.partitions)
 
-    def is_stable(self, members: int) -> bool:
+    def is_stable(self, members: int, phase: str = "join") -> bool:
         """Every member joined and every partition assigned (asked of the describing child, see above)."""
-        state = self.last_described = self._describer.describe(self.group_id)
+        state = self.describe(phase)
         return state is not None and state["state"] == "STABLE" and state["members"] == members \
             and state["assigned"] == self.partitions
+
+    def describe(self, phase: str) -> dict | None:
+        """The group as the describing child sees it now (None: not known), kept in the log."""
+        state = self._describer.describe(self.group_id)
+        if state is not None:
+            self.last_described, self.ever_described = state, True
+            if self.log is not None:
+                self.log.described(phase, state)
+        return state
 
     @property
     def describe_error(self) -> str | None:
@@ -146,10 +160,14 @@ def _describe_group(admin: AdminClient, group_id: str) -> dict:
 
 
 def _answer(bootstrap: str) -> None:
-    """The child: one group id a line in, one JSON answer a line out ({"error": why} when Kafka could not say). A failed
-    describe replaces the admin client: one that looked the coordinator up while leadership was moving (a broker
-    restarted by the previous test) can keep asking the old coordinator and failing for longer than a run waits
-    for its group to settle (seen twice in CI: the group stable on the new coordinator, every describe null)."""
+    """The child: one group id a line in, one JSON answer a line out ({"error": why} when Kafka could not say).
+
+    A failed describe replaces the admin client. librdkafka's admin client caches a group's coordinator until the
+    entry goes unused for metadata.max.age.ms (15 min), and nothing evicts it when the coordinator answers
+    NOT_COORDINATOR (src/rdkafka_coord.c: only the transaction manager evicts): asked every 0.2 s, a coordinator
+    cached while `__consumer_offsets` leadership was moving (the cluster reset's preferred election) is asked for
+    ever, while the group is stable on the new one. That was the "not stable within 60 s" flake of bdd7487 and
+    e53304e; tests/cluster/test_describer_coordinator_move.py reproduces it. A new client starts with an empty cache."""
     def new_admin() -> AdminClient:
         return AdminClient({**security_config(), "bootstrap.servers": bootstrap}, logger=logging.getLogger("kafka-chaos.describe"))
     admin = new_admin()

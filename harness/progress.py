@@ -22,3 +22,9 @@ def progress(what: str):
         say(f"{what}: FAILED after {time.monotonic() - started:.1f} s")
         raise
     say(f"{what}: done in {time.monotonic() - started:.1f} s")
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line of a table or a message: its type and the first line of its text."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"

@@ -98,7 +98,7 @@ def chaos_run(kafka_cluster, request, tmp_path):
             from analysis import analyze as analyze_run
             outcome.summary = analyze_run(outcome.run_dir, **parsed.analysis.options())
         result = ChaosRun(outcome.run_dir, outcome.summary, outcome.phases, outcome.skipped_faults, outcome.errors,
-                          outcome.drained)
+                          outcome.drained, outcome.unsettled)
         return _shown(request.node, result)
 
     return run

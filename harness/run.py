@@ -21,9 +21,10 @@ from harness.cluster import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.kafka_release import KafkaVersionError
 from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
-from harness.progress import progress, say
+from harness.progress import one_line, progress, say
 from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
+from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from harness.versions import kafka_version
 from kafkanet import waiting
 from workloads.config import AdminProbeConfig, ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
@@ -33,10 +34,6 @@ from workloads.services import (WorkloadProcess, admin_probe_process, after_stop
 
 PROGRESS_EVERY_S = 5
 SCHEDULE_FILE = "schedule.json"
-GROUP_STABLE_TIMEOUT_S = 60
-
-
-NOT_CAUGHT_UP = "the group had not caught up after"
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 
@@ -51,20 +48,15 @@ class RunOutcome:
     run_dir: Path
     phases: dict[str, float] = field(default_factory=dict)
     drained: bool = False
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)     # the harness itself failed (exit 3)
+    unsettled: list[str] = field(default_factory=list)  # findings: the group did not settle (harness.settling, exit 1)
     skipped_faults: list[dict] = field(default_factory=list)
     summary: dict | None = None
     source: str | None = None   # the scenario file (scenario_source) or the pytest test id that built it
 
-    @property
-    def failures(self) -> list[str]:
-        """What went wrong in the harness itself: every error but a group that did not catch up, which is a
-        finding about the group (its records are logged and can be analysed)."""
-        return [e for e in self.errors if not e.startswith(NOT_CAUGHT_UP)]
-
     def to_json(self) -> dict:
         return {"run_dir": str(self.run_dir), "source": self.source, "phases_s": self.phases, "drained": self.drained,
-                "errors": self.errors, "skipped_faults": self.skipped_faults}
+                "errors": self.errors, "unsettled": self.unsettled, "skipped_faults": self.skipped_faults}
 
 
 @contextmanager
@@ -183,7 +175,10 @@ def nemesis_for(plan: Plan, cluster: KafkaCluster, pool: MemberPool, timeline: F
 
 
 def workload_time_limit(plan: Plan) -> float:
-    """Generous: the producer's planned time, the last fault's end, plus its delivery time-out."""
+    """run.workload_timeout_s, else generous: the producer's planned time, the last fault's end, plus its delivery
+    time-out."""
+    if plan.scenario.run.workload_timeout_s is not None:
+        return plan.scenario.run.workload_timeout_s
     producer = plan.producer.settings
     planned = producer.records / producer.rate if producer.rate else 60
     last_fault = max((f.at_s + f.duration_s for f in plan.schedule), default=0)
@@ -238,15 +233,20 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
         with member_lanes_proxied(cluster, plan) as rpc_proxy:
             _run_on(cluster, plan, run_dir, outcome, phase, schedule, rpc_proxy, on_drain)
         with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
-            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase)
+            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome)
             if plan.scenario.run.log_format == "parquet":
                 with phase("compact logs"):
                     compact_logs(run_dir)
             cluster = None
             leaving.result()
+    except ScenarioError:
+        raise
+    except Exception as exc:  # the harness failed: said in run.json too, and raised on (the CLI: exit 3)
+        outcome.errors.append(one_line(exc))
+        raise
     finally:
         if cluster is not None:  # a run that failed before its end
-            _let_go(cluster, own_cluster, run_dir, phase)
+            _let_go(cluster, own_cluster, run_dir, phase, outcome)
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
 
@@ -271,12 +271,20 @@ def refuse_a_cluster_unlike_the_plan(plan: Plan, cluster) -> None:
                             "of their own (disk_full fills one); run the scenario on its own cluster")
 
 
-def _let_go(cluster, own_cluster: bool, run_dir: Path, phase) -> None:
-    """The containers' logs into the run directory; the cluster removed if the run started it."""
-    cluster.save_logs(run_dir / "logs")
+def _let_go(cluster, own_cluster: bool, run_dir: Path, phase, outcome: RunOutcome) -> None:
+    """The containers' logs into the run directory; the cluster removed if the run started it. Either failing (the
+    Docker engine gone) is a harness error in run.json, and the other is still tried."""
+    try:
+        cluster.save_logs(run_dir / "logs")
+    except Exception as exc:
+        outcome.errors.append(f"the brokers' logs could not be saved: {one_line(exc)}")
     if own_cluster:
         with phase("teardown"):
-            cluster.stop()
+            try:
+                cluster.stop()
+            except Exception as exc:
+                outcome.errors.append(f"the cluster could not be removed: {one_line(exc)}; `kafka-chaos clean` "
+                                      "removes what is left once the Docker engine answers")
 
 
 def write_schedule(path: Path, plan: Plan) -> None:
@@ -361,19 +369,22 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         except Exception as exc:
             say(f"progress unavailable ({exc})")
 
+    group_log = GroupLog(run_dir)
     try:
         with phase("topics" if len(plan.topics) > 1 else "topic"):
             for topic in plan.topics:
                 cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
         watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
-                               sum(t.partitions for t in plan.topics))
+                               sum(t.partitions for t in plan.topics), log=group_log)
         with phase(f"{len(plan.members)} members join {plan.group_id}"):
             for member in plan.members:
                 pool.start(member.name, lane=member.lane)
-            if not wait_until(lambda: watcher.is_stable(len(plan.members)), GROUP_STABLE_TIMEOUT_S, "group stable"):
-                described = watcher.last_described or f"none: {watcher.describe_error or 'Kafka could not say'}"
-                raise ClusterError(f"the group did not become stable within {GROUP_STABLE_TIMEOUT_S} s (its last "
-                                   f"description: {described}); see {run_dir / 'logs'}")
+            limit_s = stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members))
+            if not wait_until(lambda: watcher.is_stable(len(plan.members)), limit_s, "group stable"):
+                if not watcher.ever_described:  # not a finding: the harness could not see the group
+                    raise ClusterError(f"the group could not be described once in {limit_s:g} s "
+                                       f"({watcher.describe_error or 'Kafka could not say'}); see {run_dir / 'logs'}")
+                unsettled(outcome, group_log, watcher, "join", limit_s, len(plan.members))
         with phase("workload and faults"):
             nemesis = nemesis_for(plan, cluster, pool, timeline, topics, schedule, rpc_proxy)
             producer = producer_process(producer_config(plan, run_dir, cluster.lane_bootstrap_servers(plan.producer.lane))).start()
@@ -382,7 +393,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             nemesis.start()
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(plan),
                               "workload", show_progress):
-                outcome.errors.append(f"the workload did not end within {workload_time_limit(plan):.0f} s")
+                outcome.errors.append(f"the workload did not end within {workload_time_limit(plan):g} s")
             if producer.exit_code != 0:
                 outcome.errors.append(f"producer exited with {producer.exit_code}; see logs/{plan.producer.name}.log")
         with phase("final heal"):
@@ -391,15 +402,30 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             on_drain()
         with phase("drain"):
             drain_timeout_s = plan.scenario.run.drain_timeout_s
+            watcher.last_progress = None  # what the drain itself read
             outcome.drained = wait_until(lambda: watcher.progress().lag == 0, drain_timeout_s, "drain", show_progress)
-            if not outcome.drained:
-                outcome.errors.append(f"{NOT_CAUGHT_UP} {drain_timeout_s:g} s")
+            if not outcome.drained and watcher.last_progress is None:
+                outcome.errors.append(f"the group's offsets could not be read once in the drain's {drain_timeout_s:g} s")
+            elif not outcome.drained:
+                watcher.describe("drain")
+                unsettled(outcome, group_log, watcher, "drain", drain_timeout_s, sum(m.alive() for m in pool.all()))
     finally:
         nemesis.heal_all()
         outcome.errors.extend(nemesis.errors)
         if watcher is not None:
             watcher.close()
+        group_log.close()
         with phase("stop workload"):
             stop_all(([producer] if producer else []) + pool.all() + ([probe] if probe else []))
         for member in pool.all():
             after_stop(member)
+
+
+def unsettled(outcome: RunOutcome, group_log: GroupLog, watcher: GroupWatcher, phase: str, limit_s: float,
+              expected_members: int) -> None:
+    """The group did not settle within its limit: a finding (harness.settling), in group.jsonl and run.json."""
+    progress = watcher.last_progress
+    lag = lag_by_partition(progress.end_offsets, progress.committed) if progress is not None else None
+    row = group_log.unsettled(phase, limit_s, expected_members, watcher.partitions, watcher.last_described, lag)
+    outcome.unsettled.append(finding_line(row))
+    say(f"finding: {outcome.unsettled[-1]}")

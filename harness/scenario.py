@@ -309,7 +309,15 @@ class RandomFaultsSpec(Strict):
 
 
 class RunSpec(Strict):
-    drain_timeout_s: float = Field(180, gt=0, description="after the producer and all faults end, how long to wait for the group to catch up")
+    stable_timeout_s: float | None = Field(
+        None, gt=0, le=7200, description="how long the group may take to become stable once its members have started; "
+        "default: 60 s + 0.5 s a member. Longer is a finding (the `unsettled` check), not a harness failure")
+    workload_timeout_s: float | None = Field(
+        None, gt=0, le=86400, description="how long the producer and the fault schedule may take before the run gives "
+        "up on them (a harness failure, exit 3); default: the producer's planned time or the last fault's end, "
+        "whichever is later, + 300 s")
+    drain_timeout_s: float = Field(180, gt=0, description="after the producer and all faults end, how long to wait for "
+                                   "the group to catch up; longer is a finding (the `unsettled` check)")
     seed: int = 0
     log_format: Literal["parquet", "jsonl"] = Field(
         "parquet", description="what produced/ and consumed/ are left in: members append JSONL while they run; "

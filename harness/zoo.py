@@ -17,8 +17,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.progress import say
+from harness.progress import one_line, say
 from harness.scenario import Scenario, ScenarioError, catalog, parse_scenario, unique_names
+from harness.settling import settled
 from harness.zoo_spec import ZooSpec
 
 ZOO_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "zoo"
@@ -26,12 +27,6 @@ SIGNIFICANCE = 0.01          # the nightly's one-sided binomial test
 STATUS_WORDS = {"reproduced": "reproduced", "intermittent": "intermittent", "not_reproduced": "not reproduced",
                 "open": "open", "also_fixed": "also on the fixed release", "inconclusive": "inconclusive",
                 "no_runs": "no runs"}
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as one line of a table or a message: its type and the first line of its text."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -56,7 +51,7 @@ class Tally:
     version: str
     started: int = 0
     shown: int = 0               # runs that showed the signature
-    not_drained: int = 0         # analysed runs whose group never caught up (a finding, not a failure)
+    not_drained: int = 0         # analysed runs whose group did not settle (harness.settling: a finding, not a failure)
     failures: list[str] = field(default_factory=list)   # one line per run the harness or analysis could not finish
     other: Counter = field(default_factory=Counter)     # anomaly type -> runs in which it appeared outside the signature
     runs: list[dict] = field(default_factory=list)
@@ -222,8 +217,8 @@ def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_
                              f"{release.name} on {version}")  # names of its own: runs share the cluster
         outcome = run_scenario(run, runs_root, cluster=cluster, source=source)
         run_dir = outcome.run_dir
-        if outcome.failures:
-            tally.add(run_dir, failure=f"harness: {outcome.failures[0].splitlines()[0]}")
+        if outcome.errors:
+            tally.add(run_dir, failure=f"harness: {outcome.errors[0].splitlines()[0]}")
             return
         summary = analyze(run_dir, **scenario.analysis.options())
         unverified = not_run(summary, scenario.zoo)
@@ -231,7 +226,7 @@ def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_
             tally.add(run_dir, failure=f"could not verify: {unverified}")
             return
         match = signature.find(run_dir, scenario.zoo.resolved(run.settings()))
-        tally.add(run_dir, match, outcome.drained)
+        tally.add(run_dir, match, settled(outcome.to_json()))
         say(f"zoo {scenario.zoo.bug} {version}: signature {'shown' if match.shown else 'not shown'} "
             f"(rows per predicate {match.hits}), other: {dict(match.other) or 'none'}")
     except KeyboardInterrupt:
@@ -280,7 +275,7 @@ def rejudge(result: BugResult, spec: ZooSpec) -> BugResult:
                 t.add(run_dir, failure=run.get("failure") or "no run directory")
                 continue
             settings = yaml.safe_load((run_dir / "scenario.yaml").read_text(encoding="utf-8"))
-            t.add(run_dir, signature.find(run_dir, spec.resolved(settings)), run.get("drained", True))
+            t.add(run_dir, signature.find(run_dir, spec.resolved(settings)), settled(run))
     return again
 
 

@@ -59,7 +59,8 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
     ran = {k for k, v in s["checks"].items() if v["status"] == "ran"}
     assert ran == {"duplicate", "lost", "lost_within_budget", "unseen", "skip", "backwards", "commit_regression", "commit_ahead",
                    "duplicate_over_budget",
-                   "unhealed_fault", "attribution", "rebalances", "duplicate_write", "stall", "split_ownership", "member_fatal"}
+                   "unhealed_fault", "attribution", "rebalances", "duplicate_write", "stall", "split_ownership", "member_fatal",
+                   "unsettled"}
     assert s["rebalances"] == 1
     assert s["faults"][0]["id"] == "pause-1" and s["faults"][0]["anomalies"] == {}
 

@@ -81,6 +81,16 @@ def test_no_analysis_exits_0_and_leaves_the_run_to_analyse(tmp_path):
     assert list((run_dir / "consumed").iterdir()) and (run_dir / "faults.jsonl").read_text()
 
 
+def test_a_group_that_did_not_settle_exits_1_without_the_analysis_too(tmp_path):
+    """Issue 38, item 2: a finding about the group, not a harness failure (exit 3); said in one line."""
+    scenario = {**SMALL, "producer": {"records": 400, "rate": 2000}, "faults": [], "run": {"stable_timeout_s": 0.5}}
+    done, run_dir = kafka_chaos(tmp_path, scenario, "--no-analysis")
+    assert done.returncode == 1, done.stderr[-3000:]
+    [line] = our_lines(done.stderr)
+    assert line.startswith("finding: the group did not become stable within 0.5 s (last seen: "), line
+    assert json.loads((run_dir / "run.json").read_text())["errors"] == []
+
+
 def test_an_analysis_that_fails_is_exit_3_in_one_line_and_the_run_directory_is_kept(tmp_path):
     """Issue 37: Spark cannot start (a driver memory the JVM refuses): `kafka-chaos run` says so in one line, with no
     JVM or Spark text on the console, exits 3 (no verdict, never 1: "anomalies found"), and keeps the run directory,
