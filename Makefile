@@ -27,7 +27,8 @@ demo: setup ## run the default scenario
 	.venv/bin/kafka-chaos run scenarios/default.yaml
 
 test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests), the slow families left out
-	.venv/bin/python -m pytest -q -rsx --durations=40 -m "not slow"
+	KAFKA_CHAOS_FAMILIES=.test-results/families.json KAFKA_CHAOS_REQUIRE_ALL_FAMILIES=1 \
+	  .venv/bin/python -m pytest -q -rsx --durations=40 -m "not slow"
 
 NIGHTLY_DIR ?= nightly
 NIGHT := $(NIGHTLY_DIR)/$(shell date -u +%Y%m%d-%H%M)
@@ -44,6 +45,7 @@ nightly: setup setup-browser ## the slow families, the matrix and the bug zoo, t
 	@mkdir -p $(NIGHT); : > $(NIGHT)/exit-codes; echo "$(NIGHT)" > $(NIGHTLY_DIR)/latest; \
 	if [[ "$(FAMILY)" != none ]]; then \
 	  select=(); if [[ "$(FAMILY)" != all ]]; then select=(-k "$(FAMILY)"); fi; \
+	  KAFKA_CHAOS_FAMILIES=$(NIGHT)/families.json KAFKA_CHAOS_FAMILIES_SELECTION="$(FAMILY)" \
 	  .venv/bin/python -m pytest -q -rs --durations=25 -m slow "$${select[@]}" --keep-runs $(NIGHT)/runs \
 	    --junitxml=$(NIGHT)/junit.xml; echo "pytest $$?" >> $(NIGHT)/exit-codes; \
 	fi; \

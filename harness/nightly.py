@@ -6,6 +6,8 @@ It reads what the night wrote into its own folder (``make nightly`` puts everyth
 - ``zoo.json`` of ``kafka-chaos zoo``: each bug's gate (harness/zoo.py: below its recorded rate, shown on a
   fixed release, shown though recorded as not reproduced, an open bug that stopped showing);
 - the trend page's ``trend.json``: points outside their series' last nights, listed but not red by themselves;
+- ``families.json`` (harness/families.py): the fault families the night's tests really ran; one that the last
+  complete night before it ran and this complete night did not is red (a test that stopped injecting it);
 - ``exit-codes`` (one "step code" a line) when the make target records them: a step that crashed before it
   wrote its file.
 It writes ``summary.md`` (what a CI job summary shows) and exits 0 (green) or 1 (red).
@@ -23,18 +25,20 @@ class Verdict:
     expectations: list[str] = field(default_factory=list)   # catalog scenarios whose stated expectation failed
     zoo: list[str] = field(default_factory=list)            # bugs that moved
     harness: list[str] = field(default_factory=list)        # the harness itself failed
+    families: list[str] = field(default_factory=list)       # fault families the last complete night ran, not this one
     outliers: list[str] = field(default_factory=list)       # trend points outside their series (not red alone)
     ran: list[str] = field(default_factory=list)            # what this night ran
 
     @property
     def red(self) -> bool:
-        return bool(self.expectations or self.zoo or self.harness)
+        return bool(self.expectations or self.zoo or self.harness or self.families)
 
     def markdown(self, night: Path) -> str:
         lines = [f"# kafka-chaos nightly {night.name}: {'RED' if self.red else 'GREEN'}", "",
                  "Ran: " + (", ".join(self.ran) or "nothing"), ""]
         for title, items in (("Catalog expectations that failed", self.expectations), ("Zoo bugs that moved", self.zoo),
-                             ("Harness failures", self.harness), ("Trend points outside their series' last nights",
+                             ("Harness failures", self.harness),
+                             ("Fault families the last complete night ran and this one did not", self.families), ("Trend points outside their series' last nights",
                                                                   self.outliers)):
             lines.append(f"## {title}: {len(items)}")
             lines += [f"- {item}" for item in items] or ["- none"]
@@ -101,9 +105,34 @@ def read_exit_codes(path: Path, verdict: Verdict, written: set[str]) -> None:
         verdict.harness.append(f"{step} {what}" + ("" if step in written else " without writing its results"))
 
 
+def read_families(night: Path, verdict: Verdict) -> None:
+    """Compared with the last night before it (a sibling folder, by name) whose families.json covered every family
+    test: only when this one did too (a FAMILY selection runs a part on purpose)."""
+    def ledger(folder: Path) -> dict | None:
+        try:
+            data = json.loads((folder / "families.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) and isinstance(data.get("ran"), dict) else None
+
+    now = ledger(night)
+    if now is None:
+        verdict.harness.append(f"{night / 'families.json'}: missing or unreadable")
+        return
+    verdict.ran.append(f"{len(now['ran'])} fault families")
+    if now.get("selection") != "all":
+        return
+    before = [f for f in sorted(night.parent.iterdir()) if f.is_dir() and f.name < night.name]
+    previous = next((d for d in (ledger(f) for f in reversed(before)) if d and d.get("selection") == "all"), None)
+    if previous is not None:
+        verdict.families += [f"{family} (ran {previous['ran'][family]} times the last complete night)"
+                             for family in sorted(previous["ran"]) if family not in now["ran"]]
+
+
 def judge(night: Path, trend: Path | None = None) -> Verdict:
     verdict, written = Verdict(), set()
     if (night / "junit.xml").is_file():
+        read_families(night, verdict)
         read_junit(night / "junit.xml", verdict)
         written.add("pytest")
     if (night / "zoo.json").is_file():

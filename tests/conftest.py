@@ -20,3 +20,26 @@ def pytest_runtest_makereport(item, call):
     if report.skipped and os.environ.get("CI") and item.get_closest_marker("needs_setup") is not None:
         reason = report.longrepr[-1] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome, report.longrepr = "failed", f"under CI this may not skip: {reason}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The fault families this session really ran (harness/families.py), read from the run directories it left under
+    its temporary folder and --keep-runs: written to $KAFKA_CHAOS_FAMILIES; with $KAFKA_CHAOS_REQUIRE_ALL_FAMILIES=1
+    (`make test`) a family that did not run fails the session, naming it."""
+    path = os.environ.get("KAFKA_CHAOS_FAMILIES")
+    if not path or not hasattr(session.config, "_tmp_path_factory"):
+        return
+    from harness.families import families_under, write_ledger
+    keep = session.config.getoption("keep_runs", None)
+    ran = families_under(session.config._tmp_path_factory.getbasetemp(), keep)
+    ledger = write_ledger(path, ran, os.environ.get("KAFKA_CHAOS_FAMILIES_SELECTION", "all"))
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"fault families run: {len(ledger['ran'])}; not run: {', '.join(ledger['not_run']) or 'none'} ({path})"
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line)
+    if ledger["not_run"] and os.environ.get("KAFKA_CHAOS_REQUIRE_ALL_FAMILIES") == "1" and session.exitstatus == 0:
+        session.exitstatus = 1
+        if reporter is not None:
+            reporter.write_line("FAILED: every fault family must run in `make test` at least once (tests/cluster/"
+                                "test_families.py has a short run of each)", red=True)

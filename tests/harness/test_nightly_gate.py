@@ -11,9 +11,11 @@ JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="py
 </testsuite></testsuites>"""
 
 
-def night(tmp_path, failure="", error="", zoo_gate=(), codes=("pytest 0", "zoo 0")):
-    d = tmp_path / "20261125-0217"
+def night(tmp_path, failure="", error="", zoo_gate=(), codes=("pytest 0", "zoo 0"), name="20261125-0217",
+          families=None, selection="all"):
+    d = tmp_path / name
     d.mkdir()
+    (d / "families.json").write_text(json.dumps({"selection": selection, "ran": families or {"broker_crash": 2}}))
     (d / "junit.xml").write_text(JUNIT.format(failure=failure, error=error))
     (d / "zoo.json").write_text(json.dumps({"date": "2026-11-25", "bugs": [{"bug": "KAFKA-1", "gate": list(zoo_gate)}]}))
     (d / "exit-codes").write_text("\n".join(codes) + "\n")
@@ -68,3 +70,25 @@ def test_trend_outliers_are_listed_but_not_red_alone(tmp_path):
 def test_a_missing_night_is_bad_input(tmp_path, capsys):
     assert main(["gate", str(tmp_path / "nope")]) == 2
     assert "is not a folder" in capsys.readouterr().err
+
+
+def test_a_family_the_last_complete_night_ran_and_this_one_did_not_is_red(tmp_path):
+    night(tmp_path, name="20261124-0217", families={"broker_crash": 2, "rolling_restart": 1})
+    night(tmp_path, name="20261124-0900", families={"broker_crash": 1}, selection="rolling")  # a part: not compared
+    d = night(tmp_path, families={"broker_crash": 3})
+    assert main(["gate", str(d)]) == 1
+    text = (d / "summary.md").read_text()
+    assert "RED" in text and "rolling_restart (ran 1 times the last complete night)" in text
+
+
+def test_a_selected_part_is_not_held_to_the_whole(tmp_path):
+    night(tmp_path, name="20261124-0217", families={"broker_crash": 2, "rolling_restart": 1})
+    d = night(tmp_path, families={"broker_crash": 3}, selection="crash")
+    assert main(["gate", str(d)]) == 0
+
+
+def test_a_night_whose_tests_ran_without_the_ledger_is_a_harness_failure(tmp_path):
+    d = night(tmp_path)
+    (d / "families.json").unlink()
+    assert main(["gate", str(d)]) == 1
+    assert "families.json: missing or unreadable" in (d / "summary.md").read_text()
