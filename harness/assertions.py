@@ -101,6 +101,12 @@ class ChaosRun:
             self._fail(f"{over} re-delivered record(s) over the commit budget "
                        f"({s['duplicate_extra_deliveries']} re-deliveries in all)", self._of("duplicate_over_budget"))
 
+    def assert_settled(self) -> None:
+        """The group became stable within run.stable_timeout_s and caught up within run.drain_timeout_s (read from
+        run.json: no analysis needed); a group that did not is a finding (docs/DESIGN.md), named here."""
+        if self.unsettled or not self.drained:
+            self._fail("the group did not settle: " + ("; ".join(self.unsettled) or "it had not caught up"), [])
+
     def assert_no_stall(self) -> None:
         """The group never stopped while it could go on: no partition with records waiting and a live owner went
         undelivered, and no member that joined went unassigned, for longer than the scenario's stall_ms."""

@@ -42,4 +42,4 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
         if reporter is not None:
             reporter.write_line("FAILED: every fault family must run in `make test` at least once (tests/cluster/"
-                                "test_families.py has a short run of each)", red=True)
+                                "test_fault_families.py has a short run of each)", red=True)

@@ -212,6 +212,15 @@ def test_a_run_directory_loads_with_its_summary_and_run_json(tmp_path):
         run.assert_no_loss()
 
 
+def test_assert_settled_names_what_did_not_settle_from_run_json(tmp_path):
+    (tmp_path / "run.json").write_text(json.dumps({"drained": True, "unsettled": []}))
+    ChaosRun.load(tmp_path).assert_settled()
+    line = "the group did not become stable within 61 s (last seen: PREPARING_REBALANCE, 2 of 3 members, ...)"
+    (tmp_path / "run.json").write_text(json.dumps({"drained": False, "unsettled": [line]}))
+    with pytest.raises(ChaosAssertionError, match=r"the group did not settle: the group did not become stable within 61 s"):
+        ChaosRun.load(tmp_path).assert_settled()
+
+
 def test_a_run_directory_never_analysed_loads_and_says_so(tmp_path):
     run = ChaosRun.load(tmp_path)
     assert run.summary is None and run.drained
