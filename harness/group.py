@@ -114,12 +114,19 @@ class GroupDescriber:
         self.bootstrap = bootstrap
         self._proc: subprocess.Popen | None = None
         self.last_error: str | None = None  # why the last question had no answer (a run's error message says it)
+        try:  # started now, so that the first question (as the members start) is answered without its start-up
+            self._spawn()
+        except OSError as exc:
+            self.last_error = f"the describing child did not start: {exc}"
+
+    def _spawn(self) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen([sys.executable, "-m", "harness.group", self.bootstrap], text=True,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def describe(self, group_id: str) -> dict | None:
         try:
-            if self._proc is None or self._proc.poll() is not None:
-                self._proc = subprocess.Popen([sys.executable, "-m", "harness.group", self.bootstrap], text=True,
-                                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self._spawn()
             self._proc.stdin.write(group_id + "\n")
             self._proc.stdin.flush()
             ready, _, _ = select.select([self._proc.stdout], [], [], REQUEST_TIMEOUT_S + 10)

@@ -394,7 +394,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             if not wait_until(lambda: not producer.alive() and nemesis.finished, workload_time_limit(plan),
                               "workload", show_progress):
                 outcome.errors.append(f"the workload did not end within {workload_time_limit(plan):g} s")
-            if producer.exit_code != 0:
+            if producer.exit_code not in (0, None):  # None: still running, the workload's time-out above says so
                 outcome.errors.append(f"producer exited with {producer.exit_code}; see logs/{plan.producer.name}.log")
         with phase("final heal"):
             nemesis.heal_all()

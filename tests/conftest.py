@@ -36,7 +36,7 @@ def pytest_sessionfinish(session, exitstatus):
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     line = f"fault families run: {len(ledger['ran'])}; not run: {', '.join(ledger['not_run']) or 'none'} ({path})"
     if reporter is not None:
-        reporter.ensure_newline()
+        reporter.write("\n")  # after the progress dots, which leave the line open
         reporter.write_line(line)
     if ledger["not_run"] and os.environ.get("KAFKA_CHAOS_REQUIRE_ALL_FAMILIES") == "1" and session.exitstatus == 0:
         session.exitstatus = 1

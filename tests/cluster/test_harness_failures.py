@@ -95,7 +95,7 @@ def test_a_workload_that_does_not_end_is_a_harness_failure(tmp_path):
                          "run": {"workload_timeout_s": 3, "drain_timeout_s": 2}})
     code, run_dir, facts = run.end()
     assert code == 3, run.lines[-10:]
-    assert facts["errors"][0] == "the workload did not end within 3 s", facts
+    assert facts["errors"] == ["the workload did not end within 3 s"], facts
     assert_nothing_left(run, run_dir)
 
 
