@@ -104,7 +104,8 @@ class ChaosRun:
     def assert_settled(self) -> None:
         """The group became stable within run.stable_timeout_s and caught up within run.drain_timeout_s (read from
         run.json: no analysis needed); a group that did not is a finding (docs/DESIGN.md), named here."""
-        if self.unsettled or not self.drained:
+        from harness.settling import settled
+        if not settled({"unsettled": self.unsettled, "drained": self.drained}):
             self._fail("the group did not settle: " + ("; ".join(self.unsettled) or "it had not caught up"), [])
 
     def assert_no_stall(self) -> None:
