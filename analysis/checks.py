@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Callable, NamedTuple
 
 from . import figures
-from .history import OPEN, Commit, History, Period, commit_mode, periods_by_key
+from .history import OPEN, Commit, History, Period, commit_mode, parse_tp, periods_by_key
 from .records import (LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, CommitAsked, DeliveryWindow, OwnershipAsked,
                       Span, Step, merge_spans, shared_runs)
 from .records import bits_of as bits
@@ -1183,8 +1183,8 @@ def unsettled(x: Facts):
 
 def last_owner(h: History, tp: str, before_ms: int) -> str | None:
     """The member whose ownership of "topic:partition" began last before `before_ms` (None: never owned)."""
-    topic, _, partition = tp.rpartition(":")
-    started = [p for p in h.periods if p.topic == topic and str(p.partition) == partition and p.start <= before_ms]
+    topic, partition = parse_tp(tp, "group.jsonl", "lag")
+    started = [p for p in h.periods if p.topic == topic and p.partition == partition and p.start <= before_ms]
     return max(started, key=lambda p: p.start).member if started else None
 
 
