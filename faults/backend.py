@@ -18,7 +18,7 @@ from confluent_kafka.admin import AdminClient
 
 from kafkanet.broker_view import BrokerView
 from kafkanet.toxiproxy import Toxiproxy
-from workloads.config import AdminProbeConfig, MemberConfig, ProducerConfig
+from workloads.config import AdminProbeConfig, HostConfig, MemberConfig, ProducerConfig
 
 
 @runtime_checkable
@@ -161,7 +161,7 @@ class MemberHandle(Protocol):
     def run_dir(self) -> Path: ...
 
     @property
-    def config(self) -> MemberConfig | ProducerConfig | AdminProbeConfig: ...  # its typed config (workloads/config.py)
+    def config(self) -> MemberConfig | ProducerConfig | AdminProbeConfig | HostConfig: ...  # its typed config (workloads/config.py)
 
     @property
     def lane(self) -> str | None: ...  # the client lane it was started on (None: its own name's)
@@ -177,6 +177,24 @@ class MemberHandle(Protocol):
     def resume(self) -> None: ...
 
     def alive(self) -> bool: ...
+
+
+@runtime_checkable
+class HostedMemberHandle(MemberHandle, Protocol):
+    """A member inside a member host (consumer_group.members_per_host): its `lane` is its host's, shared with the
+    host's other members; kill() and stop() act on it alone (asked of its host), freeze() on the whole host."""
+
+    @property
+    def lane(self) -> str: ...  # its host's (host-N)
+
+    @property
+    def host_members(self) -> list[str]: ...  # every member of its host, itself included
+
+    @property
+    def cut_in_proxy(self) -> bool: ...  # whether its crash cuts its client.id in the request-aware proxy first
+
+    @property
+    def swallowed(self) -> list[dict]: ...  # what that cut kept from the brokers, as of its last restart
 
 
 @runtime_checkable

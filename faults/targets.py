@@ -31,7 +31,7 @@ BROKER_ROLES = ("coordinator", "controller", "leader", "random")
 MEMBER_ROLES = ("random-member",)
 GROUP_TARGET = "group"
 LEADER_OF = re.compile(r"^leader:(?P<topic>[A-Za-z0-9._-]+):(?P<partition>\d+)$")
-CLIENT_LANE = re.compile(r"^(member|producer)-\d+$")
+CLIENT_LANE = re.compile(r"^(member|producer|host)-\d+$")
 
 
 class TargetError(RuntimeError):
@@ -110,13 +110,23 @@ def is_client_target(target: str) -> bool:
 
 
 def check_client_target(target: str, facts: ScenarioFacts) -> None:
-    """A workload client with a lane of its own: member-N (spares included), producer-1, random-member."""
-    if target not in facts.lanes and target not in MEMBER_ROLES:
+    """A workload client with a lane of its own: member-N (spares included), producer-1, host-N (a member host's
+    members), random-member; or a hosted member, which the request-aware proxy tells apart by its client.id."""
+    if target not in facts.lanes and target not in MEMBER_ROLES and target not in hosted_members(facts):
         raise ValueError(f"target: {target!r} is not one of {list(facts.lanes) + list(MEMBER_ROLES)}")
+
+
+def hosted_members(facts: ScenarioFacts) -> tuple[str, ...]:
+    """The members that run in member hosts (consumer_group.members_per_host): none of them has a lane of its own."""
+    return facts.members if facts.group.get("members_per_host") else ()
 
 
 def check_lane_target(target: str, facts: ScenarioFacts) -> None:
     """A broker target (its lanes) or a workload client (its lane to every broker)."""
+    if target in hosted_members(facts) or target in MEMBER_ROLES and hosted_members(facts):
+        raise ValueError(f"target: {target!r} runs in a member host and shares its lane with the host's other members "
+                         "(consumer_group.members_per_host); target the host (host-N) to hit all of them, or use "
+                         "member_cut or an rpc fault, which act on one member by its client.id")
     if is_client_target(target):
         return check_client_target(target, facts)
     try:
@@ -127,7 +137,7 @@ def check_lane_target(target: str, facts: ScenarioFacts) -> None:
 
 def check_rpc_target(target: str, facts: ScenarioFacts) -> None:
     """Every member (`group`), or one that has a lane (spares included) or a role."""
-    members = [lane for lane in facts.lanes if lane.startswith("member-")]
+    members = [lane for lane in facts.lanes if lane.startswith("member-")] + list(hosted_members(facts))
     if target != GROUP_TARGET and target not in members and target not in MEMBER_ROLES:
         raise ValueError(f"target: {target!r} is not a member of this scenario; one of {[GROUP_TARGET, *members, *MEMBER_ROLES]}")
 

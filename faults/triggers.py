@@ -55,7 +55,7 @@ class JoinParams(FaultParams):
                                                      "(client, version, assignor, ...); default: the group's own")
 
     def check(self, facts: ScenarioFacts, target: str) -> None:
-        spare = len([lane for lane in facts.lanes if lane.startswith("member-")]) - len(facts.members)
+        spare = len([lane for lane in facts.lanes if lane.startswith("member-") and lane not in facts.members])
         if self.count > spare:
             raise ValueError(f"count: {self.count} new members need spare lanes; the cluster has {spare} "
                              "(cluster.spare_lanes)")
@@ -232,7 +232,8 @@ class DuplicateInstance(Trigger):
         name = f"{original.name}-dup"
         fenced = original.name if original.config.protocol == "classic" else name
         self.note(member=original.name, duplicate=name, expected_fatal=[fenced])
-        self.duplicate = self.pool.start(name, lane=original.name, instance=int(original.name.rsplit("-", 1)[1]))
+        self.duplicate = self.pool.start(name, lane=original.lane or original.name,
+                                         instance=int(original.name.rsplit("-", 1)[1]))
 
     def _heal(self) -> None:
         self.duplicate.stop()

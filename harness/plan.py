@@ -18,6 +18,7 @@ from pydantic import ValidationError, field_serializer, model_validator
 from faults.targets import is_role
 from harness.client_jars import java_client
 from harness.client_versions import ClientVersionError, member_client
+from harness.hosting import host_of
 from harness.progress import say
 from harness.scenario import (ADMIN_PROBE, FAULT_ENTRY, PRODUCER, AdminProbeSpec, ConsumerGroupSpec, FaultEntry,
                               ProcessingSpec, ProducerSpec, Scenario, ScenarioError, Strict, TopicSpec, located,
@@ -32,7 +33,7 @@ FORMAT = 1
 
 class MemberSettings(Strict):
     """One member's consumer settings: the scenario's consumer_group (or its members[i] entry), as it runs."""
-    client: Literal["librdkafka", "java"]
+    client: Literal["librdkafka", "java", "java-member"]
     version: str | None  # the client release asked for (None: the harness's own); its key in Plan.clients
     protocol: Literal["classic", "consumer"]
     assignor: str | None
@@ -61,6 +62,7 @@ class PlannedMember(Strict):
     lane: str
     settings: MemberSettings
     instance_id: str | None  # group.instance.id: static members only
+    host: str | None = None  # the member host it runs in (consumer_group.members_per_host); None: its own process
 
 
 def instance_id(index: int, settings: MemberSettings) -> str | None:
@@ -68,15 +70,19 @@ def instance_id(index: int, settings: MemberSettings) -> str | None:
     return f"instance-{index}" if settings.static_membership else None
 
 
-def planned_member(index: int, settings: MemberSettings) -> PlannedMember:
-    name = f"member-{index}"  # each member on its own lane, so a fault can hit one member's traffic
-    return PlannedMember(name=name, lane=name, settings=settings, instance_id=instance_id(index, settings))
+def planned_member(index: int, settings: MemberSettings, members_per_host: int | None = None) -> PlannedMember:
+    """member-<index> on its own lane, so a fault can hit one member's traffic; a hosted one on its host's lane
+    (a fault on one of them acts through the request-aware proxy, by client.id)."""
+    name = f"member-{index}"
+    host = host_of(index, members_per_host) if members_per_host else None
+    return PlannedMember(name=name, lane=host or name, settings=settings, instance_id=instance_id(index, settings),
+                         host=host)
 
 
 class PlannedClient(Strict):
     """A client release the members use: resolved (how it runs on this machine), or `pending`, saying what
     resolving it needs (a download, the Kafka image), when the plan was compiled offline."""
-    client: Literal["librdkafka", "java"]
+    client: Literal["librdkafka", "java", "java-member"]
     version: str | None
     release: ClientRelease | None
     pending: str | None = None
@@ -151,14 +157,27 @@ class Plan(Strict):
     @property
     def lanes(self) -> tuple[str, ...]:
         """Every workload client's lane the cluster is to have: members, spares, producer, admin probe."""
-        return self.starting_lanes[:len(self.members)] + tuple(m.lane for m in self.spares) \
-            + self.starting_lanes[len(self.members):]
+        return self.member_lanes + tuple(m.lane for m in self.spares) + self.starting_lanes[len(self.member_lanes):]
 
     @property
     def starting_lanes(self) -> tuple[str, ...]:
         """The lanes of the clients that start with the run (no spares)."""
         probe = (self.admin_probe.lane,) if self.admin_probe else ()
-        return tuple(m.lane for m in self.members) + (self.producer.lane,) + probe
+        return self.member_lanes + (self.producer.lane,) + probe
+
+    @property
+    def member_lanes(self) -> tuple[str, ...]:
+        """The lanes the members start on, each once (a host's members share its lane)."""
+        return tuple(dict.fromkeys(m.lane for m in self.members))
+
+    @property
+    def hosts(self) -> dict[str, tuple[PlannedMember, ...]]:
+        """Each member host and the members it runs, in order (empty: one process a member)."""
+        hosts: dict[str, list[PlannedMember]] = {}
+        for member in self.members:
+            if member.host is not None:
+                hosts.setdefault(member.host, []).append(member)
+        return {host: tuple(members) for host, members in hosts.items()}
 
     def release(self, client: str, version: str | None) -> ClientRelease:
         found = [c for c in self.clients if (c.client, c.version) == (client, version)]
@@ -183,7 +202,8 @@ def compile_plan(scenario: Scenario, offline: bool = False) -> Plan:
                                                version=group.version, settings=group.admin_probe)
     return Plan(
         scenario=scenario, group_id=group.group_id, clients=resolve_clients(scenario, offline),
-        members=tuple(planned_member(i, MemberSettings.of(spec)) for i, spec in enumerate(group.member_specs(), 1)),
+        members=tuple(planned_member(i, MemberSettings.of(spec), group.members_per_host)
+                      for i, spec in enumerate(group.member_specs(), 1)),
         spares=tuple(planned_member(i, MemberSettings.of(group))
                      for i in range(first_spare, first_spare + scenario.cluster.spare_lanes)),
         entries=entries, admin_probe=probe, producer=PlannedProducer(name=PRODUCER, lane=PRODUCER, settings=scenario.producer),
@@ -196,7 +216,7 @@ def resolve_clients(scenario: Scenario, offline: bool = False) -> tuple[PlannedC
     checked against what the scenario asks of it; an error names the scenario's field."""
     group, out = scenario.consumer_group, {}
     for where, spec in _version_fields(group):
-        if spec.client == "java" and security_config():
+        if spec.client != "librdkafka" and security_config():
             raise ScenarioError("consumer_group.client: the Java member does not take the KAFKA_CHAOS_CLIENT_* "
                                 "security settings; use client: librdkafka")
         if (spec.client, spec.version) not in out:

@@ -27,8 +27,8 @@ import pytest
 from harness.assertions import ChaosRun, undecided_checks
 from harness.scenario import ClusterSpec, parse_with_unique_names
 
-# The session cluster starts before any scenario is known: lanes for up to 8 members and the producer.
-SESSION_LANES = tuple(f"member-{n}" for n in range(1, 9)) + ("producer-1",)
+# The session cluster starts before any scenario is known: lanes for up to 8 members, 2 member hosts and the producer.
+SESSION_LANES = tuple(f"member-{n}" for n in range(1, 9)) + ("host-1", "host-2", "producer-1")
 RUNS_KEY = pytest.StashKey[list]()
 JUNIT_FIELDS = ("valid", "produced_records", "consumed_rows", "lost_records", "duplicate_extra_deliveries", "rebalances")
 

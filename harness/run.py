@@ -27,10 +27,11 @@ from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from harness.versions import kafka_version
 from kafkanet import waiting
-from workloads.config import AdminProbeConfig, ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
+from harness.hosting import hosted_settings
+from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
-from workloads.services import (WorkloadProcess, admin_probe_process, after_stop, member_process, producer_process,
-                                stop_all)
+from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
+                                host_process, member_process, producer_process, stop_all)
 
 PROGRESS_EVERY_S = 5
 SCHEDULE_FILE = "schedule.json"
@@ -71,9 +72,11 @@ def timed_phase(outcome: RunOutcome, name: str):
 
 
 def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, *, member: str, run_dir: Path,
-                  bootstrap: str, instance_id: str | None) -> MemberConfig:
-    """One member's process config: `settings` its own (the plan's), `release` its client's."""
+                  bootstrap: str, instance_id: str | None, host: str | None = None) -> MemberConfig:
+    """One member's process config: `settings` its own (the plan's), `release` its client's; a hosted member's
+    names its host and the client settings hosting changes."""
     return MemberConfig(
+        host=host, hosted_settings=hosted_settings(settings.client) if host else {},
         member=member, run_dir=str(run_dir), client=settings.client, release=release, bootstrap_servers=bootstrap,
         group_id=plan.group_id, topics=[t.name for t in plan.topics], pattern=settings.pattern,
         metadata_refresh_ms=settings.metadata_refresh_ms, protocol=settings.protocol, assignor=settings.assignor,
@@ -120,11 +123,27 @@ class MemberPool:
     """The group's member processes by name: the ones the scenario declares, and those triggers start
     later (member_join on a spare lane, a restarted bounce, a duplicate group.instance.id)."""
 
-    def __init__(self, plan: Plan, run_dir: Path, cluster: KafkaCluster) -> None:
-        self.plan, self.run_dir, self.cluster = plan, run_dir, cluster
+    def __init__(self, plan: Plan, run_dir: Path, cluster: KafkaCluster, rpc_proxy=None) -> None:
+        self.plan, self.run_dir, self.cluster, self.rpc_proxy = plan, run_dir, cluster, rpc_proxy
         self.planned = {m.name: m.settings for m in (*plan.members, *plan.spares)}
         self.joined_like: dict[str, MemberSettings] = {}
-        self.processes: dict[str, WorkloadProcess] = {}
+        self.processes: dict[str, WorkloadProcess | HostedMember] = {}  # every member by name, hosted or not
+        self.hosts: dict[str, WorkloadProcess] = {}
+
+    def start_host(self, host: str) -> list[HostedMember]:
+        """A member host (consumer_group.members_per_host) with its planned members, on its own lane."""
+        bootstrap = self.cluster.lane_bootstrap_servers(host)
+        members = [member_config(self.plan, m.settings, self.plan.release(m.settings.client, m.settings.version),
+                                 member=m.name, run_dir=self.run_dir, bootstrap=bootstrap, instance_id=m.instance_id,
+                                 host=host) for m in self.plan.hosts[host]]
+        process = host_process(HostConfig(host=host, run_dir=str(self.run_dir), members=members)).start()
+        self.hosts[host] = process
+        control = HostControl(process)
+        cut = self.rpc_proxy.cut if self.rpc_proxy is not None else None
+        uncut = self.rpc_proxy.uncut if self.rpc_proxy is not None else None
+        hosted = [HostedMember(config, control, before_crash=cut, before_restart=uncut) for config in members]
+        self.processes.update((m.name, m) for m in hosted)
+        return hosted
 
     def settings(self, index: int) -> MemberSettings:
         """member-<index>'s settings: the plan's (a spare lane's are the group's own) unless it joined `like`
@@ -156,8 +175,13 @@ class MemberPool:
         first = max(taken, default=0) + 1
         return [f"member-{i}" for i in range(first, first + count)]
 
-    def all(self) -> list[WorkloadProcess]:
+    def all(self) -> list[WorkloadProcess | HostedMember]:
+        """Every member, hosted or not."""
         return list(self.processes.values())
+
+    def os_processes(self) -> list[WorkloadProcess]:
+        """The processes to stop at the end: the member hosts, and each member that runs in a process of its own."""
+        return list(self.hosts.values()) + [p for p in self.processes.values() if isinstance(p, WorkloadProcess)]
 
 
 def nemesis_for(plan: Plan, cluster: KafkaCluster, pool: MemberPool, timeline: FaultTimeline,
@@ -339,7 +363,7 @@ def member_lanes_proxied(cluster, plan: Plan):
             raise ScenarioError("run.rpc_proxy: this cluster has no per-client lanes to route through the proxy")
         yield None  # its rpc faults were skipped (planned_faults says why)
         return
-    lanes = [m.lane for m in (*plan.members, *plan.spares)]
+    lanes = [*plan.member_lanes, *(m.lane for m in plan.spares)]
     say(f"member lanes ({len(lanes)}) through the request-aware proxy")
     with cluster.proxied_lanes(lanes) as proxy:
         yield proxy
@@ -353,7 +377,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         for c in plan.clients]})
     timeline = FaultTimeline(run_dir / "faults.jsonl")
     topics = RunTopics([t.name for t in plan.topics], control_path(run_dir, plan.producer.name))
-    pool = MemberPool(plan, run_dir, cluster)
+    pool = MemberPool(plan, run_dir, cluster, rpc_proxy)
     nemesis = Nemesis([])
     producer: WorkloadProcess | None = None
     probe = admin_probe(plan, run_dir, cluster)
@@ -377,8 +401,11 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
                                sum(t.partitions for t in plan.topics), log=group_log)
         with phase(f"{len(plan.members)} members join {plan.group_id}"):
+            for host in plan.hosts:
+                pool.start_host(host)
             for member in plan.members:
-                pool.start(member.name, lane=member.lane)
+                if member.host is None:
+                    pool.start(member.name, lane=member.lane)
             limit_s = stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members))
             if not wait_until(lambda: watcher.is_stable(len(plan.members)), limit_s, "group stable"):
                 if not watcher.ever_described:  # not a finding: the harness could not see the group
@@ -416,9 +443,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             watcher.close()
         group_log.close()
         with phase("stop workload"):
-            stop_all(([producer] if producer else []) + pool.all() + ([probe] if probe else []))
-        for member in pool.all():
-            after_stop(member)
+            stop_all(([producer] if producer else []) + pool.os_processes() + ([probe] if probe else []))
+        for process in pool.os_processes():
+            after_stop(process)
 
 
 def unsettled(outcome: RunOutcome, group_log: GroupLog, watcher: GroupWatcher, phase: str, limit_s: float,

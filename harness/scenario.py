@@ -20,6 +20,7 @@ from faults.schedule import ScheduleTooLong, random_schedule
 from faults.targets import TARGET_CHECKS
 from harness.client_versions import version_tuple
 from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
+from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, MAX_TOPIC_PARTITIONS, check_hosting, host_of
 from harness.zoo_spec import ZooSpec
 
 
@@ -33,6 +34,7 @@ MAX_ERRORS_SHOWN = 5
 MAX_FILE_BYTES = 16 << 20  # a scenario or a schedule file
 ADMIN_PROBE = "admin-probe-1"  # the admin probe's name: its lane, its events file
 PRODUCER = "producer-1"  # the producer's name: its lane, its log
+HOSTED_CUTS = ("member_crash", "member_cut")  # faults that cut one hosted member off, in the request-aware proxy
 
 
 class Strict(BaseModel):
@@ -65,7 +67,7 @@ class ClusterSpec(Strict):
 
 class TopicSpec(Strict):
     name: str = Field("chaos", pattern=r"^[A-Za-z0-9._-]{1,200}$")
-    partitions: int = Field(6, ge=1, le=1000)
+    partitions: int = Field(6, ge=1, le=MAX_TOPIC_PARTITIONS)
     replication_factor: int = Field(3, ge=1)
 
 
@@ -92,14 +94,15 @@ class ProcessingSpec(Strict):
 
 
 VERSION = r"^\d+(\.\d+){1,3}$"
+CLIENTS = Literal["librdkafka", "java", "java-member"]
 ASSIGNORS = Literal["range", "roundrobin", "sticky", "cooperative-sticky"]
 COMMIT_MODES = Literal["sync", "async", "auto", "before_process"]
 
 
 class MemberSpec(Strict):
     """Some members of a mixed group (consumer_group.members as a list); a field left out is the group's."""
-    count: int = Field(1, ge=1, le=32)
-    client: Literal["librdkafka", "java"] | None = None
+    count: int = Field(1, ge=1, le=MAX_HOSTED_MEMBERS)
+    client: CLIENTS | None = None
     version: str | None = Field(None, pattern=VERSION)
     assignor: ASSIGNORS | None = None
     static_membership: bool | None = None
@@ -123,7 +126,12 @@ class ConsumerGroupSpec(Strict):
     members: int | list[MemberSpec] = Field(
         3, description="how many members, or a list of member specs (count, client, version, assignor, "
                        "static_membership, commit, topics) for a mixed group")
-    client: Literal["librdkafka", "java"] = Field("librdkafka", description="java: Apache Kafka's VerifiableConsumer")
+    client: CLIENTS = Field("librdkafka", description="java: Apache Kafka's VerifiableConsumer, its reference member; "
+                            "java-member: our own Java member program (workloads/java), which can host many members")
+    members_per_host: int | None = Field(None, ge=1, le=MAX_HOSTED_MEMBERS, description=(
+        "run this many members in one process (a member host: each member a thread with its own consumer; "
+        "librdkafka or java-member); default: one process a member, for a group of up to "
+        f"{MAX_PROCESS_MEMBERS}"))
     version: str | None = Field(None, pattern=VERSION, description="the client release: confluent-kafka for librdkafka "
                                 "(installed from the package registry into a cached venv on first use), Apache Kafka "
                                 "for java (kafka-clients and VerifiableConsumer from Maven Central); default: the "
@@ -156,8 +164,13 @@ class ConsumerGroupSpec(Strict):
     @model_validator(mode="after")
     def _member_count(self):
         total = self.member_count
-        if not 1 <= total <= 32:
-            raise ValueError(f"members: a group of 1 to 32 members, got {total}")
+        if self.members_per_host is None and not 1 <= total <= MAX_PROCESS_MEMBERS:
+            raise ValueError(f"members: a group of 1 to {MAX_PROCESS_MEMBERS} members, one process each, got {total}; "
+                             "set members_per_host to run a larger group in member hosts")
+        if not 1 <= total <= MAX_HOSTED_MEMBERS:
+            raise ValueError(f"members: a group of 1 to {MAX_HOSTED_MEMBERS} members, got {total}")
+        if self.members_per_host is not None:
+            check_hosting(self)
         return self
 
     @property
@@ -205,6 +218,11 @@ class ConsumerGroupSpec(Strict):
             raise ValueError("processing: the Java member (VerifiableConsumer) has no processing delay; use client: librdkafka")
         if self.client == "java" and self.pattern is not None:
             raise ValueError("pattern: the Java member (VerifiableConsumer) subscribes to one topic by name; use client: librdkafka")
+        if self.client == "java-member" and self.version is not None:
+            raise ValueError("version: the Java member program runs the kafka-clients of the brokers' release; pin "
+                             "another release with client: java (VerifiableConsumer)")
+        if self.client == "java-member" and self.admin_probe is not None:
+            raise ValueError("admin_probe: the probe runs the group's confluent-kafka AdminClient; use client: librdkafka")
         if self.client == "java" and self.admin_probe is not None:
             raise ValueError("admin_probe: the probe runs the group's confluent-kafka AdminClient; use client: librdkafka")
         if self.client == "java" and self.topics is not None:
@@ -410,17 +428,29 @@ class Scenario(Strict):
             _check_zoo(self.zoo, self)
         if self.run.rpc_proxy is False and self.has_rpc_faults:
             raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
+        if self.run.rpc_proxy is False and self.cuts_hosted_members:
+            raise ValueError("run.rpc_proxy: false, but a member_crash or member_cut of a hosted member cuts it off in "
+                             "that proxy, by its client.id (it shares its host's lane); remove the setting")
         return self
 
     @property
     def has_rpc_faults(self) -> bool:
-        menu = self.random_faults.menu() if self.random_faults else []
-        return any(f.kind == "rpc" for f in [*self.faults, *menu])
+        return any(f.kind == "rpc" for f in self._all_faults())
+
+    @property
+    def cuts_hosted_members(self) -> bool:
+        """A hosted group with a fault that cuts one member off (member_crash, member_cut): the request-aware
+        proxy does it by client.id, since the member shares its host's lane."""
+        return self.consumer_group.members_per_host is not None and any(
+            f.kind in HOSTED_CUTS for f in self._all_faults())
+
+    def _all_faults(self) -> list[FaultEntry]:
+        return [*self.faults, *(self.random_faults.menu() if self.random_faults else [])]
 
     @property
     def proxies_member_lanes(self) -> bool:
         """Whether the run sends its members' lanes through the request-aware proxy."""
-        return self.has_rpc_faults if self.run.rpc_proxy is None else self.run.rpc_proxy
+        return self.has_rpc_faults or self.cuts_hosted_members if self.run.rpc_proxy is None else self.run.rpc_proxy
 
     def schedule(self) -> list[FaultEntry]:
         """Every fault of the run in time order: the listed ones and the seeded random ones."""
@@ -453,9 +483,18 @@ class Scenario(Strict):
     def client_lanes(self, spares: bool = True) -> tuple[str, ...]:
         """The workload clients that get a lane of their own: every member (and spares), the producer, and the
         admin probe when the group has one."""
-        count = self.consumer_group.member_count + (self.cluster.spare_lanes if spares else 0)
-        probe = (ADMIN_PROBE,) if self.consumer_group.admin_probe else ()
-        return tuple(f"member-{n}" for n in range(1, count + 1)) + (PRODUCER,) + probe
+        group = self.consumer_group
+        first_spare, probe = group.member_count + 1, (ADMIN_PROBE,) if group.admin_probe else ()
+        spare_lanes = tuple(f"member-{n}" for n in range(first_spare, first_spare + self.cluster.spare_lanes)) if spares else ()
+        return self.member_lanes() + spare_lanes + (PRODUCER,) + probe
+
+    def member_lanes(self) -> tuple[str, ...]:
+        """The lanes the group's members start on: one a member, or one a member host (host-1, ...), shared by
+        the members it runs."""
+        group = self.consumer_group
+        if group.members_per_host is None:
+            return tuple(f"member-{n}" for n in range(1, group.member_count + 1))
+        return tuple(dict.fromkeys(host_of(n, group.members_per_host) for n in range(1, group.member_count + 1)))
 
     def facts(self) -> ScenarioFacts:
         """What a fault entry is checked against before anything starts."""

@@ -29,10 +29,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cache, partial
 
+from kafkanet.clock import now_ms
 from kafkanet.wire import read_uvarint
 
 GROUP_APIS = {"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
               "LeaveGroup": 13, "SyncGroup": 14, "ConsumerGroupHeartbeat": 68}
+API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 69: "ConsumerGroupDescribe",
+             **{key: name for name, key in GROUP_APIS.items()}}
 MAX_FRAME = 100 << 20
 
 
@@ -222,6 +225,8 @@ class RpcProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="rpc-proxy", daemon=True)
         self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.StreamWriter] = set()
+        self._by_client: dict[str, set[asyncio.StreamWriter]] = {}  # client.id -> the client sides of its connections
+        self.cut_clients: dict[str, list[dict]] = {}  # client.id -> what it sent since its cut (never forwarded)
 
     def start(self) -> "RpcProxy":
         self._thread.start()
@@ -260,6 +265,29 @@ class RpcProxy:
             rule.released.set()
         asyncio.run_coroutine_threadsafe(remove(), self._loop).result(timeout=10)
 
+    def cut(self, client_id: str) -> None:
+        """One client's traffic ends, as a killed process's would: its connections are closed, and a connection
+        it opens later is closed at its first request, which is never forwarded (kept in cut_clients[client_id],
+        the proof that a request such as LeaveGroup never reached a broker). Other clients on the same lane
+        flow on: what tells them apart is the client.id in every request's header."""
+        async def cut():
+            self.cut_clients[client_id] = []
+            for writer in self._by_client.pop(client_id, set()):
+                writer.close()
+        asyncio.run_coroutine_threadsafe(cut(), self._loop).result(timeout=10)
+
+    def uncut(self, client_id: str) -> list[dict]:
+        """Its traffic flows again; returns what the cut swallowed."""
+        async def uncut():
+            return self.cut_clients.pop(client_id, [])
+        return asyncio.run_coroutine_threadsafe(uncut(), self._loop).result(timeout=10)
+
+    def swallowed(self, client_id: str) -> list[dict]:
+        """What a cut client has sent so far (at_ms, api, version), none of it forwarded."""
+        async def read():
+            return list(self.cut_clients.get(client_id, []))
+        return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=10)
+
     # -- one client connection ------------------------------------------------------------------
     async def _serve(self, client_r, client_w, upstream) -> None:
         try:
@@ -277,6 +305,8 @@ class RpcProxy:
         for w in (client_w, up_w):
             w.close()
             self._connections.discard(w)
+        if conn.client_id is not None:
+            self._by_client.get(conn.client_id, set()).discard(client_w)
 
     async def _requests(self, reader, up_w, conn: "_Connection") -> None:
         while True:
@@ -285,6 +315,14 @@ class RpcProxy:
                 return
             payload = frame[4:]
             header = read_header(payload)
+            if header.client_id in self.cut_clients:
+                self.cut_clients[header.client_id].append(
+                    {"at_ms": now_ms(), "api": API_NAMES.get(header.api_key, f"api {header.api_key}"),
+                     "version": header.api_version, **(request_facts(payload) if header.api_key in API_NAMES else {})})
+                return
+            if header.client_id is not None and conn.client_id is None:
+                conn.client_id = header.client_id
+                self._by_client.setdefault(header.client_id, set()).add(conn.client_w)
             for watcher in [r for r in self.rules if r.action == "observe" and r.matches(header)]:
                 self._hit(watcher, header, payload)
             rule = next((r for r in self.rules if r.action != "observe" and r.matches(header)), None)
@@ -328,6 +366,7 @@ class _Connection:
 
     def __init__(self, client_w) -> None:
         self.client_w = client_w
+        self.client_id: str | None = None  # from its first request
         self.in_flight: deque[int] = deque()              # correlation ids forwarded, oldest first
         self.queued: deque[tuple[int | None, bytes]] = deque()  # (answer after this id, own answer)
 

@@ -12,7 +12,7 @@ import signal
 import threading
 import time
 from dataclasses import asdict, dataclass, field, is_dataclass
-from typing import TypeVar, get_type_hints
+from typing import TypeVar, get_args, get_origin, get_type_hints
 
 ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG"
 T = TypeVar("T")
@@ -67,6 +67,24 @@ class MemberConfig:
     extra: dict = field(default_factory=dict)
     instance_id: str | None = None
     subscribed_topics: list[str] | None = None  # only these of `topics` (a member spec's own); None: all of them
+    host: str | None = None  # the member host it runs in (HostConfig); None: a process of its own
+    hosted_settings: dict = field(default_factory=dict)  # client settings a hosted member changes (harness/hosting.py)
+
+
+@dataclass(frozen=True)
+class HostConfig:
+    """A member host (workloads/member_host.py, or the Java member program): one process running many members,
+    each in a thread with its own consumer instance and its own logs (consumer_group.members_per_host).
+
+    The harness asks a host to bring one of its members down, or up again, through control/<host>.json:
+    {"crashed": [names], "stopped": [names]}, the members that must be down: crashed as if its process was killed
+    (no commit, no leave, nothing more logged), or stopped by a graceful close (a leave). A name taken off both
+    lists starts again under the same name. The host answers in control/<host>.ack.json ({"crashed": [...],
+    "stopped": [...], "running": [...]}) once it has done so. SIGTERM stops every member cleanly; SIGSTOP freezes
+    them all (a GC pause of the whole process)."""
+    host: str
+    run_dir: str
+    members: list[MemberConfig]
 
 
 @dataclass(frozen=True)
@@ -110,8 +128,16 @@ def decode(cls: type[T]) -> T:
 
 def _from_dict(cls, data: dict):
     hints = get_type_hints(cls)
-    return cls(**{name: _from_dict(hints[name], value) if is_dataclass(hints[name]) else value
-                  for name, value in data.items()})
+    return cls(**{name: _field(hints[name], value) for name, value in data.items()})
+
+
+def _field(hint, value):
+    """A field's value as its type says: a dataclass, a list of one (a host's members), or the value itself."""
+    if is_dataclass(hint):
+        return _from_dict(hint, value)
+    if get_origin(hint) is list and is_dataclass(item := get_args(hint)[0]):
+        return [_from_dict(item, v) for v in value]
+    return value
 
 
 def run_workload(factory, config_class) -> int:

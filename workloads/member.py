@@ -54,6 +54,7 @@ def consumer_settings(cfg: MemberConfig) -> dict:
         settings["group.instance.id"] = cfg.instance_id
     if cfg.metadata_refresh_ms:
         settings["topic.metadata.refresh.interval.ms"] = cfg.metadata_refresh_ms
+    settings.update(cfg.hosted_settings)
     settings.update(cfg.extra)
     return settings
 
@@ -179,6 +180,7 @@ class Member:
         self.next_n = next_sequence(run_dir / "consumed" / f"{self.name}.jsonl")
         self.events = JsonlLog(run_dir / "events" / f"{self.name}.jsonl")
         self.stopping = False
+        self.crashed = False  # a hosted member brought down as if killed (workloads/member_host.py)
         self.generation = -1  # the last one seen; kept for events after close()
         # A failed commit is retried when the member is idle: otherwise a group whose last commit
         # failed (e.g. in a rebalance) would never show its real progress to Kafka.
@@ -219,7 +221,7 @@ class Member:
         # typed facts of the client contract; the analysis reads these fields, detail is for people
         self.event("started", **librdkafka_facts(cfg), detail=f"commit={cfg.commit}")
         try:
-            while not self.stopping:
+            while not self.stopping and not self.crashed:
                 batch = self.consumer.consume(self.cfg.batch_size, timeout=0.5)
                 records = [m for m in batch if not self._is_error(m)]
                 if records:
@@ -234,10 +236,18 @@ class Member:
             return 3
         finally:
             self.consumed.close()
+        if self.crashed:
+            return 0
         self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
         self.event("stopped")
         self.events.close()
         return 0
+
+    def abandon(self) -> None:
+        """A crashed member's end: its Consumer destroyed without the consumer close (confluent-kafka's dealloc passes
+        RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE: no final commit, no LeaveGroup of its own), its logs left as they are."""
+        self.events.close()
+        self.consumer = None
 
     def _end_on(self, error: KafkaError, request: str | None) -> None:
         """The member's last event: the error it ends on, whether the client marked it fatal, and the request that

@@ -4,20 +4,23 @@ Each workload is its own OS process; its stdout and stderr go to logs/<name>.log
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from workloads import config as workload_config
+from workloads.control import control_path, write_atomically
 from workloads.history import JsonlLog, now_ms
 from workloads.java_member import raw_events_path
 from workloads.owner import owner_gone, this_owner
-from workloads.config import AdminProbeConfig, MemberConfig, ProducerConfig
+from workloads.config import AdminProbeConfig, HostConfig, MemberConfig, ProducerConfig
 from workloads.verifiable import convert, fully_converted
 
 OWNER_ENV = "KAFKA_CHAOS_OWNER"  # the owner id of the harness that started the workload (workloads/owner.py)
@@ -28,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under an
 class WorkloadProcess:
     name: str
     module: str
-    config: MemberConfig | ProducerConfig | AdminProbeConfig
+    config: MemberConfig | ProducerConfig | AdminProbeConfig | HostConfig
     run_dir: Path
     python: str = sys.executable  # a member pinned to another confluent-kafka runs in that release's venv
     role: str | None = None  # what its events file says it is (member, admin_probe); None: it logs no events
@@ -106,10 +109,15 @@ class WorkloadProcess:
 
 
 def watch_death(workload: WorkloadProcess, process: subprocess.Popen, sent: set[int]) -> None:
-    """Waits for one process of a workload; if a signal the harness did not send ended it, logs that death."""
+    """Waits for one process of a workload; if a signal the harness did not send ended it, logs that death (a
+    host's: each of its members')."""
     code = process.wait()
     if code < 0 and -code not in sent:
-        log_death(workload.run_dir, workload.name, workload.role, code)
+        if isinstance(workload.config, HostConfig):
+            for member in workload.config.members:
+                log_death(workload.run_dir, member.member, "member", code)
+        else:
+            log_death(workload.run_dir, workload.name, workload.role, code)
 
 
 def log_death(run_dir: Path, name: str, role: str, exit_code: int) -> None:
@@ -160,17 +168,122 @@ def _final_java_conversion(run_dir: Path, member: str, instance_id: str | None) 
 MEMBER_KINDS: dict[str, MemberKind] = {
     "librdkafka": MemberKind("workloads.member"),
     "java": MemberKind("workloads.java_member", after_stop=_final_java_conversion),
+    "java-member": MemberKind("workloads.java_host"),  # our own Java member program: a host, of one member here
 }
+HOST_MODULES = {"librdkafka": "workloads.member_host", "java-member": "workloads.java_host"}
 
 
 def member_process(config: MemberConfig) -> WorkloadProcess:
+    if config.client == "java-member":  # the program takes a host's config, whatever the number of members
+        return host_process(HostConfig(host=config.member, run_dir=config.run_dir, members=[config]))
     return WorkloadProcess(config.member, MEMBER_KINDS[config.client].module, config, Path(config.run_dir),
                            python=config.release.python or sys.executable, role="member")
 
 
+def host_process(config: HostConfig) -> WorkloadProcess:
+    """A member host: one process, many members (workloads/member_host.py, the Java member program)."""
+    first = config.members[0]
+    return WorkloadProcess(config.host, HOST_MODULES[first.client], config, Path(config.run_dir),
+                           python=first.release.python or sys.executable, role="member")
+
+
+@dataclass
+class HostControl:
+    """Asks one member host to bring members down or up (the protocol of workloads.config.HostConfig) and waits
+    for its answer."""
+    process: WorkloadProcess
+    down: dict[str, str] = field(default_factory=dict)  # member -> "crashed" or "stopped"
+
+    @property
+    def name(self) -> str:
+        return self.process.name
+
+    def ask(self, member: str, how: str | None, timeout_s: float = 30) -> None:
+        """`how`: crashed, stopped, or None (running again); returns once the host says so."""
+        if how is None:
+            self.down.pop(member, None)
+        else:
+            self.down[member] = how
+        run_dir = self.process.run_dir
+        write_atomically(control_path(run_dir, self.name),
+                         {kind: sorted(m for m, h in self.down.items() if h == kind) for kind in ("crashed", "stopped")})
+        key = how or "running"
+        deadline = time.monotonic() + timeout_s
+        while member not in self.state().get(key, ()):
+            if not self.process.alive():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} did not bring {member} {'up' if how is None else how} within {timeout_s:g} s")
+            time.sleep(0.05)
+
+    def state(self) -> dict:
+        try:
+            return json.loads(control_path(self.process.run_dir, f"{self.name}.ack").read_text())
+        except (OSError, ValueError):
+            return {}
+
+
+@dataclass
+class HostedMember:
+    """One member inside a member host, as the faults see a member (faults.backend.MemberHandle): a crash or a
+    graceful stop of it alone is asked of its host; a freeze freezes the host, every member in it."""
+    config: MemberConfig
+    host: HostControl
+    before_crash: Callable[[str], object] | None = None  # the run's cut of its client.id in the request-aware proxy
+    before_restart: Callable[[str], object] | None = None  # lifts that cut
+
+    @property
+    def name(self) -> str:
+        return self.config.member
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.config.run_dir)
+
+    @property
+    def lane(self) -> str:
+        return self.host.name
+
+    @property
+    def host_members(self) -> list[str]:
+        config = self.host.process.config
+        return [m.member for m in config.members] if isinstance(config, HostConfig) else [self.name]
+
+    @property
+    def cut_in_proxy(self) -> bool:
+        return self.before_crash is not None
+
+    swallowed: list[dict] = field(default_factory=list)  # what the last cut kept from the brokers
+
+    def start(self) -> "HostedMember":
+        if self.before_restart is not None:
+            self.swallowed = self.before_restart(self.name) or []
+        self.host.ask(self.name, None)
+        return self
+
+    def stop(self, timeout_s: float = 30) -> int | None:
+        self.host.ask(self.name, "stopped", timeout_s)
+        return 0
+
+    def kill(self) -> int | None:
+        if self.before_crash is not None:
+            self.before_crash(self.name)
+        self.host.ask(self.name, "crashed")
+        return None
+
+    def freeze(self) -> None:
+        self.host.process.freeze()
+
+    def resume(self) -> None:
+        self.host.process.resume()
+
+    def alive(self) -> bool:
+        return self.host.process.alive() and self.name in self.host.state().get("running", ())
+
+
 def after_stop(process: WorkloadProcess) -> None:
     """What the member's kind does once the process has stopped (nothing for a process that is no member)."""
-    if process.role != "member":
+    if process.role != "member" or isinstance(process.config, HostConfig):
         return
     kind = MEMBER_KINDS[process.config.client]
     if kind.after_stop is not None:

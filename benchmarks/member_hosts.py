@@ -1,0 +1,136 @@
+"""What a group member costs on this machine, hosted against one process a member (issue 39, BENCHMARKS.md).
+
+Real runs on a real cluster (run_scenario, the harness's own path): the same group in processes of their own and in
+member hosts, one after the other, each through its join and a steady workload. While a run goes on, a sampler reads
+/proc of the workload's member processes (workloads.member, workloads.member_host, the Java member program) every
+second: resident memory (VmRSS), open descriptors, threads, and CPU time. The figures are per member, over the
+window once the group is stable; each run also reports its time from start to stable (the `join` phase).
+
+    .venv/bin/python -m benchmarks.member_hosts --members 20 --per-host 20
+    .venv/bin/python -m benchmarks.member_hosts --members 500 --per-host 50 --hosted-only --protocol consumer
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+MEMBER_MODULES = (b"workloads.member", b"workloads.member_host", b"org.kafkachaos")
+TICK_S = os.sysconf("SC_CLK_TCK")
+
+
+def member_pids() -> list[int]:
+    pids = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(m in cmdline for m in MEMBER_MODULES):
+            pids.append(int(entry.name))
+    return pids
+
+
+def sample(pid: int) -> dict | None:
+    try:
+        status = (Path("/proc") / str(pid) / "status").read_text()
+        stat = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return {"rss_kb": int(fields["VmRSS"].split()[0]), "threads": int(fields["Threads"]), "fds": fds,
+            "cpu_s": (int(stat[11]) + int(stat[12])) / TICK_S}
+
+
+class Sampler(threading.Thread):
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.rows: list[dict] = []
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            samples = [s for s in map(sample, member_pids()) if s]
+            harness = sample(os.getpid())  # the harness: its request-aware proxy runs in this process
+            if samples and harness:
+                self.rows.append({"t": time.monotonic(), "processes": len(samples), "harness_cpu_s": harness["cpu_s"],
+                                  **{k: sum(s[k] for s in samples) for k in ("rss_kb", "threads", "fds", "cpu_s")}})
+
+
+def scenario(members: int, per_host: int | None, client: str, protocol: str, seconds: int, rate: int,
+             rpc_proxy: bool = False) -> dict:
+    group = {"members": members, "client": client, "protocol": protocol}
+    if protocol == "classic":
+        group |= {"session_timeout_ms": 30_000, "heartbeat_interval_ms": 3000}
+    if per_host:
+        group["members_per_host"] = per_host
+    return {"name": f"bench-hosts-{members}", "topic": {"partitions": 4 * members, "replication_factor": 1},
+            "producer": {"records": seconds * rate, "rate": rate}, "consumer_group": group,
+            "analysis": {"enabled": False}, "run": {"log_format": "jsonl", "rpc_proxy": rpc_proxy}}
+
+
+def measure(data: dict, runs_root: Path) -> dict:
+    from harness.run import run_scenario
+    from harness.scenario import parse_scenario
+    sampler = Sampler()
+    sampler.start()
+    start = time.monotonic()
+    outcome = run_scenario(parse_scenario(data), runs_root)
+    sampler.done.set()
+    run = json.loads((outcome.run_dir / "run.json").read_text())
+    phases = run.get("phases_s", {})
+    join = next((v for k, v in phases.items() if "join" in k), None)
+    members = data["consumer_group"]["members"]
+    steady = [r for r in sampler.rows if r["processes"] and r["t"] > start + (join or 0) + 15]
+    if len(steady) < 2:
+        return {"members": members, "error": "no steady window", "run_dir": str(outcome.run_dir)}
+    first, last = steady[0], steady[-1]
+    cpu = (last["cpu_s"] - first["cpu_s"]) / (last["t"] - first["t"])
+    harness_cpu = (last["harness_cpu_s"] - first["harness_cpu_s"]) / (last["t"] - first["t"])
+    return {"members": members, "processes": last["processes"], "join_s": join, "errors": outcome.errors,
+            "unsettled": outcome.unsettled, "drained": outcome.drained,
+            "rss_mb_per_member": round(max(r["rss_kb"] for r in steady) / 1024 / members, 2),
+            "fds_per_member": round(max(r["fds"] for r in steady) / members, 1),
+            "threads_per_member": round(max(r["threads"] for r in steady) / members, 1),
+            "cpu_pct_per_member": round(100 * cpu / members, 3), "cpu_pct_all": round(100 * cpu, 1),
+            "harness_cpu_pct": round(100 * harness_cpu, 1), "rpc_proxy": data["run"].get("rpc_proxy", False),
+            "window_s": round(last["t"] - first["t"]), "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--members", type=int, default=20)
+    ap.add_argument("--per-host", type=int, default=20)
+    ap.add_argument("--client", default="librdkafka", choices=("librdkafka", "java-member"))
+    ap.add_argument("--protocol", default="classic", choices=("classic", "consumer"))
+    ap.add_argument("--seconds", type=int, default=60, help="the producer's time at --rate")
+    ap.add_argument("--rate", type=int, default=1000)
+    ap.add_argument("--hosted-only", action="store_true", help="no one-process-a-member run (more than 32 members)")
+    ap.add_argument("--proxy", action="store_true", help="the hosted run again with every member lane through the "
+                    "request-aware proxy (what a hosted crash or cut needs): its cost in the harness process")
+    ap.add_argument("--runs-dir", type=Path, default=Path("runs/bench-member-hosts"))
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
+    a = ap.parse_args(argv)
+    cases = ([] if a.hosted_only else [("one process a member", None, False)]) + [(f"hosts of {a.per_host}", a.per_host, False)]
+    cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True)] if a.proxy else []
+    got = {}
+    for label, per_host, proxy in cases:
+        print(f"== {a.members} {a.client} members ({a.protocol}), {label}", flush=True)
+        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy), a.runs_dir)
+        print(json.dumps(got[label]), flush=True)
+    if not a.hosted_only:
+        one, hosted = list(got.values())[:2]
+        for key in ("rss_mb_per_member", "fds_per_member", "threads_per_member", "cpu_pct_per_member"):
+            if key in one and key in hosted and hosted[key]:
+                print(f"{key}: one process a member {one[key]} / hosted {hosted[key]} = {one[key] / hosted[key]:.2f}x")
+    if a.out:
+        a.out.write_text(json.dumps(got, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

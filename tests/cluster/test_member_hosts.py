@@ -1,0 +1,103 @@
+"""Member hosts on a real cluster (issue 39): many librdkafka members in one process, each with its own consumer
+and its own logs, tell the analysis nothing different from members in processes of their own; and each member fault
+keeps its meaning for a hosted member: a crash of one member looks to the group like a killed process (no leave
+reaches a broker, its partitions move only once its session expires), a freeze is the whole host's GC pause, and a
+cut takes one member off the cluster while the others in its process consume on."""
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.cluster
+
+SESSION_MS = 10_000
+
+
+def scenario(*faults, members_per_host=None, records=6000, protocol="classic", **group) -> dict:
+    settings = {"members": 4, "protocol": protocol, **group}
+    if protocol == "classic":
+        settings["session_timeout_ms"] = SESSION_MS
+    if members_per_host:
+        settings["members_per_host"] = members_per_host
+    return {"producer": {"records": records, "rate": 1000}, "consumer_group": settings, "faults": list(faults)}
+
+
+def jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def clean(run) -> dict:
+    assert run.errors == [] and run.drained and run.unsettled == [], (run.errors, run.unsettled)
+    assert run.summary["lost_records"] == 0 and run.summary["valid"] is True, run.summary["anomaly_counts"]
+    return run.summary
+
+
+def event_kinds(run) -> dict[str, list[str]]:
+    return {p.stem: sorted({e["kind"] for e in jsonl(p)}) for p in sorted((run.run_dir / "events").glob("member-*.jsonl"))}
+
+
+def fault_row(run, kind: str) -> dict:
+    return next(r for r in jsonl(run.run_dir / "faults.jsonl") if r["kind"] == kind)
+
+
+def test_hosted_and_one_process_members_give_the_same_rows_and_checks(chaos_run):
+    """The same scenario twice, 4 members in 4 processes and in 2 hosts of 2: the same members, the same event
+    kinds and consumed columns, the same checks run; the hosted members' `started` facts say where they ran."""
+    alone, hosted = chaos_run(scenario()), chaos_run(scenario(members_per_host=2))
+    a, h = clean(alone), clean(hosted)
+    assert event_kinds(alone) == event_kinds(hosted)
+    assert sorted(a["anomaly_counts"]) == sorted(h["anomaly_counts"]) and sorted(a.get("checks", {})) == sorted(h.get("checks", {}))
+    assert a["produced_records"] == h["produced_records"] and h["duplicate_extra_deliveries"] == 0
+    for run in (alone, hosted):
+        assert (run.run_dir / "consumed").is_dir()
+    started = [e for e in jsonl(hosted.run_dir / "events" / "member-3.jsonl") if e["kind"] == "started"][0]
+    assert started["host"] == "host-2" and started["hosted_settings"]["queued.max.messages.kbytes"] > 0
+    assert "host" not in [e for e in jsonl(alone.run_dir / "events" / "member-3.jsonl") if e["kind"] == "started"][0]
+
+
+def first_move(run, partitions: set[str], after_ms: int, crashed: str) -> int | None:
+    """When another member was first assigned one of the crashed member's partitions, after the crash."""
+    times = [e["ts_ms"] for p in (run.run_dir / "events").glob("member-*.jsonl") if p.stem != crashed
+             for e in jsonl(p) if e["kind"] == "assigned" and e["ts_ms"] >= after_ms and set(e["partitions"]) & partitions]
+    return min(times, default=None)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, protocol):
+    """member-2 (host-1, with member-1) crashed for 16 s: its partitions move only once its session has expired (a
+    leave would move them at once), member-1 in the same process consumes on, and nothing the crashed member still
+    sent after its crash (e.g. a LeaveGroup) passed the cut: the row lists it as swallowed."""
+    crash = {"kind": "member_crash", "target": "member-2", "at_s": 4, "duration_s": 16}
+    run = chaos_run(scenario(crash, members_per_host=2, records=24000, protocol=protocol))
+    clean(run)
+    row = fault_row(run, "member_crash")
+    assert row["params"]["host"] == "host-1" and row["params"]["cut_in"] == "rpc_proxy", row
+    leaves = [r for r in row["params"].get("swallowed", []) if r["api"] == "LeaveGroup" or r.get("generation", 0) < 0]
+    owned = next(e for e in reversed(jsonl(run.run_dir / "events" / "member-2.jsonl"))
+                 if e["kind"] == "assigned" and e["ts_ms"] < row["injected_at_ms"])["partitions"]
+    moved = first_move(run, set(owned), row["injected_at_ms"], "member-2")
+    assert moved is not None and moved - row["injected_at_ms"] >= SESSION_MS - 2000, (moved, row, leaves)
+    member_1 = [e["ts_ms"] for e in jsonl(run.run_dir / "events" / "member-1.jsonl") if e["kind"] == "stopped"]
+    assert member_1 and member_1[0] > row["healed_at_ms"]  # its host-mate ran on to the end
+
+
+def consumed_between(run, member: str, start_ms: int, end_ms: int) -> int:
+    return sum(1 for r in jsonl(run.run_dir / "consumed" / f"{member}.jsonl") if start_ms <= r["consumed_at_ms"] <= end_ms)
+
+
+def test_a_hosted_cut_is_one_members_and_a_hosted_freeze_is_its_whole_hosts(chaos_run):
+    """member-2 (host-1) cut for 14 s, then member-4 (host-2) frozen for 14 s, both longer than the session: the cut
+    takes member-2 alone off the cluster while member-1, in the same process, consumes on; the freeze stops every
+    member of host-2, and the row says which."""
+    cut = {"kind": "member_cut", "target": "member-2", "at_s": 3, "duration_s": 14}
+    freeze = {"kind": "member_freeze", "target": "member-4", "at_s": 24, "duration_s": 14}
+    run = chaos_run({**scenario(cut, freeze, members_per_host=2, records=45000), "run": {"log_format": "jsonl"}})
+    clean(run)
+    cut_row, freeze_row = fault_row(run, "member_cut"), fault_row(run, "member_freeze")
+    assert cut_row["target"] == "member-2" and cut_row["params"]["host"] == "host-1" and cut_row["params"]["swallowed"] > 0
+    window = (cut_row["inject_done_ms"] + 1000, cut_row["healed_at_ms"])
+    assert consumed_between(run, "member-1", *window) > 0 and consumed_between(run, "member-2", *window) == 0
+    assert freeze_row["params"]["host"] == "host-2" and freeze_row["params"]["frozen"] == ["member-3", "member-4"]
+    window = (freeze_row["inject_done_ms"] + 1000, freeze_row["healed_at_ms"])
+    assert consumed_between(run, "member-3", *window) == 0 and consumed_between(run, "member-4", *window) == 0
+    assert consumed_between(run, "member-1", *window) > 0

@@ -1,0 +1,66 @@
+"""Member hosts in the scenario and the plan (harness/hosting.py, issue 39): which members share a host and its
+lane, and every hosted group that cannot run refused before anything starts, with one error naming the field."""
+import pytest
+
+from harness.hosting import FD_HEADROOM, FDS_PER_MEMBER, fd_limit, host_of
+from harness.plan import compile_plan
+from harness.scenario import ScenarioError, parse_scenario
+
+
+def hosted(members=6, per_host=4, **group) -> dict:
+    return {"consumer_group": {"members": members, "members_per_host": per_host, **group}}
+
+
+def test_members_fill_hosts_in_order_and_share_their_lane():
+    assert [host_of(i, 4) for i in (1, 4, 5, 8, 9)] == ["host-1", "host-1", "host-2", "host-2", "host-3"]
+    plan = compile_plan(parse_scenario(hosted()), offline=True)
+    assert {h: [m.name for m in ms] for h, ms in plan.hosts.items()} == {
+        "host-1": ["member-1", "member-2", "member-3", "member-4"], "host-2": ["member-5", "member-6"]}
+    assert plan.lanes == ("host-1", "host-2", "member-7", "member-8", "producer-1")  # spares keep their own lanes
+    assert plan.members[4].lane == "host-2" and plan.spares[0].host is None
+
+
+def test_a_group_without_hosts_keeps_one_process_and_one_lane_a_member():
+    plan = compile_plan(parse_scenario({"consumer_group": {"members": 3}}), offline=True)
+    assert plan.hosts == {} and plan.member_lanes == ("member-1", "member-2", "member-3")
+
+
+def test_a_hosted_crash_or_cut_routes_the_lanes_through_the_request_aware_proxy():
+    crash = {"kind": "member_crash", "target": "member-2", "at_s": 1, "duration_s": 1}
+    assert parse_scenario({**hosted(), "faults": [crash]}).proxies_member_lanes
+    assert not parse_scenario({"consumer_group": {"members": 3}, "faults": [crash]}).proxies_member_lanes
+
+
+@pytest.mark.parametrize("data, field, words", [
+    ({"consumer_group": {"members": 33}}, "consumer_group.members", "set members_per_host"),
+    (hosted(client="java"), "consumer_group.members_per_host", "use client: java-member"),
+    (hosted(members=[{"count": 3}, {"count": 3, "client": "java-member"}]), "consumer_group.members_per_host", "mixes"),
+    (hosted(members=[{"count": 3, "version": "2.16.1"}, {"count": 3}]), "consumer_group.members_per_host", "one client release"),
+    (hosted(members=3000, per_host=2000), "consumer_group.members", "1 to 2000"),
+    ({**hosted(), "faults": [{"kind": "latency", "target": "member-2", "latency_ms": 5, "at_s": 1, "duration_s": 1}]},
+     "faults[0].target", "target the host (host-N)"),
+    ({**hosted(), "faults": [{"kind": "latency", "target": "random-member", "latency_ms": 5, "at_s": 1, "duration_s": 1}]},
+     "faults[0].target", "shares its lane"),
+    ({**hosted(), "run": {"rpc_proxy": False},
+      "faults": [{"kind": "member_crash", "target": "member-2", "at_s": 1, "duration_s": 1}]}, "run.rpc_proxy", "client.id"),
+    ({"consumer_group": {"client": "java-member", "version": "4.0.0"}}, "consumer_group.version", "client: java"),
+])
+def test_a_hosted_group_that_cannot_run_is_refused_naming_the_field(data, field, words):
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(data)
+    assert f"{field}:" in str(err.value) and words in str(err.value), str(err.value)
+
+
+def test_a_host_that_needs_more_open_files_than_the_machine_allows_is_refused():
+    per_host = (fd_limit() - FD_HEADROOM) // FDS_PER_MEMBER["librdkafka"] + 1
+    if per_host > 2000:
+        pytest.skip("this machine's open-file limit holds the largest host")
+    with pytest.raises(ScenarioError, match=r"members_per_host: .* open files .*ulimit -Hn"):
+        parse_scenario(hosted(members=per_host, per_host=per_host))
+
+
+def test_toxics_may_target_a_host_lane_and_member_cut_a_hosted_member():
+    parse_scenario({**hosted(), "faults": [
+        {"kind": "latency", "target": "host-1", "latency_ms": 5, "at_s": 1, "duration_s": 1},
+        {"kind": "member_cut", "target": "member-3", "at_s": 3, "duration_s": 1},
+        {"kind": "rpc", "target": "member-3", "api": "Heartbeat", "action": "observe", "at_s": 5, "duration_s": 1}]})
