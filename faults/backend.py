@@ -191,10 +191,13 @@ class HostedMemberHandle(MemberHandle, Protocol):
     def host_members(self) -> list[str]: ...  # every member of its host, itself included
 
     @property
-    def cut_in_proxy(self) -> bool: ...  # whether its crash cuts its client.id in the request-aware proxy first
+    def leave_guard(self) -> bool: ...  # whether its crash first keeps its leaves from the brokers (the request-aware proxy)
 
     @property
-    def swallowed(self) -> list[dict]: ...  # what that cut kept from the brokers, as of its last restart
+    def down_at_ms(self) -> int | None: ...  # when its host said it was down, the last time it was crashed
+
+    @property
+    def sent_while_down(self) -> list[dict]: ...  # what it sent from that guard to its restart (the proxy's record)
 
 
 @runtime_checkable

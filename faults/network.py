@@ -39,8 +39,8 @@ class MemberCut(Fault):
 
     def __init__(self, lane: str, proxies: list[str], toxiproxy: Toxiproxy | None, *, timeline: FaultTimeline | None = None,
                  rpc_proxy: RpcProxy | None = None, client_id: str | None = None, **kw: object) -> None:
-        facts = {"proxies": proxies} if client_id is None else {"host": lane, "cut_in": "rpc_proxy"}
-        super().__init__(client_id or lane, timeline, **facts, **kw)
+        super().__init__(client_id or lane, timeline, **({"proxies": proxies} if client_id is None else {}), **kw)
+        self.lane = lane
         self._proxies, self.toxiproxy, self.rpc_proxy, self.client_id = proxies, toxiproxy, rpc_proxy, client_id
 
     @classmethod
@@ -60,6 +60,7 @@ class MemberCut(Fault):
 
     def _inject(self) -> None:
         if self.rpc_proxy is not None and self.client_id is not None:
+            self.note(host=self.lane, cut_in="rpc_proxy")
             self.rpc_proxy.cut(self.client_id)
         elif self.toxiproxy is not None:
             for proxy in self._proxies:
@@ -67,7 +68,7 @@ class MemberCut(Fault):
 
     def _heal(self) -> None:
         if self.rpc_proxy is not None and self.client_id is not None:
-            self.note(swallowed=len(self.rpc_proxy.uncut(self.client_id)))
+            self.note(swallowed=len(self.rpc_proxy.uncut(self.client_id)))  # every request it sent while cut
         elif self.toxiproxy is not None:
             for proxy in self._proxies:
                 self.toxiproxy.set_enabled(proxy, True)

@@ -44,19 +44,23 @@ class MemberFreeze(MemberFault):
 class MemberCrash(MemberFault):
     """SIGKILL: no LeaveGroup, nothing flushed that was not already; healing restarts the member
     under the same name (and the same group.instance.id, if static). A hosted member is crashed alone, as a
-    killed process would be: its client.id cut in the request-aware proxy (when the run has one), then its
-    consumer destroyed without a close by its host; the row says what the cut swallowed (`swallowed`: the
-    requests it still sent, e.g. a LeaveGroup, none of which reached a broker)."""
+    killed process would be: its host destroys its consumer without a close (measured: confluent-kafka 2.16's
+    destroy sends no LeaveGroup and no leave heartbeat). In a run whose lanes cross the request-aware proxy, its
+    leaves are kept from the brokers from just before the crash to the restart, and the row says what it sent:
+    `swallowed` (leaves kept, which a killed process could not have sent) and `sent_after_crash` (any request once
+    its host said it was down: no heartbeat, no commit, is what a killed process sends)."""
     kind = "member_crash"
     ends_process = True
 
     def _inject(self) -> None:
         if is_hosted(self._process):
-            self.note(host=self._process.lane, cut_in="rpc_proxy" if self._process.cut_in_proxy else None)
+            self.note(host=self._process.lane, leave_guard=self._process.leave_guard)
         self._process.kill()
 
     def _heal(self) -> None:
         if not self._process.alive():
             self._process.start()
-        if is_hosted(self._process):
-            self.note(swallowed=self._process.swallowed)
+        if is_hosted(self._process) and self._process.leave_guard:
+            sent, down = self._process.sent_while_down, self._process.down_at_ms or 0
+            self.note(swallowed=[r for r in sent if not r["forwarded"]],
+                      sent_after_crash=[r for r in sent if r["at_ms"] > down])

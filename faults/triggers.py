@@ -18,6 +18,9 @@ from faults.base import Fault, FaultParams, StepRecord
 from faults.context import FaultContext, ScenarioFacts
 from faults.targets import TargetError, resolve_member
 from workloads.config import MemberConfig
+
+# A topic's partitions, at its creation or grown by partitions_add: 500 members x 10 partitions each, with room.
+MAX_TOPIC_PARTITIONS = 10_000
 from workloads.control import control_path, write_atomically
 
 
@@ -160,7 +163,7 @@ def check_members_see_metadata(facts: ScenarioFacts, kind: str, what: str) -> No
 
 
 class PartitionsParams(FaultParams):
-    partitions: int = Field(ge=2, le=10_000, description="the topic's new partition count")
+    partitions: int = Field(ge=2, le=MAX_TOPIC_PARTITIONS, description="the topic's new partition count")
 
     def check(self, facts: ScenarioFacts, target: str) -> None:
         have = facts.topics.get(target) if target != "topic" else next(iter(facts.topics.values()), None)
@@ -184,7 +187,7 @@ class PartitionsAdd(Trigger):
 
 
 class TopicParams(FaultParams):
-    partitions: int = Field(3, ge=1, le=1000)
+    partitions: int = Field(3, ge=1, le=MAX_TOPIC_PARTITIONS)
     replication_factor: int = Field(3, ge=1)
 
     def check(self, facts: ScenarioFacts, target: str) -> None:

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
 
 MAX_PROCESS_MEMBERS = 32      # one process a member: what 2 cores start and keep polling in a run's time
 MAX_HOSTED_MEMBERS = 2000     # in member hosts
-MAX_TOPIC_PARTITIONS = 10_000  # 500 members x 10 partitions each with room; partitions_add allows the same
 HOSTING_CLIENTS = ("librdkafka", "java-member")
 
 # What a hosted librdkafka member changes from the client's defaults, so that hundreds fit one machine. At the

@@ -139,9 +139,9 @@ class MemberPool:
         process = host_process(HostConfig(host=host, run_dir=str(self.run_dir), members=members)).start()
         self.hosts[host] = process
         control = HostControl(process)
-        cut = self.rpc_proxy.cut if self.rpc_proxy is not None else None
-        uncut = self.rpc_proxy.uncut if self.rpc_proxy is not None else None
-        hosted = [HostedMember(config, control, before_crash=cut, before_restart=uncut) for config in members]
+        proxy = self.rpc_proxy
+        guard = partial(proxy.cut, leaves_only=True) if proxy is not None else None
+        hosted = [HostedMember(config, control, guard=guard, unguard=proxy and proxy.uncut) for config in members]
         self.processes.update((m.name, m) for m in hosted)
         return hosted
 

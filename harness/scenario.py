@@ -20,7 +20,8 @@ from faults.schedule import ScheduleTooLong, random_schedule
 from faults.targets import TARGET_CHECKS
 from harness.client_versions import version_tuple
 from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
-from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, MAX_TOPIC_PARTITIONS, check_hosting, host_of
+from faults.triggers import MAX_TOPIC_PARTITIONS
+from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting, host_of
 from harness.zoo_spec import ZooSpec
 
 

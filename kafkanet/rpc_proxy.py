@@ -225,8 +225,8 @@ class RpcProxy:
         self._thread = threading.Thread(target=self._loop.run_forever, name="rpc-proxy", daemon=True)
         self._servers: list[asyncio.base_events.Server] = []
         self._connections: set[asyncio.StreamWriter] = set()
-        self._by_client: dict[str, set[asyncio.StreamWriter]] = {}  # client.id -> the client sides of its connections
-        self.cut_clients: dict[str, list[dict]] = {}  # client.id -> what it sent since its cut (never forwarded)
+        self.cut_clients: dict[str, list[dict]] = {}  # client.id -> what it sent since its cut
+        self._leaves_only: dict[str, bool] = {}
 
     def start(self) -> "RpcProxy":
         self._thread.start()
@@ -265,28 +265,37 @@ class RpcProxy:
             rule.released.set()
         asyncio.run_coroutine_threadsafe(remove(), self._loop).result(timeout=10)
 
-    def cut(self, client_id: str) -> None:
-        """One client's traffic ends, as a killed process's would: its connections are closed, and a connection
-        it opens later is closed at its first request, which is never forwarded (kept in cut_clients[client_id],
-        the proof that a request such as LeaveGroup never reached a broker). Other clients on the same lane
-        flow on: what tells them apart is the client.id in every request's header."""
+    def cut(self, client_id: str, leaves_only: bool = False) -> None:
+        """One client's requests stop reaching the brokers, told apart from other clients on the same lane by the
+        client.id in every request's header. Every request it sends from now on is kept in cut_clients[client_id]
+        (at_ms, api, version, what it says of its member, and whether it was forwarded).
+
+        A whole cut (a member cut off the cluster): each of its connections is closed at its next request, which is
+        never forwarded, and so is any connection it opens later; what it sent before the cut is still answered.
+        `leaves_only` (a hosted member's crash): only its leaves are kept from the brokers (LeaveGroup, and a
+        ConsumerGroupHeartbeat with member epoch -1 or -2), everything else goes on, so a commit already under way
+        ends as it would have; the list then proves what the member did or did not send once it was down."""
         async def cut():
             self.cut_clients[client_id] = []
-            for writer in self._by_client.pop(client_id, set()):
-                writer.close()
+            self._leaves_only[client_id] = leaves_only
         asyncio.run_coroutine_threadsafe(cut(), self._loop).result(timeout=10)
 
     def uncut(self, client_id: str) -> list[dict]:
-        """Its traffic flows again; returns what the cut swallowed."""
+        """Its traffic flows again; returns what it sent while cut."""
         async def uncut():
+            self._leaves_only.pop(client_id, None)
             return self.cut_clients.pop(client_id, [])
         return asyncio.run_coroutine_threadsafe(uncut(), self._loop).result(timeout=10)
 
-    def swallowed(self, client_id: str) -> list[dict]:
-        """What a cut client has sent so far (at_ms, api, version), none of it forwarded."""
-        async def read():
-            return list(self.cut_clients.get(client_id, []))
-        return asyncio.run_coroutine_threadsafe(read(), self._loop).result(timeout=10)
+    def _cut_request(self, client_id: str, header: RequestHeader, payload: bytes) -> bool:
+        """Record a cut client's request; True when it must not be forwarded."""
+        facts = request_facts(payload) if header.api_key in API_NAMES else {}
+        api = API_NAMES.get(header.api_key, f"api {header.api_key}")
+        leave = api == "LeaveGroup" or api == "ConsumerGroupHeartbeat" and facts.get("generation", 0) < 0
+        blocked = leave or not self._leaves_only.get(client_id, False)
+        self.cut_clients[client_id].append({"at_ms": now_ms(), "api": api, "version": header.api_version,
+                                                   "forwarded": not blocked, **facts})
+        return blocked
 
     # -- one client connection ------------------------------------------------------------------
     async def _serve(self, client_r, client_w, upstream) -> None:
@@ -305,8 +314,6 @@ class RpcProxy:
         for w in (client_w, up_w):
             w.close()
             self._connections.discard(w)
-        if conn.client_id is not None:
-            self._by_client.get(conn.client_id, set()).discard(client_w)
 
     async def _requests(self, reader, up_w, conn: "_Connection") -> None:
         while True:
@@ -315,14 +322,9 @@ class RpcProxy:
                 return
             payload = frame[4:]
             header = read_header(payload)
-            if header.client_id in self.cut_clients:
-                self.cut_clients[header.client_id].append(
-                    {"at_ms": now_ms(), "api": API_NAMES.get(header.api_key, f"api {header.api_key}"),
-                     "version": header.api_version, **(request_facts(payload) if header.api_key in API_NAMES else {})})
+            if header.client_id is not None and header.client_id in self.cut_clients \
+                    and self._cut_request(header.client_id, header, payload):
                 return
-            if header.client_id is not None and conn.client_id is None:
-                conn.client_id = header.client_id
-                self._by_client.setdefault(header.client_id, set()).add(conn.client_w)
             for watcher in [r for r in self.rules if r.action == "observe" and r.matches(header)]:
                 self._hit(watcher, header, payload)
             rule = next((r for r in self.rules if r.action != "observe" and r.matches(header)), None)
@@ -366,7 +368,6 @@ class _Connection:
 
     def __init__(self, client_w) -> None:
         self.client_w = client_w
-        self.client_id: str | None = None  # from its first request
         self.in_flight: deque[int] = deque()              # correlation ids forwarded, oldest first
         self.queued: deque[tuple[int | None, bytes]] = deque()  # (answer after this id, own answer)
 

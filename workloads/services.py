@@ -229,8 +229,10 @@ class HostedMember:
     graceful stop of it alone is asked of its host; a freeze freezes the host, every member in it."""
     config: MemberConfig
     host: HostControl
-    before_crash: Callable[[str], object] | None = None  # the run's cut of its client.id in the request-aware proxy
-    before_restart: Callable[[str], object] | None = None  # lifts that cut
+    guard: Callable[[str], object] | None = None  # keeps its leaves from the brokers (the request-aware proxy's cut)
+    unguard: Callable[[str], list[dict]] | None = None  # lifts it: what the member sent meanwhile
+    down_at_ms: int | None = None  # when its host said it was down, the last time it was crashed
+    sent_while_down: list[dict] = field(default_factory=list)  # what it sent from the guard to its restart
 
     @property
     def name(self) -> str:
@@ -250,14 +252,12 @@ class HostedMember:
         return [m.member for m in config.members] if isinstance(config, HostConfig) else [self.name]
 
     @property
-    def cut_in_proxy(self) -> bool:
-        return self.before_crash is not None
-
-    swallowed: list[dict] = field(default_factory=list)  # what the last cut kept from the brokers
+    def leave_guard(self) -> bool:
+        return self.guard is not None
 
     def start(self) -> "HostedMember":
-        if self.before_restart is not None:
-            self.swallowed = self.before_restart(self.name) or []
+        if self.unguard is not None:
+            self.sent_while_down = self.unguard(self.name)
         self.host.ask(self.name, None)
         return self
 
@@ -266,9 +266,10 @@ class HostedMember:
         return 0
 
     def kill(self) -> int | None:
-        if self.before_crash is not None:
-            self.before_crash(self.name)
+        if self.guard is not None:
+            self.guard(self.name)
         self.host.ask(self.name, "crashed")
+        self.down_at_ms = now_ms()
         return None
 
     def freeze(self) -> None:

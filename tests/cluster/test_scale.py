@@ -26,4 +26,4 @@ def test_a_large_group_joins_takes_a_join_and_a_crash_and_settles(name, tmp_path
     assert summary["lost_records"] == 0 and summary["valid"] is True, summary["anomaly_counts"]
     crash = next(json.loads(line) for line in (outcome.run_dir / "faults.jsonl").read_text().splitlines()
                  if '"member_crash"' in line)
-    assert crash["params"]["host"].startswith("host-") and crash.get("healed_at_ms"), crash
+    assert crash["host"].startswith("host-") and crash.get("healed_at_ms"), crash
