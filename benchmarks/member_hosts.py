@@ -23,14 +23,18 @@ TICK_S = os.sysconf("SC_CLK_TCK")
 
 
 def member_pids() -> list[int]:
+    """The member processes this harness started (their owner id is ours): not another run's, nor anyone's JVM."""
+    from workloads.owner import this_owner
+    from workloads.services import OWNER_ENV
+    mine = f"{OWNER_ENV}={this_owner()}".encode()
     pids = []
     for entry in Path("/proc").glob("[0-9]*"):
         try:
             cmdline = (entry / "cmdline").read_bytes()
+            if any(m in cmdline for m in MEMBER_MODULES) and mine in (entry / "environ").read_bytes().split(b"\0"):
+                pids.append(int(entry.name))
         except OSError:
             continue
-        if any(m in cmdline for m in MEMBER_MODULES):
-            pids.append(int(entry.name))
     return pids
 
 

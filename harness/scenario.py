@@ -35,7 +35,7 @@ MAX_ERRORS_SHOWN = 5
 MAX_FILE_BYTES = 16 << 20  # a scenario or a schedule file
 ADMIN_PROBE = "admin-probe-1"  # the admin probe's name: its lane, its events file
 PRODUCER = "producer-1"  # the producer's name: its lane, its log
-HOSTED_CUTS = ("member_crash", "member_cut")  # faults that cut one hosted member off, in the request-aware proxy
+HOSTED_CUTS = ("member_cut",)  # a fault that cuts one hosted member off: the request-aware proxy does it by client.id
 
 
 class Strict(BaseModel):
@@ -430,8 +430,8 @@ class Scenario(Strict):
         if self.run.rpc_proxy is False and self.has_rpc_faults:
             raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
         if self.run.rpc_proxy is False and self.cuts_hosted_members:
-            raise ValueError("run.rpc_proxy: false, but a member_crash or member_cut of a hosted member cuts it off in "
-                             "that proxy, by its client.id (it shares its host's lane); remove the setting")
+            raise ValueError("run.rpc_proxy: false, but a member_cut of a hosted member cuts it off in that proxy, by "
+                             "its client.id (it shares its host's lane); remove the setting")
         return self
 
     @property
@@ -440,8 +440,9 @@ class Scenario(Strict):
 
     @property
     def cuts_hosted_members(self) -> bool:
-        """A hosted group with a fault that cuts one member off (member_crash, member_cut): the request-aware
-        proxy does it by client.id, since the member shares its host's lane."""
+        """A hosted group with a member_cut: the request-aware proxy cuts the member by client.id, since it shares
+        its host's lane. (A hosted crash needs no proxy: the host destroys the member's consumer without a close,
+        which sends no leave; with the proxy on, its leaves are kept from the brokers too.)"""
         return self.consumer_group.members_per_host is not None and any(
             f.kind in HOSTED_CUTS for f in self._all_faults())
 

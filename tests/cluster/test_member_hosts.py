@@ -71,11 +71,12 @@ def removed_for(run, member_id: str) -> list[str]:
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
 def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, protocol):
-    """member-2 (host-1, with member-1) crashed for 16 s: once its host says it is down it sends nothing (the
-    request-aware proxy's record of its requests: no heartbeat, no commit, no leave); the coordinator removes it on
-    its session's expiry, not on a leave, so its partitions move only then; member-1, in the same process, consumes on."""
+    """member-2 (host-1, with member-1) crashed for 16 s, the lanes through the request-aware proxy (which a hosted
+    crash does not need; here it records what the member sends): once its host says it is down it sends nothing (no
+    heartbeat, no commit, no leave); the coordinator removes it on its session's expiry, not on a leave, so its
+    partitions move only then; member-1, in the same process, consumes on."""
     crash = {"kind": "member_crash", "target": "member-2", "at_s": 4, "duration_s": 16}
-    run = chaos_run(scenario(crash, members_per_host=2, records=24000, protocol=protocol))
+    run = chaos_run({**scenario(crash, members_per_host=2, records=24000, protocol=protocol), "run": {"rpc_proxy": True}})
     clean(run)
     row = fault_row(run, "member_crash")
     assert row["host"] == "host-1" and row["leave_guard"] is True, row

@@ -25,10 +25,12 @@ def test_a_group_without_hosts_keeps_one_process_and_one_lane_a_member():
     assert plan.hosts == {} and plan.member_lanes == ("member-1", "member-2", "member-3")
 
 
-def test_a_hosted_crash_or_cut_routes_the_lanes_through_the_request_aware_proxy():
+def test_a_hosted_cut_routes_the_lanes_through_the_request_aware_proxy_and_a_crash_does_not_need_it():
+    cut = {"kind": "member_cut", "target": "member-2", "at_s": 1, "duration_s": 1}
     crash = {"kind": "member_crash", "target": "member-2", "at_s": 1, "duration_s": 1}
-    assert parse_scenario({**hosted(), "faults": [crash]}).proxies_member_lanes
-    assert not parse_scenario({"consumer_group": {"members": 3}, "faults": [crash]}).proxies_member_lanes
+    assert parse_scenario({**hosted(), "faults": [cut]}).proxies_member_lanes
+    assert not parse_scenario({**hosted(), "faults": [crash]}).proxies_member_lanes
+    assert not parse_scenario({"consumer_group": {"members": 3}, "faults": [cut]}).proxies_member_lanes
 
 
 @pytest.mark.parametrize("data, field, words", [
@@ -42,7 +44,7 @@ def test_a_hosted_crash_or_cut_routes_the_lanes_through_the_request_aware_proxy(
     ({**hosted(), "faults": [{"kind": "latency", "target": "random-member", "latency_ms": 5, "at_s": 1, "duration_s": 1}]},
      "faults[0].target", "shares its lane"),
     ({**hosted(), "run": {"rpc_proxy": False},
-      "faults": [{"kind": "member_crash", "target": "member-2", "at_s": 1, "duration_s": 1}]}, "run.rpc_proxy", "client.id"),
+      "faults": [{"kind": "member_cut", "target": "member-2", "at_s": 1, "duration_s": 1}]}, "run.rpc_proxy", "client.id"),
     ({"consumer_group": {"client": "java-member", "version": "4.0.0"}}, "consumer_group.version", "client: java"),
 ])
 def test_a_hosted_group_that_cannot_run_is_refused_naming_the_field(data, field, words):
