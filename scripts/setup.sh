@@ -74,8 +74,17 @@ install_compose() {
   step_done "installed"
 }
 
+java_member_program() {
+  step "the Java member program (workloads/java: many consumers a JVM), built with Maven once per source"
+  command -v mvn >/dev/null || apt_install maven
+  local jar
+  jar=$(.venv/bin/python -m workloads.java_build) || die "the Java member program did not build (see above)"
+  step_done "${jar#"$HOME"/}"
+}
+
 if ((main)); then
   python_venv
+  java_member_program
   spark_class_archive
   LOG_TAG=setup "$ROOT/scripts/docker-engine.sh"
   install_compose

@@ -76,7 +76,7 @@ class HostConfig:
     """A member host (workloads/member_host.py, or the Java member program): one process running many members,
     each in a thread with its own consumer instance and its own logs (consumer_group.members_per_host).
 
-    The harness asks a host to bring one of its members down, or up again, through control/<host>.json:
+    The harness asks a host to bring one of its members down, or up again, through control/<host>.host.json:
     {"crashed": [names], "stopped": [names]}, the members that must be down: crashed as if its process was killed
     (no commit, no leave, nothing more logged), or stopped by a graceful close (a leave). A name taken off both
     lists starts again under the same name. The host answers in control/<host>.ack.json ({"crashed": [...],

@@ -42,3 +42,14 @@ def write_atomically(path: Path, data: dict) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
     os.replace(tmp, path)
+
+
+def host_control_path(run_dir: Path | str, host: str) -> Path:
+    """What the harness asks of a member host (control/<host>.host.json: workloads.config.HostConfig's protocol);
+    apart from control/<member>.json, which a member reads for itself."""
+    return control_path(run_dir, f"{host}.host")
+
+
+def host_ack_path(run_dir: Path | str, host: str) -> Path:
+    """Where a member host says which of its members are down and which run (control/<host>.ack.json)."""
+    return control_path(run_dir, f"{host}.ack")

@@ -2,7 +2,7 @@
 `workloads.member.Member` (its own Consumer, its own logs), as an application that runs a consumer per
 thread does.
 
-The harness asks for a crash or a restart of one member through control/<host>.json, and this host answers
+The harness asks for a crash or a restart of one member through control/<host>.host.json, and this host answers
 in control/<host>.ack.json (the protocol: workloads.config.HostConfig). A crashed member leaves its poll loop
 and its Consumer is destroyed without the consumer close (confluent-kafka's dealloc passes
 RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE): no commit, no LeaveGroup from the member itself. What librdkafka's
@@ -19,15 +19,10 @@ from pathlib import Path
 
 from workloads import config as workload_config
 from workloads.config import HostConfig, MemberConfig
-from workloads.control import ControlFile, control_path, write_atomically
+from workloads.control import ControlFile, host_ack_path, host_control_path, write_atomically
 from workloads.member import Member
 
 CONTROL_EVERY_S = 0.1
-
-
-def ack_path(run_dir: Path | str, host: str) -> Path:
-    """Where a host says which of its members are down and which run (control/<host>.ack.json)."""
-    return control_path(run_dir, f"{host}.ack")
 
 
 def raise_open_file_limit() -> int:
@@ -70,7 +65,7 @@ class MemberHost:
     def __init__(self, cfg: HostConfig) -> None:
         self.cfg = cfg
         self.stopping = False
-        self.control = ControlFile(control_path(cfg.run_dir, cfg.host))
+        self.control = ControlFile(host_control_path(cfg.run_dir, cfg.host))
         self.configs = {m.member: m for m in cfg.members}
         self.members: dict[str, MemberThread] = {}
         self.down: dict[str, str] = {}  # member -> crashed or stopped, as the harness asked
@@ -115,7 +110,7 @@ class MemberHost:
                  "stopped": sorted(n for n, how in self.down.items() if how == "stopped"),
                  "running": sorted(n for n, m in self.members.items() if n not in self.down and m.running())}
         if state != self.acked:
-            write_atomically(ack_path(self.cfg.run_dir, self.cfg.host), state)
+            write_atomically(host_ack_path(self.cfg.run_dir, self.cfg.host), state)
             self.acked = state
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from workloads import config as workload_config
-from workloads.control import control_path, write_atomically
+from workloads.control import host_ack_path, host_control_path, write_atomically
 from workloads.history import JsonlLog, now_ms
 from workloads.java_member import raw_events_path
 from workloads.owner import owner_gone, this_owner
@@ -187,6 +187,9 @@ def host_process(config: HostConfig) -> WorkloadProcess:
                            python=first.release.python or sys.executable, role="member")
 
 
+CRASH_TIMEOUT_S = 180
+
+
 @dataclass
 class HostControl:
     """Asks one member host to bring members down or up (the protocol of workloads.config.HostConfig) and waits
@@ -205,7 +208,7 @@ class HostControl:
         else:
             self.down[member] = how
         run_dir = self.process.run_dir
-        write_atomically(control_path(run_dir, self.name),
+        write_atomically(host_control_path(run_dir, self.name),
                          {kind: sorted(m for m, h in self.down.items() if h == kind) for kind in ("crashed", "stopped")})
         key = how or "running"
         deadline = time.monotonic() + timeout_s
@@ -218,7 +221,7 @@ class HostControl:
 
     def state(self) -> dict:
         try:
-            return json.loads(control_path(self.process.run_dir, f"{self.name}.ack").read_text())
+            return json.loads(host_ack_path(self.process.run_dir, self.name).read_text())
         except (OSError, ValueError):
             return {}
 
@@ -268,7 +271,9 @@ class HostedMember:
     def kill(self) -> int | None:
         if self.guard is not None:
             self.guard(self.name)
-        self.host.ask(self.name, "crashed")
+        # the host destroys the consumer before it answers; on a saturated machine (500 members on 2 cores) that
+        # took over 30 s: the row's inject_done_ms says when it was down
+        self.host.ask(self.name, "crashed", timeout_s=CRASH_TIMEOUT_S)
         self.down_at_ms = now_ms()
         return None
 

@@ -1,5 +1,5 @@
-"""Member hosts on a real cluster (issue 39): many librdkafka members in one process, each with its own consumer
-and its own logs, tell the analysis nothing different from members in processes of their own; and each member fault
+"""Member hosts on a real cluster (issue 39): many members in one process (librdkafka, and our own Java member
+program), each with its own consumer and its own logs, tell the analysis nothing different from members in processes of their own; and each member fault
 keeps its meaning for a hosted member: a crash of one member looks to the group like a killed process (no leave
 reaches a broker, its partitions move only once its session expires), a freeze is the whole host's GC pause, and a
 cut takes one member off the cluster while the others in its process consume on."""
@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from kafkanet.rpc_proxy import GROUP_APIS
 
 pytestmark = pytest.mark.cluster
 
@@ -69,18 +71,21 @@ def removed_for(run, member_id: str) -> list[str]:
                                                                or "left the consumer group" in line or "fenced" in line)]
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
-def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, protocol):
+@pytest.mark.parametrize("client, protocol", [("librdkafka", "classic"), ("librdkafka", "consumer"),
+                                              ("java-member", "consumer")])
+def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, client, protocol):
     """member-2 (host-1, with member-1) crashed for 16 s, the lanes through the request-aware proxy (which a hosted
     crash does not need; here it records what the member sends): once its host says it is down it sends nothing (no
     heartbeat, no commit, no leave); the coordinator removes it on its session's expiry, not on a leave, so its
     partitions move only then; member-1, in the same process, consumes on."""
     crash = {"kind": "member_crash", "target": "member-2", "at_s": 4, "duration_s": 16}
-    run = chaos_run({**scenario(crash, members_per_host=2, records=24000, protocol=protocol), "run": {"rpc_proxy": True}})
+    run = chaos_run({**scenario(crash, members_per_host=2, records=24000, protocol=protocol, client=client),
+                     "run": {"rpc_proxy": True}})
     clean(run)
     row = fault_row(run, "member_crash")
     assert row["host"] == "host-1" and row["leave_guard"] is True, row
-    assert row["swallowed"] == [] and row["sent_after_crash"] == [], row
+    group_requests = [r for r in row["sent_after_crash"] if r["api"] in GROUP_APIS]  # heartbeats, commits, leaves
+    assert row["swallowed"] == [] and group_requests == [], row
     events = jsonl(run.run_dir / "events" / "member-2.jsonl")
     last = next(e for e in reversed(events) if e["kind"] == "assigned" and e["ts_ms"] < row["injected_at_ms"])
     moved = first_move(run, set(last["partitions"]), row["injected_at_ms"], "member-2")
@@ -95,7 +100,8 @@ def consumed_between(run, member: str, start_ms: int, end_ms: int) -> int:
     return sum(1 for r in jsonl(run.run_dir / "consumed" / f"{member}.jsonl") if start_ms <= r["consumed_at_ms"] <= end_ms)
 
 
-def test_a_hosted_cut_is_one_members_and_a_hosted_freeze_is_its_whole_hosts(chaos_run):
+@pytest.mark.parametrize("client", ["librdkafka", "java-member"])
+def test_a_hosted_cut_is_one_members_and_a_hosted_freeze_is_its_whole_hosts(chaos_run, client):
     """member-2 (host-1) cut for 14 s, longer than its session, then member-4 (host-2) frozen for 6 s: the cut takes
     member-2 alone off the cluster while member-1, in the same process, consumes on; the freeze stops every member of
     host-2 (a GC pause stops a whole process), and the row says which. (A freeze longer than the session is a finding
@@ -103,7 +109,7 @@ def test_a_hosted_cut_is_one_members_and_a_hosted_freeze_is_its_whole_hosts(chao
     since given to another member, before it learns it was removed.)"""
     cut = {"kind": "member_cut", "target": "member-2", "at_s": 3, "duration_s": 14}
     freeze = {"kind": "member_freeze", "target": "member-4", "at_s": 24, "duration_s": 6}
-    run = chaos_run({**scenario(cut, freeze, members_per_host=2, records=45000), "run": {"log_format": "jsonl"}})
+    run = chaos_run({**scenario(cut, freeze, members_per_host=2, records=45000, client=client), "run": {"log_format": "jsonl"}})
     clean(run)
     cut_row, freeze_row = fault_row(run, "member_cut"), fault_row(run, "member_freeze")
     assert cut_row["target"] == "member-2" and cut_row["host"] == "host-1" and cut_row["swallowed"] > 0

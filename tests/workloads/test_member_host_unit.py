@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from workloads.config import ClientRelease, HostConfig, MemberConfig, ProcessingConfig
-from workloads.member_host import ack_path
+from workloads.control import host_ack_path
 from workloads.services import HostControl, HostedMember, host_process
 
 
@@ -83,4 +83,4 @@ def test_a_host_killed_by_a_signal_not_sent_is_a_crash_of_each_of_its_members(ho
 
 
 def test_ack_path_is_in_the_control_folder(tmp_path):
-    assert ack_path(tmp_path, "host-1") == tmp_path / "control" / "host-1.ack.json"
+    assert host_ack_path(tmp_path, "host-1") == tmp_path / "control" / "host-1.ack.json"

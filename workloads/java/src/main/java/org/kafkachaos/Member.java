@@ -1,0 +1,513 @@
+package org.kafkachaos;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
+import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
+import org.apache.kafka.common.utils.AppInfoParser;
+
+import java.io.IOException;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import java.util.zip.CRC32;
+
+/**
+ * One consumer-group member: one KafkaConsumer and its poll loop, in a thread of its own (workloads/member.py, the
+ * reference, mirrored row for row). One object is one life of the member: a member restarted after a crash is a
+ * new Member under the same name, appending to the same logs.
+ *
+ * <p>The contract: consumed records go to consumed/&lt;member&gt;.jsonl and group events to
+ * events/&lt;member&gt;.jsonl. A batch is appended and flushed to the log BEFORE its offsets are committed, and a
+ * commit's {@code commit_sent} is flushed before the commit leaves, so a killed member never looks like a Kafka loss.
+ */
+final class Member implements ConsumerRebalanceListener {
+    static final String CLIENT = "java-member";
+    static final Duration POLL = Duration.ofMillis(500);  // member.py: consume(timeout=0.5)
+    /** How the group refuses a duplicated group.instance.id (workloads/history.py FENCING): a `fenced` end. */
+    static final Set<String> FENCING = Set.of("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID");
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    private final Config.Member cfg;
+    private final String name;
+    private final JsonlLog consumed;
+    private final JsonlLog events;
+    private final long seed;
+    private final Processing processing;
+    private final ControlFile control;
+    private final CountDownLatch woken = new CountDownLatch(1);  // a crash cuts the processing delay short
+    // the next offset of each partition after the last record a poll handed over (librdkafka's position), for the
+    // commit of positions when idle; a partition newly assigned has none until a record of it is handed over
+    private final Map<TopicPartition, Long> positions = new HashMap<>();
+    private volatile KafkaConsumer<byte[], byte[]> consumer;
+    private volatile boolean stopping;
+    private volatile boolean crashed;
+    private volatile int generation = -1;  // the last one seen; kept for events after close()
+    // A failed commit is retried when the member is idle: otherwise a group whose last commit failed (e.g. in a
+    // rebalance) would never show its real progress to Kafka.
+    private volatile boolean uncommitted;
+    private long nextN;
+    private long nextCommitId;  // per life: the analysis pairs commit_sent with its answer until the next `started`
+    private JsonNode override;
+    private Processing slow;
+
+    Member(Config.Member cfg) {
+        this.cfg = cfg;
+        this.name = cfg.member();
+        Path consumedPath = Path.of(cfg.runDir(), "consumed", name + ".jsonl");
+        this.consumed = new JsonlLog(consumedPath);
+        this.nextN = nextSequence(consumedPath);  // a restarted member goes on from its log's last row
+        this.events = new JsonlLog(Path.of(cfg.runDir(), "events", name + ".jsonl"));
+        this.seed = memberSeed(name);
+        this.processing = new Processing(cfg.processing(), seed);
+        this.control = new ControlFile(ControlFile.path(cfg.runDir(), name));
+    }
+
+    String name() {
+        return name;
+    }
+
+    /** zlib.crc32(name): the seed of the member's own processing delays, the same in every life. */
+    static long memberSeed(String name) {
+        CRC32 crc = new CRC32();
+        crc.update(name.getBytes(StandardCharsets.UTF_8));
+        return crc.getValue();
+    }
+
+    /** Asks for a clean stop: the batch in hand is finished and committed, then the consumer closes (a leave). */
+    void stop() {
+        stopping = true;
+    }
+
+    /**
+     * From the host's control thread: the member is dead from now on, as a killed process is. Its logs take nothing
+     * more (what was not flushed is lost), so no commit can leave whose {@code commit_sent} is not in the log; its
+     * thread is woken from poll() or its processing delay and brings the consumer down without a leave
+     * ({@link Crash}).
+     */
+    void crash() {
+        crashed = true;
+        consumed.kill();
+        events.kill();
+        woken.countDown();
+        KafkaConsumer<byte[], byte[]> c = consumer;
+        if (c != null) {
+            try {
+                c.wakeup();
+            } catch (RuntimeException e) {
+                // a consumer an error has already closed: nothing to wake
+            }
+        }
+    }
+
+    /** The member's thread: returns its exit code (0, or 3 when an error ended it, as member.py's process). */
+    int run() {
+        try {
+            consumer = newConsumer();
+        } catch (KafkaException e) {
+            end(e, null);
+            events.close();
+            consumed.close();
+            return 3;
+        }
+        try {
+            subscribe();
+            // typed facts of the client contract; the analysis reads these fields, detail is for people
+            Map<String, Object> started = startedFacts(cfg);
+            started.put("detail", "commit=" + cfg.commit());
+            event("started", started);
+            while (!stopping && !crashed) {
+                try {
+                    ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
+                    if (!records.isEmpty()) {
+                        handle(records);
+                    } else if (uncommitted) {
+                        commitPositions();
+                    }
+                } catch (WakeupException e) {
+                    // only a crash wakes a member: the loop's condition ends it
+                } catch (KafkaException e) {
+                    if (crashed) {
+                        break;
+                    }
+                    if (!KafkaErrors.transientInPoll(e)) {
+                        throw new Fatal(e, null);
+                    }
+                    event("error", Json.obj("detail", KafkaErrors.detail(e)));
+                }
+            }
+        } catch (Fatal e) {
+            if (!crashed) {
+                end(e.getCause(), e.request);
+                bringDown("it ended on " + KafkaErrors.name(e.getCause()));
+                return 3;
+            }
+        } catch (RuntimeException e) {  // not the client's: e.g. a log that cannot be written
+            if (!crashed) {
+                e.printStackTrace();
+                try {
+                    end(e, null);
+                } catch (RuntimeException again) {
+                    System.err.println(name + ": cannot log its end: " + again);
+                }
+                bringDown("it failed");
+                return 1;
+            }
+        } finally {
+            consumed.close();
+        }
+        if (crashed) {
+            bringDown("crashed");
+            return 0;
+        }
+        try {
+            consumer.close();  // leaves the group: the rebalance this triggers is the leave trigger
+        } catch (KafkaException e) {
+            System.err.println(name + ": close failed: " + e);
+        }
+        event("stopped", Json.obj());
+        events.close();
+        return 0;
+    }
+
+    /** The consumer closed as a dead process leaves it: no leave, no commit ({@link Crash}). */
+    private void bringDown(String why) {
+        events.kill();
+        try {
+            String how = Crash.down(consumer, "auto".equals(cfg.commit()));
+            System.err.println(name + ": " + why + ": " + how);
+        } catch (RuntimeException e) {
+            System.err.println(name + ": " + why + ": the close failed: " + e);
+        }
+    }
+
+    private KafkaConsumer<byte[], byte[]> newConsumer() {
+        Properties settings = ConsumerSettings.of(cfg, System.getenv());
+        if ("auto".equals(cfg.commit())) {
+            settings.put("interceptor.classes", AutoCommitEvents.class.getName());
+        }
+        AutoCommitEvents.CONSTRUCTING.set(this);
+        try {
+            return new KafkaConsumer<>(settings);
+        } finally {
+            AutoCommitEvents.CONSTRUCTING.remove();
+        }
+    }
+
+    /**
+     * The run's topics by name (or only the member's own), or the pattern, matched against whole topic names: by
+     * the client under the classic protocol, by the broker under KIP-848 (as librdkafka's member does).
+     */
+    private void subscribe() {
+        if (cfg.pattern() == null) {
+            consumer.subscribe(cfg.subscription(), this);
+        } else if ("consumer".equals(cfg.protocol())) {
+            consumer.subscribe(new SubscriptionPattern(cfg.pattern()), this);
+        } else {
+            consumer.subscribe(Pattern.compile(cfg.pattern()), this);
+        }
+    }
+
+    /** The `started` facts (workloads/history.py started_facts), in its order. */
+    static Map<String, Object> startedFacts(Config.Member cfg) {
+        Map<String, Object> facts = Json.obj("client", CLIENT, "protocol", cfg.protocol(), "assignor", cfg.assignorFact(),
+                "instance_id", cfg.instanceId(), "commit", cfg.commit(), "heartbeat_interval_ms", cfg.heartbeatIntervalMs());
+        if (cfg.host() != null) {  // a hosted member: its host, and the client settings hosting changed
+            facts.put("host", cfg.host());
+            facts.put("hosted_settings", cfg.hostedSettings());
+        }
+        facts.put("client_version", AppInfoParser.getVersion());
+        return facts;
+    }
+
+    /** Appends and flushes one event; false when the member is dead (crashed) and nothing was written. */
+    private boolean event(String kind, Map<String, Object> fields) {
+        Map<String, Object> row = Json.obj("ts_ms", System.currentTimeMillis(), "member", name, "kind", kind,
+                "generation", generation);
+        row.putAll(fields);
+        return events.write(row);
+    }
+
+    private int refreshGeneration() {
+        generation = consumer.groupMetadata().generationId();
+        return generation;
+    }
+
+    // Rebalance callbacks run inside poll(), between batches: the previous batch is already committed.
+    @Override
+    public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+        refreshGeneration();
+        partitions.forEach(positions::remove);
+        event("assigned", Json.obj("partitions", names(partitions), "member_id", consumer.groupMetadata().memberId()));
+    }
+
+    @Override
+    public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
+        partitions.forEach(positions::remove);
+        event("revoked", Json.obj("partitions", names(partitions)));
+    }
+
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+        partitions.forEach(positions::remove);
+        event("lost", Json.obj("partitions", names(partitions)));
+    }
+
+    static List<String> names(Collection<TopicPartition> partitions) {
+        List<String> out = new ArrayList<>();
+        partitions.forEach(tp -> out.add(tp.topic() + ":" + tp.partition()));
+        return out;
+    }
+
+    /**
+     * Process (the configured delay), log, commit, in the order the commit mode says: sync/async: log, then commit
+     * (at least once); before_process: commit, then process and log (at most once, on purpose); auto: log, and the
+     * client's auto-commit (in a later poll) commits the positions of what polls handed over.
+     */
+    private void handle(ConsumerRecords<byte[], byte[]> batch) {
+        long receivedAt = System.currentTimeMillis();  // consumed: when poll() handed the batch over
+        List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>(batch.count());
+        batch.forEach(records::add);
+        for (ConsumerRecord<byte[], byte[]> r : records) {
+            positions.merge(new TopicPartition(r.topic(), r.partition()), r.offset() + 1, Math::max);
+        }
+        String commit = cfg.commit();
+        if ("before_process".equals(commit)) {
+            commit(records);
+        }
+        sleep(processing().delayMs(records.size()));
+        logBatch(records, receivedAt);
+        if ("sync".equals(commit) || "async".equals(commit)) {
+            commit(records);
+        }
+    }
+
+    /** The scenario's processing, or a slow_processing trigger's while it lasts (the member's control file). */
+    private Processing processing() {
+        JsonNode file = control.read();
+        JsonNode wanted = file == null ? null : file.get("processing");
+        if (wanted != null && wanted.isNull()) {
+            wanted = null;
+        }
+        if (wanted == null ? override != null : !wanted.equals(override)) {
+            override = wanted;
+            slow = wanted == null ? null : new Processing(Config.Processing.of(wanted), seed);
+        }
+        return slow != null ? slow : processing;
+    }
+
+    private void sleep(long ms) {
+        if (ms <= 0) {
+            return;
+        }
+        try {
+            woken.await(ms, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void logBatch(List<ConsumerRecord<byte[], byte[]>> records, long at) {
+        int gen = refreshGeneration();
+        String instanceId = cfg.instanceId();
+        List<Map<String, Object>> rows = new ArrayList<>(records.size());
+        for (ConsumerRecord<byte[], byte[]> m : records) {
+            String value = m.value() == null ? "" : new String(m.value(), StandardCharsets.UTF_8);
+            int colon = value.indexOf(':');
+            String producerId = colon < 0 ? value : value.substring(0, colon);
+            String seq = colon < 0 ? "" : value.substring(colon + 1);
+            rows.add(Json.obj("topic", m.topic(), "partition", m.partition(), "offset", m.offset(), "member", name,
+                    "consumed_at_ms", at,
+                    "key", m.key() == null || m.key().length == 0 ? null : new String(m.key(), StandardCharsets.UTF_8),
+                    "producer_id", producerId.isEmpty() ? null : producerId, "seq", sequence(seq),
+                    "instance_id", instanceId, "generation", gen, "client", CLIENT, "n", nextN));
+            nextN++;
+        }
+        consumed.extend(rows);
+        consumed.flush();
+    }
+
+    /** Python's int(seq) if seq.isdigit() else None. */
+    static Long sequence(String seq) {
+        if (seq.isEmpty() || !seq.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            return null;
+        }
+        try {
+            return Long.parseLong(seq);
+        } catch (NumberFormatException e) {
+            return null;
+        }
+    }
+
+    private void commit(List<ConsumerRecord<byte[], byte[]>> records) {
+        Map<TopicPartition, OffsetAndMetadata> next = new LinkedHashMap<>();
+        for (ConsumerRecord<byte[], byte[]> m : records) {
+            TopicPartition tp = new TopicPartition(m.topic(), m.partition());
+            OffsetAndMetadata seen = next.get(tp);
+            if (seen == null || seen.offset() < m.offset() + 1) {
+                next.put(tp, new OffsetAndMetadata(m.offset() + 1));
+            }
+        }
+        commitOffsets(next);
+    }
+
+    /** Commit where the member is: every record before its position is already in the log. */
+    private void commitPositions() {
+        if ("auto".equals(cfg.commit())) {
+            return;
+        }
+        Set<TopicPartition> assignment = consumer.assignment();
+        Map<TopicPartition, OffsetAndMetadata> offsets = new LinkedHashMap<>();
+        positions.forEach((tp, offset) -> {
+            if (assignment.contains(tp)) {
+                offsets.put(tp, new OffsetAndMetadata(offset));
+            }
+        });
+        if (offsets.isEmpty()) {
+            uncommitted = false;
+        } else {
+            commitOffsets(offsets);
+        }
+    }
+
+    /**
+     * The broker applies a commit somewhere between its sending and its answer, and a member frozen mid-commit learns
+     * the answer long after: both ends of that window are logged. {@code commit_sent} is flushed before the commit
+     * leaves (and a dead member's is refused: its commit never leaves); its {@code commit_id} pairs it with the answer
+     * ({@code requested_at_ms}: the sending).
+     */
+    private void commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        Map<String, Object> committed = offsetsField(offsets);
+        long commitId = nextCommitId++;
+        long requestedAt = System.currentTimeMillis();
+        if (!event("commit_sent", Json.obj("offsets", committed, "commit_id", commitId))) {
+            return;  // crashed: a killed process sends nothing more
+        }
+        if ("async".equals(cfg.commit())) {
+            try {
+                consumer.commitAsync(offsets, (answered, error) -> {
+                    uncommitted = error != null;
+                    Map<String, Object> window = Json.obj("offsets", committed, "commit_id", commitId, "requested_at_ms", requestedAt);
+                    if (error == null) {
+                        event("committed", window);
+                    } else {
+                        window.put("detail", KafkaErrors.detail(error));
+                        event("commit_failed", window);
+                    }
+                });
+            } catch (WakeupException e) {
+                throw e;
+            } catch (KafkaException e) {  // a fencing recorded by an earlier asynchronous commit
+                throw new Fatal(e, "OffsetCommit");
+            }
+            return;
+        }
+        Map<String, Object> window = Json.obj("offsets", committed, "commit_id", commitId, "requested_at_ms", requestedAt);
+        try {
+            consumer.commitSync(offsets);
+            uncommitted = false;
+            event("committed", window);
+        } catch (WakeupException e) {
+            throw e;
+        } catch (KafkaException e) {
+            uncommitted = true;
+            window.put("detail", KafkaErrors.detail(e));
+            event("commit_failed", window);
+            if (KafkaErrors.fatal(e)) {
+                throw new Fatal(e, "OffsetCommit");
+            }
+        }
+    }
+
+    /**
+     * An auto-commit's answer (AutoCommitEvents; perhaps on the client's heartbeat thread): `committed`, with no
+     * commit window, as member.py logs librdkafka's.
+     */
+    void autoCommitted(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        uncommitted = false;
+        if (!offsets.isEmpty()) {  // the classic client "commits" nothing (sends nothing) before it has positions
+            event("committed", Json.obj("offsets", offsetsField(offsets)));
+        }
+    }
+
+    private static Map<String, Object> offsetsField(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        offsets.forEach((tp, o) -> out.put(tp.topic() + ":" + tp.partition(), o == null ? null : o.offset()));
+        return out;
+    }
+
+    /**
+     * The member's last event: the error it ends on, that it cannot go on (fatal), and the group request that drew
+     * it when the member knows it (its own commit), as history.py end_event writes it.
+     */
+    private void end(Throwable error, String request) {
+        String errorName = KafkaErrors.name(error);
+        event(FENCING.contains(errorName) ? "fenced" : "error", Json.obj("error", errorName, "fatal", true,
+                "request", request, "detail", errorName + ": " + error.getMessage()));
+    }
+
+    /**
+     * The consumption sequence number after the last row of a consumed log (0 for a new log): its last line's n plus
+     * one (member.py next_sequence), read from the tail only.
+     */
+    static long nextSequence(Path log) {
+        if (!Files.exists(log)) {
+            return 0;
+        }
+        try (RandomAccessFile file = new RandomAccessFile(log.toFile(), "r")) {
+            long end = file.length();
+            long start = Math.max(0, end - 4096);
+            byte[] tail = new byte[(int) (end - start)];
+            file.seek(start);
+            file.readFully(tail);
+            String[] lines = new String(tail, StandardCharsets.UTF_8).split("\n");
+            for (int i = lines.length - 1; i >= 0; i--) {
+                JsonNode row;
+                try {
+                    row = MAPPER.readTree(lines[i]);
+                } catch (IOException e) {
+                    continue;
+                }
+                if (row == null || !row.isObject()) {
+                    continue;
+                }
+                JsonNode n = row.get("n");
+                return n != null && n.isIntegralNumber() ? n.asLong() + 1 : 0;
+            }
+        } catch (IOException e) {
+            return 0;
+        }
+        return 0;
+    }
+
+    /** An error the member cannot go on after, with the group request that drew it (null: unknown). */
+    static final class Fatal extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final String request;
+
+        Fatal(Throwable cause, String request) {
+            super(cause);
+            this.request = request;
+        }
+    }
+}
