@@ -58,11 +58,12 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         while not self.done.wait(1.0):
-            samples = [s for s in map(sample, member_pids()) if s]
+            samples = {pid: s for pid in member_pids() if (s := sample(pid))}
             harness = sample(os.getpid())  # the harness: its request-aware proxy runs in this process
             if samples and harness:
                 self.rows.append({"t": time.monotonic(), "processes": len(samples), "harness_cpu_s": harness["cpu_s"],
-                                  **{k: sum(s[k] for s in samples) for k in ("rss_kb", "threads", "fds", "cpu_s")}})
+                                  "cpu_by_pid": {pid: s["cpu_s"] for pid, s in samples.items()},
+                                  **{k: sum(s[k] for s in samples.values()) for k in ("rss_kb", "threads", "fds")}})
 
 
 def scenario(members: int, per_host: int | None, client: str, protocol: str, seconds: int, rate: int,
@@ -89,11 +90,14 @@ def measure(data: dict, runs_root: Path) -> dict:
     phases = run.get("phases_s", {})
     join = next((v for k, v in phases.items() if "join" in k), None)
     members = data["consumer_group"]["members"]
-    steady = [r for r in sampler.rows if r["processes"] and r["t"] > start + (join or 0) + 15]
+    # once the group is stable, while every member process runs (not its stop at the end)
+    most = max((r["processes"] for r in sampler.rows), default=0)
+    steady = [r for r in sampler.rows if r["processes"] == most and r["t"] > start + (join or 0) + 15]
     if len(steady) < 2:
         return {"members": members, "error": "no steady window", "run_dir": str(outcome.run_dir)}
     first, last = steady[0], steady[-1]
-    cpu = (last["cpu_s"] - first["cpu_s"]) / (last["t"] - first["t"])
+    both = first["cpu_by_pid"].keys() & last["cpu_by_pid"].keys()  # CPU time of the processes that ran throughout
+    cpu = sum(last["cpu_by_pid"][p] - first["cpu_by_pid"][p] for p in both) / (last["t"] - first["t"])
     harness_cpu = (last["harness_cpu_s"] - first["harness_cpu_s"]) / (last["t"] - first["t"])
     return {"members": members, "processes": last["processes"], "join_s": join, "errors": outcome.errors,
             "unsettled": outcome.unsettled, "drained": outcome.drained,

@@ -27,10 +27,12 @@ LIBRDKAFKA_HOSTED = {"queued.max.messages.kbytes": 2048, "queued.min.messages": 
 # max.partition.fetch.bytes (1 MB) a partition; the JVM's one heap bounds them all together.
 JAVA_HOSTED = {"fetch.max.bytes": 4 << 20}
 
-# Measured on this machine (BENCHMARKS.md, "Member hosts"): descriptors one librdkafka consumer holds with 3
-# brokers (sockets, and the wake-up pipes of its broker threads), and what one consumer keeps resident.
-FDS_PER_MEMBER = {"librdkafka": 24, "java-member": 8}
-MB_PER_MEMBER = {"librdkafka": 6, "java-member": 6}
+# Bounds from what was measured on this machine (BENCHMARKS.md, "Member hosts", benchmarks/member_hosts.py: 20
+# members in one host, 3 brokers, 1,000 records/s): a hosted librdkafka member held 16.1 descriptors (sockets and the
+# wake-up pipes of its broker threads) and 2.9 MB resident, a hosted Java member 12.6 and 10.5 MB. The bounds add
+# headroom: a member's pre-fetch queue may fill up to its 2 MB bound, a JVM's heap grows to its limit.
+FDS_PER_MEMBER = {"librdkafka": 24, "java-member": 16}
+MB_PER_MEMBER = {"librdkafka": 6, "java-member": 16}
 FD_HEADROOM = 256  # the host's own files: its logs, the run's control files, the interpreter's
 
 
