@@ -8,11 +8,6 @@ from __future__ import annotations
 
 import os
 import resource
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.scenario import ConsumerGroupSpec
-
 MAX_PROCESS_MEMBERS = 32      # one process a member: what 2 cores start and keep polling in a run's time
 MAX_HOSTED_MEMBERS = 2000     # in member hosts
 HOSTING_CLIENTS = ("librdkafka", "java-member")
@@ -60,9 +55,9 @@ def memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
 
 
-def check_hosting(group: "ConsumerGroupSpec") -> None:
-    """A hosted group: clients that can host, and a group this machine can hold. ValueError names the field."""
-    clients = {group.client} | ({m.client for m in group.members if m.client} if not isinstance(group.members, int) else set())
+def check_hosting(clients: set[str], pinned_per_member: bool, members: int, members_per_host: int) -> None:
+    """A hosted group (`clients`: the clients its members run; `pinned_per_member`: a member spec pins its own
+    release): clients that can host, and a group this machine can hold. ValueError names the field."""
     refused = sorted(clients - set(HOSTING_CLIENTS))
     if refused:
         raise ValueError(f"members_per_host: the {' and '.join(refused)} member runs one member a process "
@@ -70,17 +65,17 @@ def check_hosting(group: "ConsumerGroupSpec") -> None:
                          "program, to host Java members")
     if len(clients) > 1:
         raise ValueError(f"members_per_host: one host runs one client; this group mixes {sorted(clients)}")
-    if not isinstance(group.members, int) and any(m.version for m in group.members):
+    if pinned_per_member:
         raise ValueError("members_per_host: a host runs one client release; give consumer_group.version, not "
                          "per-member versions")
     (client,) = clients
-    per_host = min(group.members_per_host, group.member_count)
+    per_host = min(members_per_host, members)
     fds = per_host * FDS_PER_MEMBER[client] + FD_HEADROOM
     if fds > fd_limit():
         raise ValueError(f"members_per_host: {per_host} members in one process need about {fds} open files "
                          f"({FDS_PER_MEMBER[client]} a member), above this machine's limit of {fd_limit()} "
                          "(ulimit -Hn); use fewer members a host")
-    need_mb = group.member_count * MB_PER_MEMBER[client]
+    need_mb = members * MB_PER_MEMBER[client]
     if need_mb > memory_mb() // 2:
-        raise ValueError(f"members: {group.member_count} {client} members need about {need_mb} MB resident "
+        raise ValueError(f"members: {members} {client} members need about {need_mb} MB resident "
                          f"({MB_PER_MEMBER[client]} MB a member), more than half of this machine's {memory_mb()} MB")

@@ -171,7 +171,9 @@ class ConsumerGroupSpec(Strict):
         if not 1 <= total <= MAX_HOSTED_MEMBERS:
             raise ValueError(f"members: a group of 1 to {MAX_HOSTED_MEMBERS} members, got {total}")
         if self.members_per_host is not None:
-            check_hosting(self)
+            specs = [] if isinstance(self.members, int) else self.members
+            check_hosting({self.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
+                          total, self.members_per_host)
         return self
 
     @property
