@@ -83,8 +83,9 @@ def removed_for(run, member_id: str) -> list[str]:
                                                                or "left the consumer group" in line or "fenced" in line)]
 
 
-@pytest.mark.parametrize("client, protocol", [("librdkafka", "classic"), ("librdkafka", "consumer"),
-                                              ("java-member", "consumer")])
+# make test: each client, each protocol once; librdkafka on the consumer protocol in the nightly (make test's time)
+@pytest.mark.parametrize("client, protocol", [("librdkafka", "classic"), ("java-member", "consumer"),
+                                              pytest.param("librdkafka", "consumer", marks=pytest.mark.slow)])
 def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, client, protocol):
     """member-2 (host-1, with member-1) crashed for 16 s, the lanes through the request-aware proxy (which a hosted
     crash does not need; here it records what the member sends): once its host says it is down it sends nothing (no
