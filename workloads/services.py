@@ -10,11 +10,11 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from kafkanet.waiting import wait_until
 from workloads import config as workload_config
 from workloads.control import host_ack_path, host_control_path, write_atomically
 from workloads.history import JsonlLog, now_ms
@@ -211,13 +211,10 @@ class HostControl:
         write_atomically(host_control_path(run_dir, self.name),
                          {kind: sorted(m for m, h in self.down.items() if h == kind) for kind in ("crashed", "stopped")})
         key = how or "running"
-        deadline = time.monotonic() + timeout_s
-        while member not in self.state().get(key, ()):
-            if not self.process.alive():
-                return
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.name} did not bring {member} {'up' if how is None else how} within {timeout_s:g} s")
-            time.sleep(0.05)
+        answered = wait_until(lambda: member in self.state().get(key, ()) or not self.process.alive(), timeout_s,
+                              interval_s=0.05)
+        if not answered:
+            raise TimeoutError(f"{self.name} did not bring {member} {'up' if how is None else how} within {timeout_s:g} s")
 
     def state(self) -> dict:
         try:
