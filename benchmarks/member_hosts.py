@@ -67,8 +67,8 @@ class Sampler(threading.Thread):
 
 
 def scenario(members: int, per_host: int | None, client: str, protocol: str, seconds: int, rate: int,
-             rpc_proxy: bool = False) -> dict:
-    group = {"members": members, "client": client, "protocol": protocol}
+             rpc_proxy: bool = False, config: dict | None = None) -> dict:
+    group = {"members": members, "client": client, "protocol": protocol, "config": config or {}}
     if protocol == "classic":
         group |= {"session_timeout_ms": 30_000, "heartbeat_interval_ms": 3000}
     if per_host:
@@ -120,15 +120,18 @@ def main(argv=None) -> int:
     ap.add_argument("--hosted-only", action="store_true", help="no one-process-a-member run (more than 32 members)")
     ap.add_argument("--proxy", action="store_true", help="the hosted run again with every member lane through the "
                     "request-aware proxy (what a hosted crash or cut needs): its cost in the harness process")
+    ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                    help="a consumer setting of every member (consumer_group.config), e.g. fetch.wait.max.ms=5000")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs/bench-member-hosts"))
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
     a = ap.parse_args(argv)
+    config = dict(item.split("=", 1) for item in a.config)
     cases = ([] if a.hosted_only else [("one process a member", None, False)]) + [(f"hosts of {a.per_host}", a.per_host, False)]
     cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True)] if a.proxy else []
     got = {}
     for label, per_host, proxy in cases:
         print(f"== {a.members} {a.client} members ({a.protocol}), {label}", flush=True)
-        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy), a.runs_dir)
+        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy, config), a.runs_dir)
         print(json.dumps(got[label]), flush=True)
     if not a.hosted_only:
         one, hosted = list(got.values())[:2]

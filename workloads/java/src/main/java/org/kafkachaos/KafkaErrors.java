@@ -5,7 +5,6 @@ import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.FencedInstanceIdException;
 import org.apache.kafka.common.errors.GroupMaxSizeReachedException;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
-import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.errors.UnreleasedInstanceIdException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
@@ -47,10 +46,5 @@ final class KafkaErrors {
                 || e instanceof AuthenticationException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof GroupMaxSizeReachedException
                 || e instanceof InvalidConfigurationException;
-    }
-
-    /** An exception out of poll() that the member logs and goes on after (anything else ends it). */
-    static boolean transientInPoll(Throwable e) {
-        return e instanceof RetriableException && !fatal(e);
     }
 }

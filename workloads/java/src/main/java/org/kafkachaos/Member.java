@@ -9,6 +9,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.KafkaException;
+import org.apache.kafka.common.errors.RetriableException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.utils.AppInfoParser;
@@ -44,6 +45,7 @@ import java.util.zip.CRC32;
 final class Member implements ConsumerRebalanceListener {
     static final String CLIENT = "java-member";
     static final Duration POLL = Duration.ofMillis(500);  // member.py: consume(timeout=0.5)
+    static final long ERROR_PAUSE_MS = 100;
     /** How the group refuses a duplicated group.instance.id (workloads/history.py FENCING): a `fenced` end. */
     static final Set<String> FENCING = Set.of("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID");
     private static final ObjectMapper MAPPER = new ObjectMapper();
@@ -150,10 +152,15 @@ final class Member implements ConsumerRebalanceListener {
                     if (crashed) {
                         break;
                     }
-                    if (!KafkaErrors.transientInPoll(e)) {
+                    if (KafkaErrors.fatal(e)) {
                         throw new Fatal(e, null);
                     }
+                    // As an application does: log it and poll on. The client rejoins by itself after, e.g., an
+                    // UNKNOWN_MEMBER_ID that its OffsetFetch drew when the group removed it during a slow join.
                     event("error", Json.obj("detail", KafkaErrors.detail(e)));
+                    if (!(e instanceof RetriableException)) {
+                        sleep(ERROR_PAUSE_MS);  // an error poll() throws at once, again and again, must not spin
+                    }
                 }
             }
         } catch (Fatal e) {
