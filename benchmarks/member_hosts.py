@@ -50,6 +50,25 @@ def sample(pid: int) -> dict | None:
             "cpu_s": (int(stat[11]) + int(stat[12])) / TICK_S}
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct/docker")
+
+
+def container_cpu_s() -> dict[str, float]:
+    """CPU seconds of this run's containers by role (brokers, toxiproxy, ...), from their cgroups (v1 cpuacct), and of
+    the whole machine (/proc/stat): where a member's cost lands besides its own process."""
+    import docker
+    by_role: dict[str, float] = {}
+    for c in docker.from_env().containers.list(filters={"name": "kafka-chaos-"}):
+        role = "brokers" if c.name.rsplit("-", 2)[-2:][0] == "kafka" else c.name.rsplit("-", 1)[-1]
+        try:
+            by_role[role] = by_role.get(role, 0.0) + int((CPUACCT / c.id / "cpuacct.usage").read_text()) / 1e9
+        except OSError:
+            continue
+    busy = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    by_role["machine"] = (sum(map(int, busy)) - int(busy[3]) - int(busy[4])) / TICK_S  # all but idle and iowait
+    return by_role
+
+
 class Sampler(threading.Thread):
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -62,6 +81,7 @@ class Sampler(threading.Thread):
             harness = sample(os.getpid())  # the harness: its request-aware proxy runs in this process
             if samples and harness:
                 self.rows.append({"t": time.monotonic(), "processes": len(samples), "harness_cpu_s": harness["cpu_s"],
+                                  "containers_cpu_s": container_cpu_s(),
                                   "cpu_by_pid": {pid: s["cpu_s"] for pid, s in samples.items()},
                                   **{k: sum(s[k] for s in samples.values()) for k in ("rss_kb", "threads", "fds")}})
 
@@ -99,13 +119,16 @@ def measure(data: dict, runs_root: Path) -> dict:
     both = first["cpu_by_pid"].keys() & last["cpu_by_pid"].keys()  # CPU time of the processes that ran throughout
     cpu = sum(last["cpu_by_pid"][p] - first["cpu_by_pid"][p] for p in both) / (last["t"] - first["t"])
     harness_cpu = (last["harness_cpu_s"] - first["harness_cpu_s"]) / (last["t"] - first["t"])
+    elsewhere = {role: round(100 * (last["containers_cpu_s"][role] - first["containers_cpu_s"].get(role, 0.0))
+                             / (last["t"] - first["t"]), 1)
+                 for role in last["containers_cpu_s"]}  # % of one core; "machine" is everything, of 2 cores
     return {"members": members, "processes": last["processes"], "join_s": join, "errors": outcome.errors,
             "unsettled": outcome.unsettled, "drained": outcome.drained,
             "rss_mb_per_member": round(max(r["rss_kb"] for r in steady) / 1024 / members, 2),
             "fds_per_member": round(max(r["fds"] for r in steady) / members, 1),
             "threads_per_member": round(max(r["threads"] for r in steady) / members, 1),
             "cpu_pct_per_member": round(100 * cpu / members, 3), "cpu_pct_all": round(100 * cpu, 1),
-            "harness_cpu_pct": round(100 * harness_cpu, 1), "rpc_proxy": data["run"].get("rpc_proxy", False),
+            "harness_cpu_pct": round(100 * harness_cpu, 1), "cpu_pct_elsewhere": elsewhere, "rpc_proxy": data["run"].get("rpc_proxy", False),
             "window_s": round(last["t"] - first["t"]), "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
 
 
