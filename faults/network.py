@@ -1,7 +1,8 @@
 """Network faults, all through Toxiproxy (this kernel has no netem)."""
 from __future__ import annotations
 
-from typing import TypeGuard, Unpack
+from dataclasses import dataclass
+from typing import ClassVar, TypeGuard, Unpack
 
 from faults.backend import HostedMemberHandle, MemberHandle
 from faults.base import Fault, FaultParams, StepRecord
@@ -29,19 +30,53 @@ class ProxyCut(BrokerFault):
             self.toxiproxy.set_enabled(proxy, True)
 
 
+@dataclass
+class LaneCut:
+    """A client on a lane of its own: every proxy of the lane disabled (open connections closed, new ones refused)."""
+    toxiproxy: Toxiproxy
+    proxies: list[str]
+    facts: ClassVar[dict] = {}
+
+    def cut(self) -> None:
+        for proxy in self.proxies:
+            self.toxiproxy.set_enabled(proxy, False)
+
+    def restore(self) -> dict:
+        for proxy in self.proxies:
+            self.toxiproxy.set_enabled(proxy, True)
+        return {}
+
+
+@dataclass
+class ClientIdCut:
+    """A member that shares its host's lane: the request-aware proxy closes its connections and refuses its
+    requests by client.id, while its host-mates go on."""
+    rpc_proxy: RpcProxy
+    client_id: str
+    host: str
+
+    @property
+    def facts(self) -> dict:
+        return {"host": self.host, "cut_in": "rpc_proxy"}
+
+    def cut(self) -> None:
+        self.rpc_proxy.cut(self.client_id)
+
+    def restore(self) -> dict:
+        return {"swallowed": len(self.rpc_proxy.uncut(self.client_id))}  # every request it sent while cut
+
+
 class MemberCut(Fault):
-    """One workload client (a member, or the producer) loses the whole cluster while its process runs on: every
-    proxy of its lane is disabled, or, for a member that shares its host's lane, the request-aware proxy closes
-    its connections and refuses its requests by client.id. The heal lets it through again."""
+    """One workload client (a member, or the producer) loses the whole cluster while its process runs on, through
+    its lane (LaneCut) or, for a hosted member, by its client.id (ClientIdCut). The heal lets it through again."""
     kind = "member_cut"
     target_kind = "client"
     needs = "lanes"
 
-    def __init__(self, lane: str, proxies: list[str], toxiproxy: Toxiproxy | None, *, timeline: FaultTimeline | None = None,
-                 rpc_proxy: RpcProxy | None = None, client_id: str | None = None, **kw: object) -> None:
-        super().__init__(client_id or lane, timeline, **({"proxies": proxies} if client_id is None else {}), **kw)
-        self.lane = lane
-        self._proxies, self.toxiproxy, self.rpc_proxy, self.client_id = proxies, toxiproxy, rpc_proxy, client_id
+    def __init__(self, target: str, how: LaneCut | ClientIdCut, *, timeline: FaultTimeline | None = None,
+                 **kw: object) -> None:
+        super().__init__(target, timeline, **({"proxies": how.proxies} if isinstance(how, LaneCut) else {}), **kw)
+        self.how = how
 
     @classmethod
     def build(cls, ctx: FaultContext, target: str, params: FaultParams, **record: Unpack[StepRecord]) -> Fault:
@@ -51,27 +86,19 @@ class MemberCut(Fault):
                 if ctx.rpc_proxy is None:
                     raise TargetError(f"{member.name} shares its host's lane; cutting it alone needs the request-aware "
                                       "proxy (run.rpc_proxy)")
-                return cls(member.lane, [], None, timeline=ctx.timeline, rpc_proxy=ctx.rpc_proxy, client_id=member.name,
-                           **record)  # a hosted member's lane is its host's
+                how = ClientIdCut(ctx.rpc_proxy, client_id=member.name, host=member.lane)  # its lane is its host's
+                return cls(member.name, how, timeline=ctx.timeline, **record)
             target = member.name
         lane = client_lane(ctx, target)
-        return cls(lane, [b.proxy(lane) for b in ctx.cluster.brokers], toxiproxy_of(ctx.cluster),
-                   timeline=ctx.timeline, **record)
+        how = LaneCut(toxiproxy_of(ctx.cluster), [b.proxy(lane) for b in ctx.cluster.brokers])
+        return cls(lane, how, timeline=ctx.timeline, **record)
 
     def _inject(self) -> None:
-        if self.rpc_proxy is not None and self.client_id is not None:
-            self.note(host=self.lane, cut_in="rpc_proxy")
-            self.rpc_proxy.cut(self.client_id)
-        elif self.toxiproxy is not None:
-            for proxy in self._proxies:
-                self.toxiproxy.set_enabled(proxy, False)
+        self.note(**self.how.facts)
+        self.how.cut()
 
     def _heal(self) -> None:
-        if self.rpc_proxy is not None and self.client_id is not None:
-            self.note(swallowed=len(self.rpc_proxy.uncut(self.client_id)))  # every request it sent while cut
-        elif self.toxiproxy is not None:
-            for proxy in self._proxies:
-                self.toxiproxy.set_enabled(proxy, True)
+        self.note(**self.how.restore())
 
 
 def is_hosted(member: MemberHandle) -> TypeGuard[HostedMemberHandle]:
