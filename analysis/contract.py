@@ -50,8 +50,8 @@ EVENTS = (
     Column("client", STRING), Column("protocol", STRING), Column("assignor", STRING), Column("instance_id", STRING),
     Column("commit", STRING), Column("heartbeat_interval_ms", INT64), Column("client_version", STRING),
     Column("librdkafka_version", STRING),
-    # a hosted member's (issue 39): the member host it ran in, the client settings hosting changed, the host's niceness
-    Column("host", STRING), Column("hosted_settings", OBJECT), Column("host_nice", INT32),
+    # a hosted member's (issue 39): the member host it ran in, and the client settings hosting changed
+    Column("host", STRING), Column("hosted_settings", OBJECT),
     # the error a member ended on (`fenced`, `error`; issue 22)
     Column("error", STRING), Column("fatal", BOOL), Column("request", STRING),
     # who logged it (absent: a member), and a death by a signal the harness logged for the process (issue 22)

@@ -31,14 +31,6 @@ MB_PER_MEMBER = {"librdkafka": 6, "java-member": 16}
 FD_HEADROOM = 256  # the host's own files: its logs, the run's control files, the interpreter's
 
 
-# A host runs at this CPU niceness (inherited by every thread its members' clients start). Hundreds of members are
-# thousands of client threads (7 a librdkafka consumer) that, at equal niceness, would take the 2 cores' scheduler
-# share from the brokers, Toxiproxy and the producer, which in production run on machines of their own: at 500
-# members with none, the producer's deliveries timed out after 120 s (BENCHMARKS.md, "Member hosts"). The members
-# still get every cycle the rest leaves. Recorded in each member's `started` facts (host_nice).
-HOST_NICE = 10
-
-
 def hosted_settings(client: str) -> dict:
     """The client settings a hosted member changes (a member of its own process keeps the client's defaults)."""
     return dict(LIBRDKAFKA_HOSTED if client == "librdkafka" else JAVA_HOSTED)

@@ -27,7 +27,7 @@ from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from harness.versions import kafka_version
 from kafkanet import waiting
-from harness.hosting import HOST_NICE, hosted_settings
+from harness.hosting import hosted_settings
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
 from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
@@ -76,7 +76,7 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
     """One member's process config: `settings` its own (the plan's), `release` its client's; a hosted member's
     names its host and the client settings hosting changes."""
     return MemberConfig(
-        host=host, hosted_settings=hosted_settings(settings.client) if host else {}, host_nice=HOST_NICE if host else 0,
+        host=host, hosted_settings=hosted_settings(settings.client) if host else {},
         member=member, run_dir=str(run_dir), client=settings.client, release=release, bootstrap_servers=bootstrap,
         group_id=plan.group_id, topics=[t.name for t in plan.topics], pattern=settings.pattern,
         metadata_refresh_ms=settings.metadata_refresh_ms, protocol=settings.protocol, assignor=settings.assignor,

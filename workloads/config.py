@@ -69,7 +69,6 @@ class MemberConfig:
     subscribed_topics: list[str] | None = None  # only these of `topics` (a member spec's own); None: all of them
     host: str | None = None  # the member host it runs in (HostConfig); None: a process of its own
     hosted_settings: dict = field(default_factory=dict)  # client settings a hosted member changes (harness/hosting.py)
-    host_nice: int = 0  # its host's CPU niceness (harness/hosting.py HOST_NICE); 0 for a process of its own
 
 
 @dataclass(frozen=True)
@@ -168,12 +167,3 @@ def on_harness_exit(stop, force, poll_s: float = 1.0, grace_s: float = 15.0) -> 
         force()
 
     threading.Thread(target=watch, name="harness-watch", daemon=True).start()
-
-
-def lower_priority(by: int) -> int:
-    """Raises this process's niceness by `by`, every thread it has now (Linux sets it a thread) and so every thread
-    it starts later; returns the niceness it runs at."""
-    nice = os.getpriority(os.PRIO_PROCESS, 0) + by
-    for task in os.listdir("/proc/self/task"):
-        os.setpriority(os.PRIO_PROCESS, int(task), nice)
-    return nice

@@ -30,8 +30,8 @@ def started_facts(client: str, client_version: str | None, member: MemberConfig 
         facts |= {"protocol": member.protocol, "assignor": member.assignor or member.remote_assignor,
                   "instance_id": member.instance_id, "commit": member.commit,
                   "heartbeat_interval_ms": member.heartbeat_interval_ms}
-        if member.host is not None:  # a hosted member: its host, the client settings hosting changed, its niceness
-            facts |= {"host": member.host, "hosted_settings": member.hosted_settings, "host_nice": member.host_nice}
+        if member.host is not None:  # a hosted member: its host, and the client settings hosting changed
+            facts |= {"host": member.host, "hosted_settings": member.hosted_settings}
     facts["client_version"] = client_version
     if librdkafka_version is not None:
         facts["librdkafka_version"] = librdkafka_version

@@ -45,9 +45,8 @@ def command_line(cfg: HostConfig, jar: Path) -> list[str]:
 def main() -> None:
     cfg = workload_config.decode(HostConfig)
     argv = command_line(cfg, member_jar())
-    nice = workload_config.lower_priority(cfg.members[0].host_nice)  # the JVM and every thread it starts inherit it
-    # the host's log (logs/<host>.log) says how its JVM ran: the heap it was given, its niceness, the classpath
-    print(f"{cfg.host}: {len(cfg.members)} members, heap {heap_mb(len(cfg.members))} MB, niceness {nice}: {' '.join(argv)}",
+    # the host's log (logs/<host>.log) says how its JVM ran: the heap it was given, the classpath
+    print(f"{cfg.host}: {len(cfg.members)} members, heap {heap_mb(len(cfg.members))} MB: {' '.join(argv)}",
           file=sys.stderr, flush=True)
     os.execvp(argv[0], argv)
 

@@ -72,9 +72,7 @@ class MemberHost:
         self.acked: dict | None = None
 
     def run(self) -> int:
-        nice = workload_config.lower_priority(self.cfg.members[0].host_nice)  # client threads started later inherit it
-        print(f"{self.cfg.host}: {len(self.configs)} members, open-file limit {raise_open_file_limit()}, niceness {nice}",
-              flush=True)
+        print(f"{self.cfg.host}: {len(self.configs)} members, open-file limit {raise_open_file_limit()}", flush=True)
         for name in self.configs:
             self.members[name] = MemberThread(self.configs[name]).start()
         while not self.stopping and (self.down or any(m.running() for m in self.members.values())):

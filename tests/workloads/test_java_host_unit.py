@@ -153,7 +153,7 @@ MEMBERS = [
     member("member-2", protocol="consumer", assignor=None, remote_assignor="uniform", commit="auto",
            auto_commit_interval_ms=700, instance_id="instance-2", metadata_refresh_ms=3000),
     member("member-3", assignor="range", commit="auto", extra={"fetch.min.bytes": 10, "check.crcs": False},
-           host="host-1", hosted_settings={"fetch.max.bytes": 4 << 20}, host_nice=10),
+           host="host-1", hosted_settings={"fetch.max.bytes": 4 << 20}),
     member("member-4", protocol="consumer", assignor=None, commit="before_process", pattern="t.*"),
 ]
 
@@ -167,7 +167,7 @@ def test_client_settings_and_started_facts_mirror_the_python_member(kafka_libs, 
         assert o["settings"] == as_java(consumer_settings(cfg), cfg), cfg.member
         assert list(o["started"].items()) == list(started_facts("java-member", KAFKA_CLIENTS, cfg).items())
     assert out[1]["settings"]["group.remote.assignor"] == "uniform" and "session.timeout.ms" not in out[1]["settings"]
-    assert out[2]["started"]["hosted_settings"] == {"fetch.max.bytes": 4 << 20} and out[2]["started"]["host_nice"] == 10
+    assert out[2]["started"]["hosted_settings"] == {"fetch.max.bytes": 4 << 20}
 
 
 def test_librdkafka_security_settings_become_the_java_clients(kafka_libs, jar):

@@ -21,7 +21,7 @@ def member(name: str, run_dir: Path, host: str = "host-1") -> MemberConfig:
                         metadata_refresh_ms=None, protocol="classic", assignor="range", remote_assignor=None,
                         session_timeout_ms=10_000, heartbeat_interval_ms=1000, max_poll_interval_ms=300_000,
                         commit="sync", auto_commit_interval_ms=None, processing=ProcessingConfig(), batch_size=100,
-                        host=host, hosted_settings={"queued.max.messages.kbytes": 2048}, host_nice=7)
+                        host=host, hosted_settings={"queued.max.messages.kbytes": 2048})
 
 
 @pytest.fixture
@@ -45,16 +45,7 @@ def test_each_member_writes_its_own_started_event_with_its_host(host, tmp_path):
     for name in ("member-1", "member-2", "member-3"):
         started = [e for e in events(tmp_path, name) if e["kind"] == "started"]
         assert len(started) == 1 and started[0]["member"] == name and started[0]["host"] == "host-1"
-        assert started[0]["hosted_settings"] == {"queued.max.messages.kbytes": 2048} and started[0]["host_nice"] == 7
-
-
-def test_the_host_and_every_client_thread_run_at_the_niceness_it_was_given(host):
-    process = host[0]
-    pid = process.pid
-    threads = list(Path(f"/proc/{pid}/task").iterdir())
-    assert len(threads) > 3 * 5  # librdkafka's own threads, started after the host lowered its priority
-    own = os.getpriority(os.PRIO_PROCESS, 0)
-    assert {os.getpriority(os.PRIO_PROCESS, int(t.name)) for t in threads} == {own + 7}
+        assert started[0]["hosted_settings"] == {"queued.max.messages.kbytes": 2048}
 
 
 def test_a_crash_ends_one_member_without_a_stopped_event_and_a_restart_brings_it_back(host, tmp_path):

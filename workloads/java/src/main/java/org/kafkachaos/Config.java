@@ -37,7 +37,7 @@ final class Config {
                   String remoteAssignor, int sessionTimeoutMs, int heartbeatIntervalMs, int maxPollIntervalMs,
                   String commit, Integer autoCommitIntervalMs, Processing processing, int batchSize,
                   Map<String, Object> extra, String instanceId, List<String> subscribedTopics, String host,
-                  Map<String, Object> hostedSettings, int hostNice) {
+                  Map<String, Object> hostedSettings) {
         static Member of(JsonNode n) {
             return new Member(text(n, "member"), text(n, "run_dir"), text(n, "client"), text(n, "bootstrap_servers"),
                     text(n, "group_id"), strings(n.get("topics")), text(n, "pattern"), integer(n, "metadata_refresh_ms"),
@@ -46,7 +46,7 @@ final class Config {
                     n.path("max_poll_interval_ms").asInt(), text(n, "commit"), integer(n, "auto_commit_interval_ms"),
                     Processing.of(n.get("processing")), n.path("batch_size").asInt(), map(n.get("extra")),
                     text(n, "instance_id"), strings(n.get("subscribed_topics")), text(n, "host"),
-                    map(n.get("hosted_settings")), n.path("host_nice").asInt());
+                    map(n.get("hosted_settings")));
         }
 
         /** The topics it subscribes to: its own (a member spec's) or all of the run's. */

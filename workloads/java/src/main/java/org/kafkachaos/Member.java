@@ -239,10 +239,9 @@ final class Member implements ConsumerRebalanceListener {
     static Map<String, Object> startedFacts(Config.Member cfg) {
         Map<String, Object> facts = Json.obj("client", CLIENT, "protocol", cfg.protocol(), "assignor", cfg.assignorFact(),
                 "instance_id", cfg.instanceId(), "commit", cfg.commit(), "heartbeat_interval_ms", cfg.heartbeatIntervalMs());
-        if (cfg.host() != null) {  // a hosted member: its host, the client settings hosting changed, its niceness
+        if (cfg.host() != null) {  // a hosted member: its host, and the client settings hosting changed
             facts.put("host", cfg.host());
             facts.put("hosted_settings", cfg.hostedSettings());
-            facts.put("host_nice", cfg.hostNice());
         }
         facts.put("client_version", AppInfoParser.getVersion());
         return facts;
