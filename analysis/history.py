@@ -58,7 +58,8 @@ class Commit:
     line: int
     eff_ts: int = 0                 # the latest it can have taken effect at the broker (see effective_commit_times)
     sent_ts: int | None = None      # the earliest: when it was sent (or a lower bound); None: not logged (old runs)
-    info: bool = False              # sent and never answered: it took effect at some time from sent_ts on, or never
+    info: bool = False              # indeterminate: it took effect at some time from sent_ts on, or never
+    failed: bool = False            # answered with an error: indeterminate too (info), see commits_of
 
     @property
     def earliest(self) -> int:
@@ -394,7 +395,7 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
             elif e.kind in ("committed", "commit_failed") and e.offsets:
                 request = sent.pop(e.facts.get("commit_id"), None)
                 sent_ts = e.facts.get("requested_at_ms", request.ts if request is not None else None)
-                h.commits += commits_of(e, member, e.kind == "committed", sent_ts)
+                h.commits += commits_of(e, member, e.kind == "committed", sent_ts, info=e.kind == "commit_failed")
         h.commits += unanswered(sent, member)
     for p in periods:
         p.logged_end = p.end
@@ -413,8 +414,15 @@ def unanswered(sent: dict[int, Event], member: str) -> list[Commit]:
 
 
 def commits_of(e: Event, member: str, ok: bool, sent_ts: int | None, info: bool = False) -> list[Commit]:
-    """One Commit a partition of a commit event; librdkafka reports -1001 for "no offset": none."""
-    return [Commit(e.ts, member, topic, part, off, ok, e.generation, e.order, sent_ts=sent_ts, info=info)
+    """One Commit a partition of a commit event; librdkafka reports -1001 for "no offset": none.
+
+    A commit answered with an error (``commit_failed``) is indeterminate, not undone: both clients retry a commit
+    request themselves (librdkafka on a transport error, a time-out or a coordinator error, rdkafka_request.c
+    rd_kafka_handle_OffsetCommit; the Java client's commitSync on any retriable error until its time-out), so the
+    error can answer a retry whose first attempt the coordinator applied. Seen on a 500-member run: a commit sent at
+    t, answered UNKNOWN_MEMBER_ID 12 s later, and the partition's next owner started from its offset."""
+    failed = e.kind == "commit_failed"
+    return [Commit(e.ts, member, topic, part, off, ok, e.generation, e.order, sent_ts=sent_ts, info=info, failed=failed)
             for (topic, part), off in (e.offsets or {}).items() if off is not None and off >= 0]
 
 
@@ -436,8 +444,8 @@ def supersede(periods: list[Period]) -> None:
 def effective_commit_times(commits: list[Commit], periods: list[Period]) -> None:
     """The latest time each commit can have taken effect (``eff_ts``). An answered one: when its answer was logged,
     or, logged after the member's ownership was superseded, the hand-over (the coordinator fences the old
-    generation: it was in flight). One never answered (``info``): the first hand-over of the partition to another
-    member after it was sent, else any time (OPEN)."""
+    generation: it was in flight). An indeterminate one (``info``): the first hand-over of the partition to another
+    member after it was sent, else any time (OPEN); one answered with an error, by that answer at the latest."""
     by_key = periods_by_key(periods)
     handovers = {}
     for p in periods:
@@ -448,6 +456,8 @@ def effective_commit_times(commits: list[Commit], periods: list[Period]) -> None
         if c.info:
             c.eff_ts = next((t for t, m in handovers.get((c.topic, c.partition), ()) if t > c.earliest and m != c.member),
                             OPEN)
+            if c.failed:
+                c.eff_ts = min(c.eff_ts, c.ts)
             continue
         c.eff_ts = c.ts
         for p in reversed(by_key.get((c.member, c.topic, c.partition), [])):

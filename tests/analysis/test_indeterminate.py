@@ -11,11 +11,12 @@ def of(s, kind):
     return [a for a in s["anomalies"] if a["type"] == kind]
 
 
-def frozen_with_a_commit_in_flight(root, answered: bool, sent_logged: bool = True) -> Run:
+def frozen_with_a_commit_in_flight(root, answered: bool, sent_logged: bool = True, failed: bool = False) -> Run:
     """The issue's scenario. j (VerifiableConsumer) owns t:0 from 877 (its committed offset), consumes 877-905,
     sends a commit of 906 and is frozen before its answer. The group hands t:0 to m2 at 10000, which starts at
     906 (the group's committed offset then) and commits 1190 at 12000. j's answer (success) is logged 14 s after
-    it was sent, after its eviction (``answered``), or never: j was killed right after sending it."""
+    it was sent, after its eviction (``answered``; an error when ``failed``), or never: j was killed right after
+    sending it."""
     r = Run(root)
     r.produce("t", 0, range(1300))
     for m, client in (("j", "java"), ("m2", "librdkafka")):
@@ -33,7 +34,11 @@ def frozen_with_a_commit_in_flight(root, answered: bool, sent_logged: bool = Tru
     r.event("m2", "committed", 12000, offsets={"t:0": 1190}, generation=2, requested_at_ms=T0 + 11990)
     r.consume("m2", "t", 0, range(1190, 1300), at=12100, generation=2)
     r.event("m2", "committed", 13000, offsets={"t:0": 1300}, generation=2, requested_at_ms=T0 + 12990)
-    if answered:
+    if answered and failed:
+        r.event("j", "commit_failed", 15130, offsets={"t:0": 906}, generation=1,
+                detail="UNKNOWN_MEMBER_ID: Commit failed: Broker: Unknown member", **sent)
+        r.event("j", "lost", 15200, ["t:0"], generation=1)
+    elif answered:
         r.event("j", "committed", 15130, offsets={"t:0": 906}, generation=1, **sent)
         r.event("j", "lost", 15200, ["t:0"], generation=1)
     else:
@@ -54,6 +59,18 @@ def test_a_commit_whose_member_was_killed_before_the_answer_is_ambiguous_not_a_f
     s = analyze(rd, spark=spark)
     page = (rd / "report" / "index.html").read_text()
     assert "1 case(s) only some reading of the commits&#x27; windows supports" in page and "from 877 or 906" in page
+    assert s["anomaly_counts"]["commit_ahead"] == 0, of(s, "commit_ahead")
+    info = s["checks"]["commit_ahead"]
+    assert info["indeterminate_commits"] == 1
+    assert info["ambiguous"] == 1 and info["ambiguous_examples"] == ["m2 t:0 committed 1190: from 877 or 906"]
+    assert s["valid"] is True
+
+
+def test_a_commit_answered_with_an_error_may_still_have_taken_effect(tmp_path, spark):
+    """Both clients retry a commit themselves: an error can answer a retry whose first attempt the coordinator
+    applied. Seen on a 500-member run (a commit answered UNKNOWN_MEMBER_ID 12 s after it was sent, and the
+    partition's next owner started from its offset): ambiguous, not commit_ahead."""
+    s = analyze(frozen_with_a_commit_in_flight(tmp_path / "run", answered=True, failed=True).write(), spark=spark)
     assert s["anomaly_counts"]["commit_ahead"] == 0, of(s, "commit_ahead")
     info = s["checks"]["commit_ahead"]
     assert info["indeterminate_commits"] == 1
