@@ -11,7 +11,9 @@ member's leaves from the brokers and the fault's row lists what it sent (faults/
 """
 from __future__ import annotations
 
+import faulthandler
 import resource
+import signal
 import sys
 import threading
 import time
@@ -115,4 +117,5 @@ class MemberHost:
 
 
 if __name__ == "__main__":
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the harness's HostControl.dump_stacks
     sys.exit(workload_config.run_workload(MemberHost, HostConfig))

@@ -171,6 +171,9 @@ MEMBER_KINDS: dict[str, MemberKind] = {
     "java-member": MemberKind("workloads.java_host"),  # our own Java member program: a host, of one member here
 }
 HOST_MODULES = {"librdkafka": "workloads.member_host", "java-member": "workloads.java_host"}
+# The signal that makes a host write every thread's stack into its log: the librdkafka host's faulthandler, the JVM's
+# own thread dump.
+STACKS_SIGNAL = {"workloads.member_host": signal.SIGUSR1, "workloads.java_host": signal.SIGQUIT}
 
 
 def member_process(config: MemberConfig) -> WorkloadProcess:
@@ -214,7 +217,20 @@ class HostControl:
         answered = wait_until(lambda: member in self.state().get(key, ()) or not self.process.alive(), timeout_s,
                               interval_s=0.05)
         if not answered:
-            raise TimeoutError(f"{self.name} did not bring {member} {'up' if how is None else how} within {timeout_s:g} s")
+            stacks = self.dump_stacks()
+            raise TimeoutError(f"{self.name} did not bring {member} {'up' if how is None else how} within {timeout_s:g} s"
+                               + (f"; its threads' stacks are in logs/{self.name}.log" if stacks else ""))
+
+    def dump_stacks(self) -> bool:
+        """Asks the host to write every thread's stack into its log (where a member it could not bring down waits)."""
+        sig = STACKS_SIGNAL.get(self.process.module)
+        if sig is None or not self.process.alive():
+            return False
+        try:
+            os.kill(self.process.pid, sig)
+        except OSError:
+            return False
+        return True
 
     def state(self) -> dict:
         try:

@@ -84,3 +84,17 @@ def test_a_host_killed_by_a_signal_not_sent_is_a_crash_of_each_of_its_members(ho
 
 def test_ack_path_is_in_the_control_folder(tmp_path):
     assert host_ack_path(tmp_path, "host-1") == tmp_path / "control" / "host-1.ack.json"
+
+
+def test_the_host_writes_every_threads_stack_into_its_log_when_asked(host, tmp_path):
+    """What the harness does when a host does not answer in time (HostControl.ask): the stacks show where a member
+    it could not bring down waits."""
+    process, control, _ = host
+    assert control.dump_stacks()
+    log = tmp_path / "logs" / "host-1.log"
+    deadline = time.monotonic() + 10
+    while "member_host.py" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    text = log.read_text()
+    assert text.count("Thread 0x") >= 4 and "in run" in text  # the host's main thread and each member's
