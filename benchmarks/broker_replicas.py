@@ -23,7 +23,7 @@ from harness.scenario import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 ISR_TIMEOUT_S = 300
-MAX_CREATE = 10_000  # partitions in one CreateTopics (the harness's own topic bound)
+MAX_CREATE = 9_999  # partitions in one CreateTopics: the controller refuses an operation of over 10,000 records
 
 
 def java_process(host_pid: int) -> int:
@@ -56,13 +56,16 @@ def broker_sample(broker) -> dict:
             "oom": "OutOfMemoryError" in container.logs(tail=2000).decode(errors="replace")}
 
 
-def settled(cluster: KafkaCluster, topics: list[str], deadline: float) -> bool:
-    """Every partition of the topics has a leader and its full ISR (metadata from the control lane)."""
+def settled(cluster: KafkaCluster, topics: list[str], replicas: int, deadline: float) -> bool:
+    """Every partition of the topics has a leader and its full ISR (metadata from the control lane), and the brokers
+    have opened a log for every replica (their descriptors: one a replica's segment). The controller writes a new
+    partition's ISR whole at its creation, so the metadata alone says nothing of the brokers' work."""
     while time.monotonic() < deadline:
         md = cluster.admin().list_topics(timeout=30)
         parts = [p for t in topics if t in md.topics for p in md.topics[t].partitions.values()]
         if parts and all(p.leader >= 0 and len(p.isrs) == len(p.replicas) for p in parts) and \
-                all(t in md.topics for t in topics):
+                all(t in md.topics for t in topics) and \
+                sum(broker_sample(b)["fds"] for b in cluster.brokers) >= replicas:
             return True
         time.sleep(2)
     return False
@@ -84,7 +87,7 @@ def series(heap: str, brokers: int, rf: int, steps: list[int]) -> list[dict]:
                 future.result(timeout=180)
                 topics.append(name)
                 held += partitions * rf // brokers
-            ok = settled(cluster, topics, time.monotonic() + ISR_TIMEOUT_S)
+            ok = settled(cluster, topics, held * brokers, time.monotonic() + ISR_TIMEOUT_S)
             samples = [broker_sample(b) for b in cluster.brokers]
             row = {"heap": heap, "replicas_per_broker": held, "settled": ok,
                    "seconds": round(time.monotonic() - started, 1), "brokers": samples}

@@ -19,8 +19,15 @@ from faults.context import FaultContext, ScenarioFacts
 from faults.targets import TargetError, resolve_member
 from workloads.config import MemberConfig
 
-# A topic's partitions, at its creation or grown by partitions_add: 500 members x 10 partitions each, with room.
-MAX_TOPIC_PARTITIONS = 10_000
+# A topic's partitions, at its creation or grown by partitions_add: 500 members x 10 partitions each, with room. Not
+# 10,000: Kafka's controller refuses one operation of more than 10,000 records (POLICY_VIOLATION, "Unable to perform
+# excessively large batch operation"), and a topic's creation writes its TopicRecord and one PartitionRecord a
+# partition (measured on 4.3.1: benchmarks/broker_replicas.py).
+MAX_TOPIC_PARTITIONS = 9_999
+# Partition replicas one broker of the harness's cluster holds at the most, every topic at its largest. Measured
+# (BENCHMARKS.md, "Member hosts"; benchmarks/broker_replicas.py): REPLICAS_MEASURED a broker at the default 512 MB heap
+# got every leader and full ISR, with no OutOfMemoryError.
+MAX_REPLICAS_PER_BROKER = 10_000
 from workloads.control import control_path, write_atomically
 
 

@@ -20,7 +20,7 @@ from faults.schedule import ScheduleTooLong, random_schedule
 from faults.targets import TARGET_CHECKS
 from harness.client_versions import version_tuple
 from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
-from faults.triggers import MAX_TOPIC_PARTITIONS
+from faults.triggers import MAX_REPLICAS_PER_BROKER, MAX_TOPIC_PARTITIONS
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting, host_of
 from harness.zoo_spec import ZooSpec
 
@@ -421,6 +421,7 @@ class Scenario(Strict):
         if self.consumer_group.client == "java" and len(self.topics) > 1:
             raise ValueError("topics: the Java member (VerifiableConsumer) subscribes to one topic; use client: librdkafka")
         _check_subscriptions(self.consumer_group, names)
+        _check_replicas(self)
         facts = self.facts()
         for i, fault in enumerate(self.faults):
             _check_fault(fault, facts, f"faults[{i}]")
@@ -562,6 +563,29 @@ def _check_subscriptions(group: ConsumerGroupSpec, run_topics: list[str]) -> Non
         if unread:
             where = "consumer_group.topics" if isinstance(group.members, int) else "consumer_group.members"
             raise ValueError(f"{where}: no member subscribes to topic {unread[0]!r}, so its records would never be consumed")
+
+
+def _check_replicas(scenario: "Scenario") -> None:
+    """The replicas a broker holds at the most, every topic at its largest (created at the start or by topic_create,
+    grown by partitions_add), against what one broker of this harness was measured to hold."""
+    entries = list(scenario.faults) + (scenario.random_faults.menu() if scenario.random_faults else [])
+    sizes = {t.name: (t.partitions, t.replication_factor) for t in scenario.topics}
+    for f in entries:
+        if f.kind == "topic_create":
+            sizes[f.target] = (f.params.partitions, f.params.replication_factor)
+    for f in entries:
+        if f.kind == "partitions_add":
+            name = scenario.topic.name if f.target == "topic" else f.target
+            partitions, rf = sizes.get(name, (0, 1))
+            sizes[name] = (max(partitions, f.params.partitions), rf)
+    brokers = scenario.cluster.brokers
+    per_broker = -(-sum(p * rf for p, rf in sizes.values()) // brokers)
+    if per_broker > MAX_REPLICAS_PER_BROKER:
+        where = "topic" if len(scenario.topics) == 1 else "topics"
+        raise ValueError(f"{where}: {per_broker} partition replicas a broker ({sum(p for p, _ in sizes.values())} "
+                         f"partitions at their replication factors on {brokers} brokers, every topic at its largest), "
+                         f"above the {MAX_REPLICAS_PER_BROKER} one broker was measured to hold (BENCHMARKS.md); use "
+                         "fewer partitions, a lower replication_factor or more cluster.brokers")
 
 
 def _check_fault(fault: FaultEntry, facts: ScenarioFacts, where: str) -> None:

@@ -65,6 +65,18 @@ def test_default_scenario_file_is_valid():
     ({"colour": "blue"}, "colour"),
     # topics, patterns, and the triggers that need them (issue 9)
     ({"topic": {"partitions": 0}}, "topic.partitions"),
+    # what Kafka's controller and a broker hold (issue 39): one creation of at most 9,999 partitions, 10,000 replicas a broker
+    ({"topic": {"partitions": 10_000, "replication_factor": 1}}, "topic.partitions"),
+    ({"topic": {"partitions": 9_999, "replication_factor": 2}, "cluster": {"brokers": 1}}, "topic.replication_factor"),
+    ({"topics": [{"name": "a", "partitions": 6_000, "replication_factor": 2},
+                 {"name": "b", "partitions": 5_000, "replication_factor": 2}], "cluster": {"brokers": 2}}, "topics"),
+    ({"topics": [{"name": "chaos-1", "partitions": 6_000, "replication_factor": 1}],
+      "consumer_group": {"pattern": "chaos-.*", "metadata_refresh_ms": 2000}, "cluster": {"brokers": 1},
+      "faults": [{"kind": "topic_create", "target": "chaos-2", "partitions": 5_000, "replication_factor": 1,
+                  "at_s": 1, "duration_s": 1}]}, "topic"),
+    ({"topics": [{"name": "a", "partitions": 6_000, "replication_factor": 1}, {"name": "b", "partitions": 10, "replication_factor": 1}],
+      "consumer_group": {"metadata_refresh_ms": 2000}, "cluster": {"brokers": 1},
+      "faults": [{"kind": "partitions_add", "target": "b", "partitions": 5_000, "at_s": 1, "duration_s": 1}]}, "topics"),
     ({"topic": {}, "topics": [{}]}, "topic"),
     ({"topics": [{"name": "a"}, {"name": "a"}]}, "topics[1].name"),
     ({"topics": []}, "topics"),
