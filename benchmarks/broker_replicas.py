@@ -49,7 +49,13 @@ def _rss_kb(pid: int) -> int:
 def broker_sample(broker) -> dict:
     container = broker.container.get_wrapped_container()
     container.reload()
-    pid = java_process(container.attrs["State"]["Pid"])
+    state = container.attrs["State"]
+    if not state["Running"]:  # the broker died: how, from its own log
+        tail = container.logs(tail=300).decode(errors="replace")
+        return {"running": False, "exit_code": state["ExitCode"], "oom_killed": state["OOMKilled"],
+                "oom": "OutOfMemoryError" in tail, "fds": 0, "last_error": next(
+                    (line for line in reversed(tail.splitlines()) if "ERROR" in line or "Exception" in line), None)}
+    pid = java_process(state["Pid"])
     proc = Path("/proc") / str(pid)
     return {"rss_mb": round(_rss_kb(pid) / 1024), "fds": len(list((proc / "fd").iterdir())),
             "maps": len((proc / "maps").read_text().splitlines()),
@@ -87,13 +93,17 @@ def series(heap: str, brokers: int, rf: int, steps: list[int]) -> list[dict]:
                 future.result(timeout=180)
                 topics.append(name)
                 held += partitions * rf // brokers
-            ok = settled(cluster, topics, held * brokers, time.monotonic() + ISR_TIMEOUT_S)
+            try:
+                ok = settled(cluster, topics, held * brokers, time.monotonic() + ISR_TIMEOUT_S)
+            except Exception as exc:  # a broker gone: its metadata or its /proc with it
+                print(f"not settled: {exc}", flush=True)
+                ok = False
             samples = [broker_sample(b) for b in cluster.brokers]
             row = {"heap": heap, "replicas_per_broker": held, "settled": ok,
                    "seconds": round(time.monotonic() - started, 1), "brokers": samples}
             rows.append(row)
             print(json.dumps(row), flush=True)
-            if not ok or any(s["oom"] for s in samples):
+            if not ok or any(s["oom"] or not s.get("running", True) for s in samples):
                 break
     finally:
         cluster.stop()
