@@ -28,11 +28,11 @@ from harness import broker_config, log_disk
 from harness.brokers import Broker, BrokerQueries, create_topic_with
 from harness.containers import (ClusterError, check_engine_and_images, free_loopback_port, host_ports, log_tail,
                                 StartedInWith, remove_container, run_labels, sweep_stale_containers)
-from harness.kafka_release import ensure_kafka_image
 from harness.lanes import LANE_PORT_BASE, LaneRouting, lane_port
 from harness.progress import progress, say
+from harness.releases.kafka_release import ensure_kafka_image
+from harness.releases.versions import kafka_image, kafka_version, pinned, toxiproxy_image
 from harness.scenario import ClusterSpec
-from harness.versions import kafka_image, kafka_version, pinned, toxiproxy_image
 from kafkanet import netns
 from kafkanet.broker_view import BrokerView, view_of
 from kafkanet.clock import now_ms

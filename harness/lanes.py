@@ -12,7 +12,7 @@ from testcontainers.core.network import Network
 from harness import broker_config
 from harness.brokers import Broker
 from harness.containers import ClusterError, LOOPBACK_ANY_PORT, container_logs, host_ports, log_tail
-from harness.versions import toxiproxy_image
+from harness.releases.versions import toxiproxy_image
 from kafkanet.rpc_proxy import RpcProxy
 from kafkanet.toxiproxy import Proxy, Toxiproxy
 from kafkanet.waiting import retry
