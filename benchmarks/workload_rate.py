@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.progress import say
 from harness.releases import client_versions
 from harness.run import run_scenario

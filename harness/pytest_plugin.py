@@ -72,11 +72,11 @@ def pytest_collection_modifyitems(items) -> None:
 @pytest.fixture(scope="session")
 def kafka_cluster(pytestconfig):
     if pytestconfig.getoption("kafka_backend") == "external":
-        from harness.external import ExternalCluster
+        from harness.cluster.external import ExternalCluster
         cluster = ExternalCluster(pytestconfig.getoption("bootstrap_servers"), pytestconfig.getoption("toxiproxy_url"),
                                   pytestconfig.getoption("allow_destructive"), client_lanes=SESSION_LANES)
     else:
-        from harness.cluster import KafkaCluster
+        from harness.cluster.kafka import KafkaCluster
         cluster = KafkaCluster(ClusterSpec(kafka_version=pytestconfig.getoption("kafka_version")),
                                run_id=f"pytest-{secrets.token_hex(3)}", client_lanes=SESSION_LANES)
     with cluster:

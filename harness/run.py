@@ -17,7 +17,7 @@ from faults.base import REQUIREMENTS, Fault
 from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
-from harness.cluster import ClusterError, KafkaCluster
+from harness.cluster.kafka import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
 from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
 from harness.progress import one_line, progress, say

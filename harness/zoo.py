@@ -181,7 +181,7 @@ def on_release(scenario: Scenario, version: str) -> dict:
 
 def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> BugResult:
     """`repeat` runs on each release, on a cluster of that release's own (brokers swapped) or of the file's."""
-    from harness.cluster import KafkaCluster
+    from harness.cluster.kafka import KafkaCluster
     from harness.run import scenario_source
     zoo = scenario.zoo
     result = BugResult(path.name, zoo, {})

@@ -73,7 +73,7 @@ def test_disk_full_halts_the_node_and_the_heal_brings_it_back(tmp_path):
     import secrets
 
     from analysis import analyze
-    from harness import log_disk
+    from harness.cluster import log_disk
     from harness.run import run_scenario
     from harness.scenario import parse_with_unique_names
     scenario = {**short({"kind": "disk_full", "target": "coordinator", "at_s": 2, "duration_s": 4}, records=6000),

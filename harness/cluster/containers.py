@@ -11,7 +11,7 @@ import docker
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
-from harness import log_disk
+from harness.cluster import log_disk
 from harness.releases.versions import toxiproxy_image
 from workloads.owner import owner_gone, owner_state, this_owner
 
