@@ -232,8 +232,8 @@ def cmd_scenarios(args) -> int:
 def cmd_zoo(args) -> int:
     import time
 
-    from harness import zoo
     from harness.scenario import ScenarioError, parse_scenario
+    from harness.zoo import runner as zoo
     if args.repeat < 1:
         raise ScenarioError(f"--repeat: at least 1 run per release, got {args.repeat}")
     if args.merge:
@@ -262,8 +262,8 @@ def cmd_zoo(args) -> int:
 def _zoo_merge(args) -> int:
     import time
 
-    from harness import zoo
     from harness.scenario import ScenarioError
+    from harness.zoo import runner as zoo
     _check_folder(args.out, "--out")
     tables = []
     for path in args.merge:  # each table read and checked alone, so an error names its file

@@ -22,7 +22,7 @@ from faults.triggers import MAX_TOPIC_PARTITIONS
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting, host_of
 from harness.releases.client_versions import version_tuple
 from harness.releases.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
-from harness.zoo_spec import ZooSpec
+from harness.zoo.spec import ZooSpec
 
 
 
