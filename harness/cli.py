@@ -290,11 +290,11 @@ def _zoo_merge(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    from harness import nightly
+    from harness.nightly import gate
     from harness.scenario import ScenarioError
     if not args.night.is_dir():
         raise ScenarioError(f"night: {args.night} is not a folder")
-    verdict = nightly.judge(args.night, args.trend)
+    verdict = gate.judge(args.night, args.trend)
     text = verdict.markdown(args.night)
     (args.night / "summary.md").write_text(text + "\n", encoding="utf-8")
     print(text)
