@@ -9,9 +9,9 @@ import subprocess
 import pytest
 
 from analysis import analyze
-from harness.assertions import ChaosRun
 from harness.cluster import log_disk
 from harness.cluster.external import ExternalBroker, ExternalClusterError
+from harness.plugin.assertions import ChaosRun
 from harness.run import run_scenario
 from harness.scenario import ScenarioError, parse_scenario, parse_with_unique_names
 from run_logs import rows
