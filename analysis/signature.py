@@ -3,7 +3,7 @@ run's own history: ``report/anomalies.jsonl`` (every anomaly the analysis found,
 (what the members logged). A run shows the signature when every predicate matches at least one row.
 
 The predicates arrive as plain dicts with every threshold already a number (the zoo resolves them from the
-scenario's settings, harness/zoo_spec.py)::
+scenario's settings, harness/zoo/spec.py)::
 
     {"anomaly": "stall", "where": {"waiting_for": "assignment", "stalled_ms": {"ge": 15000}}}
     {"event": "lost", "where": {}, "after": {"event": "commit_failed", "where": {"detail": {"startswith": "ILLEGAL"}},

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from confluent_kafka.admin import NewTopic
 
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.scenario import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[1]

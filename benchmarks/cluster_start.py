@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from benchmarks import spread
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.scenario import ClusterSpec
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -26,7 +26,7 @@ from pathlib import Path
 from benchmarks import spread
 from faults.context import FaultContext
 from faults.timeline import FaultTimeline
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.scenario import FAULT_ENTRY, ClusterSpec
 from kafkanet.probe import api_versions_roundtrip
 

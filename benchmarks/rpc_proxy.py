@@ -18,7 +18,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.progress import say
 from harness.scenario import ClusterSpec
 

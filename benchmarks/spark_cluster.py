@@ -1,5 +1,5 @@
 """One run directory analysed locally (local[*]) and on Spark standalone clusters in containers of 1 and 2 workers
-(harness/spark_cluster.py), in one invocation: the wall time of each analysis (a fresh session first, then
+(harness/cluster/spark.py), in one invocation: the wall time of each analysis (a fresh session first, then
 `--repeat - 1` more in the same session), the ratios to local, the load average beside each, and whether every
 summary equals the local one (issue 23, item 5).
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from analysis import analyze
 from analysis import spark as S
-from harness.spark_cluster import SparkCluster
+from harness.cluster.spark import SparkCluster
 
 
 def timed(run_dir: Path, repeat: int, **target) -> tuple[list[float], list[float], dict]:

@@ -15,7 +15,7 @@ import time
 from contextlib import nullcontext
 
 from benchmarks.rpc_proxy import PARTITIONS, compare_main, fetch_rate, latencies_ms, produce_rate
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 
 def one_round(cluster: KafkaCluster, path: str, records: int, index: int) -> dict:
     topic = f"bench-{path}-{index}-{time.time_ns()}"

@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import client_versions
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.progress import say
+from harness.releases import client_versions
 from harness.run import run_scenario
 from harness.scenario import ClusterSpec, parse_scenario
 

@@ -1,7 +1,7 @@
 """What a fault may use of the run: the seams between a fault kind and the cluster it runs against.
 
-A backend is that cluster: the harness's own containers (harness/cluster.py) or a cluster someone else
-runs (harness/external.py). Fault kinds call only what these protocols name, never a container engine, so
+A backend is that cluster: the harness's own containers (harness/cluster/kafka.py) or a cluster someone else
+runs (harness/cluster/external.py). Fault kinds call only what these protocols name, never a container engine, so
 a fault works on every backend that offers what it calls. A backend that cannot do something (pause a
 broker it does not own) refuses with one error naming the broker and the operation, and leaves the
 requirement out of its `capabilities` (faults.base.REQUIREMENTS), so the harness skips such faults before

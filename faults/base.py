@@ -54,7 +54,7 @@ class Fault:
     target_kind: ClassVar[str] = "broker"
     Params: ClassVar[type[FaultParams]] = FaultParams
     # What the fault needs of the cluster (see REQUIREMENTS); a cluster the harness did not start
-    # (harness/external.py) has only some of it.
+    # (harness/cluster/external.py) has only some of it.
     needs: ClassVar[str] = "containers"
     # What the analysis needs to know of the kind, written in each of its rows of faults.jsonl (facts()), so
     # that the analysis names no kind (docs/DESIGN.md, faults.jsonl).

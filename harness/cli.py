@@ -135,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_spark_cluster(commands) -> None:
-    """`spark-cluster up|down|status`, and `analyze --spark-cluster N` (harness/spark_cluster.py)."""
+    """`spark-cluster up|down|status`, and `analyze --spark-cluster N` (harness/cluster/spark.py)."""
     sc = commands.add_parser("spark-cluster", help="a Spark standalone cluster in containers for `analyze --master`",
                              description="Start (up), list (status) or remove (down) a Spark standalone cluster of a "
                              "master and N workers in containers (image kafka-chaos/spark, built on first use). `up` "
@@ -151,17 +151,17 @@ def _add_spark_cluster(commands) -> None:
     analyze = commands.choices["analyze"]
     analyze.add_argument("--spark-cluster", type=int, default=None, metavar="WORKERS",
                          help="start a Spark standalone cluster of WORKERS workers in containers for this analysis "
-                              "and remove it afterwards (harness/spark_cluster.py)")
+                              "and remove it afterwards (harness/cluster/spark.py)")
     analyze.set_defaults(handler=cmd_analyze_on_spark_cluster, func=cmd_analyze_on_spark_cluster)
 
 
 def cmd_spark_cluster(args) -> int:
-    from harness import spark_cluster
+    from harness.cluster import spark
     if args.action == "down":
-        print(f"removed {spark_cluster.remove_clusters()} Spark cluster container(s)")
+        print(f"removed {spark.remove_clusters()} Spark cluster container(s)")
         return EXIT_OK
     if args.action == "status":
-        up = spark_cluster.clusters_up()
+        up = spark.clusters_up()
         print("\n".join(f"{cid}: {url}" for cid, url in up.items()) or "no Spark cluster is up")
         return EXIT_OK
     mounts = args.mount or [Path("runs")]
@@ -169,12 +169,12 @@ def cmd_spark_cluster(args) -> int:
     problem = (f"--mount {missing[0]}: no such folder" if missing
                else f"--workers {args.workers}: at least 1" if args.workers < 1
                else f"one is up already ({', '.join(up.values())}): `kafka-chaos spark-cluster down` first"
-               if (up := spark_cluster.clusters_up()) else None)
+               if (up := spark.clusters_up()) else None)
     if problem:
         print(f"kafka-chaos spark-cluster: bad input: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    cluster = spark_cluster.SparkCluster(workers=args.workers, cores=args.cores, memory_mb=args.memory_mb,
-                                         mounts=tuple(mounts), owned=False)
+    cluster = spark.SparkCluster(workers=args.workers, cores=args.cores, memory_mb=args.memory_mb,
+                                 mounts=tuple(mounts), owned=False)
     try:
         cluster.start()
     except BaseException:  # left running only once it is up
@@ -195,7 +195,7 @@ def cmd_analyze_on_spark_cluster(args) -> int:
     if problem:
         print(f"kafka-chaos analyze: bad input: {problem}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    from harness.spark_cluster import SparkCluster
+    from harness.cluster.spark import SparkCluster
     with SparkCluster(workers=args.spark_cluster, mounts=(args.run_dir,)) as cluster:
         args.master = cluster.master_url
         args.conf = [*cluster.driver_conf().items(), *(args.conf or [])]
@@ -232,8 +232,8 @@ def cmd_scenarios(args) -> int:
 def cmd_zoo(args) -> int:
     import time
 
-    from harness import zoo
     from harness.scenario import ScenarioError, parse_scenario
+    from harness.zoo import runner as zoo
     if args.repeat < 1:
         raise ScenarioError(f"--repeat: at least 1 run per release, got {args.repeat}")
     if args.merge:
@@ -262,8 +262,8 @@ def cmd_zoo(args) -> int:
 def _zoo_merge(args) -> int:
     import time
 
-    from harness import zoo
     from harness.scenario import ScenarioError
+    from harness.zoo import runner as zoo
     _check_folder(args.out, "--out")
     tables = []
     for path in args.merge:  # each table read and checked alone, so an error names its file
@@ -290,11 +290,11 @@ def _zoo_merge(args) -> int:
 
 
 def cmd_gate(args) -> int:
-    from harness import nightly
+    from harness.nightly import gate
     from harness.scenario import ScenarioError
     if not args.night.is_dir():
         raise ScenarioError(f"night: {args.night} is not a folder")
-    verdict = nightly.judge(args.night, args.trend)
+    verdict = gate.judge(args.night, args.trend)
     text = verdict.markdown(args.night)
     (args.night / "summary.md").write_text(text + "\n", encoding="utf-8")
     print(text)
@@ -302,7 +302,7 @@ def cmd_gate(args) -> int:
 
 
 def cmd_clean(args) -> int:
-    from harness.containers import NoDockerEngine, sweep_stale_containers
+    from harness.cluster.containers import NoDockerEngine, sweep_stale_containers
     from workloads.services import sweep_stale_workloads
     from analysis import service
     try:
@@ -367,7 +367,7 @@ def cmd_run(args) -> int:
             print(f"kafka-chaos run: bad input: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
     if args.bootstrap_servers:
-        from harness.external import ExternalCluster
+        from harness.cluster.external import ExternalCluster
         with ExternalCluster(args.bootstrap_servers, args.toxiproxy_url, args.allow_destructive, planned.lanes) as cluster:
             outcome = run_plan(planned, args.runs_dir, cluster=cluster, on_drain=on_drain, source=source)
     else:
@@ -408,8 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kafka-chaos: interrupted ({exc or 'SIGINT'}); faults healed, containers removed", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # the harness's own errors, imported only now: `analyze` never loads the cluster code
-        from harness.cluster import ClusterError
-        from harness.external import ExternalClusterError
+        from harness.cluster.kafka import ClusterError
+        from harness.cluster.external import ExternalClusterError
         from harness.scenario import ScenarioError
         if isinstance(exc, ScenarioError):
             print(f"kafka-chaos: {exc}", file=sys.stderr)
@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, (ClusterError, ExternalClusterError)):
             print(f"kafka-chaos: the cluster failed: {exc}", file=sys.stderr)
             return EXIT_HARNESS_FAILURE
-        from harness.containers import engine_unreachable
+        from harness.cluster.containers import engine_unreachable
         from harness.progress import one_line
         if engine_unreachable(exc):
             print(f"kafka-chaos: the Docker engine stopped answering ({one_line(exc)}); once it answers again, "

@@ -16,14 +16,14 @@ from typing import Any, Literal
 from pydantic import ValidationError, field_serializer, model_validator
 
 from faults.targets import is_role
-from harness.client_jars import java_client
-from harness.client_versions import ClientVersionError, member_client
 from harness.hosting import host_of
 from harness.progress import say
+from harness.releases.client_jars import java_client
+from harness.releases.client_versions import ClientVersionError, member_client
+from harness.releases.versions import kafka_image
 from harness.scenario import (ADMIN_PROBE, FAULT_ENTRY, PRODUCER, AdminProbeSpec, ConsumerGroupSpec, FaultEntry,
                               ProcessingSpec, ProducerSpec, Scenario, ScenarioError, Strict, TopicSpec, located,
                               parse_scenario, read_text)
-from harness.versions import kafka_image
 from workloads.config import ClientRelease
 from workloads.security import security_config
 

@@ -17,15 +17,15 @@ from faults.base import REQUIREMENTS, Fault
 from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
-from harness.cluster import ClusterError, KafkaCluster
+from harness.cluster.kafka import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
-from harness.kafka_release import KafkaVersionError
 from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
 from harness.progress import one_line, progress, say
+from harness.releases.kafka_release import KafkaVersionError
+from harness.releases.versions import kafka_version
 from harness.rundir import create_run_dir, new_run_id, write_json
 from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
-from harness.versions import kafka_version
 from kafkanet import waiting
 from harness.hosting import hosted_settings
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig

@@ -18,12 +18,11 @@ from faults.context import ScenarioFacts
 from faults.kinds import fault_kinds
 from faults.schedule import ScheduleTooLong, random_schedule
 from faults.targets import TARGET_CHECKS
-from harness.client_versions import version_tuple
-from harness.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
 from faults.triggers import MAX_REPLICAS_PER_BROKER, MAX_TOPIC_PARTITIONS
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting, host_of
-from harness.zoo_spec import ZooSpec
-
+from harness.releases.client_versions import version_tuple
+from harness.releases.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
+from harness.zoo.spec import ZooSpec
 
 
 class ScenarioError(ValueError):

@@ -131,7 +131,7 @@ toxiproxy_image() {
   step_done "built"
 }
 
-# Spark for a standalone analysis cluster (harness/spark_cluster.py), on demand only (`make spark-image`, or the
+# Spark for a standalone analysis cluster (harness/cluster/spark.py), on demand only (`make spark-image`, or the
 # harness when a cluster is asked for): the venv's pyspark distribution (jars, bin, sbin, python/lib) and the
 # libraries the analysis runs on executors, hard-linked into the build context from the venv, so that Spark's
 # version is the venv's pyspark and nothing but Debian packages is downloaded. The inputs hash names versions,

@@ -23,13 +23,13 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """The fault families this session really ran (harness/families.py), read from the run directories it left under
-    its temporary folder and --keep-runs: written to $KAFKA_CHAOS_FAMILIES; with $KAFKA_CHAOS_REQUIRE_ALL_FAMILIES=1
-    (`make test`) a family that did not run fails the session, naming it."""
+    """The fault families this session really ran (harness/nightly/families.py), read from the run directories it
+    left under its temporary folder and --keep-runs: written to $KAFKA_CHAOS_FAMILIES; with
+    $KAFKA_CHAOS_REQUIRE_ALL_FAMILIES=1 (`make test`) a family that did not run fails the session, naming it."""
     path = os.environ.get("KAFKA_CHAOS_FAMILIES")
     if not path or not hasattr(session.config, "_tmp_path_factory"):
         return
-    from harness.families import families_under, write_ledger
+    from harness.nightly.families import families_under, write_ledger
     keep = session.config.getoption("keep_runs", None)
     ran = families_under(session.config._tmp_path_factory.getbasetemp(), keep)
     ledger = write_ledger(path, ran, os.environ.get("KAFKA_CHAOS_FAMILIES_SELECTION", "all"))

@@ -29,7 +29,7 @@ class ProcessingConfig:
 
 @dataclass(frozen=True)
 class ClientRelease:
-    """How a member of one client release runs (harness/client_versions.py resolves it, cached)."""
+    """How a member of one client release runs (harness/releases/client_versions.py resolves it, cached)."""
     python: str | None = None  # librdkafka: the interpreter of that confluent-kafka release's venv
     client_version: str | None = None  # None: the release the harness ships
     librdkafka_version: str | None = None  # the one bundled in a pinned confluent-kafka

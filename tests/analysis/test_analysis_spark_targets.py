@@ -23,7 +23,7 @@ import pytest
 from analysis import analyze, cli
 from analysis import spark as S
 from analysis_runs import clean_run, known_run
-from harness.containers import free_loopback_port
+from harness.cluster.containers import free_loopback_port
 from kafkanet.waiting import require
 
 SPARK_HOME = Path(pyspark.__file__).parent

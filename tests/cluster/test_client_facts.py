@@ -3,7 +3,7 @@ library that ran, and a member killed by its own client logged so that the analy
 import confluent_kafka
 import pytest
 
-from harness.versions import kafka_version
+from harness.releases.versions import kafka_version
 from run_logs import rows
 from scenario_files import catalog
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from harness.client_versions import librdkafka_client
+from harness.releases.client_versions import librdkafka_client
 from run_logs import rows
 
 pytestmark = pytest.mark.cluster

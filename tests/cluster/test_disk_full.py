@@ -1,5 +1,5 @@
 """disk_full (faults/disk.py, issue 24 item 6) on a cluster whose brokers have a log disk of their own
-(cluster.log_disk_mb, harness/log_disk.py): what Kafka 4.3.1 does when a node's only log directory fills, what
+(cluster.log_disk_mb, harness/cluster/log_disk.py): what Kafka 4.3.1 does when a node's only log directory fills, what
 the group sees, that the run completes and is analysed; the option's validation; and the disks' cleanup."""
 import os
 import secrets
@@ -9,9 +9,9 @@ import subprocess
 import pytest
 
 from analysis import analyze
-from harness import log_disk
-from harness.assertions import ChaosRun
-from harness.external import ExternalBroker, ExternalClusterError
+from harness.cluster import log_disk
+from harness.cluster.external import ExternalBroker, ExternalClusterError
+from harness.plugin.assertions import ChaosRun
 from harness.run import run_scenario
 from harness.scenario import ScenarioError, parse_scenario, parse_with_unique_names
 from run_logs import rows

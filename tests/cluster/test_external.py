@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import pytest
 import requests
 
-from harness.external import ExternalCluster
+from harness.cluster.external import ExternalCluster
 from kafkanet.waiting import NotYet, require
 
 ROOT = Path(__file__).resolve().parents[2]

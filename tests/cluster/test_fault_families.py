@@ -1,7 +1,7 @@
 """Issue 38, item 5: a short real run of each fault family that no other `make test` item runs, on the session's
 cluster: a few thousand records, the fault a second or two in. Each run must end clean (no harness error, drained,
 nothing lost, valid) with its fault's row in faults.jsonl injected and healed, and what the family does seen on the
-real cluster. The session's ledger (harness/families.py, tests/conftest.py) fails `make test` when a family ran
+real cluster. The session's ledger (harness/nightly/families.py, tests/conftest.py) fails `make test` when a family ran
 nowhere; the long versions of these families stay in the nightly."""
 import json
 
@@ -73,7 +73,7 @@ def test_disk_full_halts_the_node_and_the_heal_brings_it_back(tmp_path):
     import secrets
 
     from analysis import analyze
-    from harness import log_disk
+    from harness.cluster import log_disk
     from harness.run import run_scenario
     from harness.scenario import parse_with_unique_names
     scenario = {**short({"kind": "disk_full", "target": "coordinator", "at_s": 2, "duration_s": 4}, records=6000),

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from docker_gate import DockerGate
-from harness.containers import RUN_LABEL
+from harness.cluster.containers import RUN_LABEL
 from kafkanet.waiting import wait_until
 
 pytestmark = pytest.mark.cluster

@@ -19,7 +19,7 @@ from polling import read_jsonl, wait_for
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
-from harness.client_jars import java_client
+from harness.releases.client_jars import java_client
 from kafkanet.clock import now_ms
 from kafkanet.rpc_proxy import Rule, request_facts
 from workloads.config import ClientRelease, HostConfig, MemberConfig, ProcessingConfig, encode

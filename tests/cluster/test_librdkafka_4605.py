@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from faults.targets import coordinator_id
-from harness.cluster import KafkaCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.scenario import ClusterSpec
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]

@@ -6,8 +6,8 @@ import subprocess
 import docker
 import pytest
 
-from harness.containers import OWNER_LABEL, PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
-from harness.versions import pinned
+from harness.cluster.containers import OWNER_LABEL, PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
+from harness.releases.versions import pinned
 from workloads.owner import this_owner
 
 pytestmark = pytest.mark.cluster

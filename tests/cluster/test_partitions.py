@@ -16,7 +16,7 @@ from confluent_kafka.admin import NewTopic
 from faults.context import FaultContext
 from faults.partition import IsolateBroker, PartitionPair, Split
 from faults.timeline import FaultTimeline
-from harness.broker_config import CONTROLLER_PORT
+from harness.cluster.broker_config import CONTROLLER_PORT
 from kafkanet import netns, waiting
 from kafkanet.clock import now_ms
 from kafkanet.probe import api_versions_roundtrip

@@ -9,7 +9,7 @@ import docker
 import pytest
 import yaml
 
-from harness.containers import PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
+from harness.cluster.containers import PROJECT_LABEL, RUN_LABEL, sweep_stale_containers
 from kafkanet.waiting import wait_until
 from run_logs import rows
 

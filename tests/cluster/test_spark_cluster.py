@@ -1,4 +1,4 @@
-"""Issue 23, item 5: the analysis on a Spark standalone cluster in containers (harness/spark_cluster.py) gives the
+"""Issue 23, item 5: the analysis on a Spark standalone cluster in containers (harness/cluster/spark.py) gives the
 summary the local session gives, field by field, for synthetic runs with planted anomalies in both formats and in
 an unordered layout; the CLI's `--master ... --conf ...` (what `spark-cluster up` prints) and `--spark-cluster N`
 exit as the local analysis does, and leave no container behind."""
@@ -12,8 +12,8 @@ from analysis import analyze, cli as analysis_cli
 from analysis import spark as S
 from benchmarks.synth import Plan, generate
 from harness import cli as harness_cli
-from harness.containers import docker_client
-from harness.spark_cluster import CLUSTER_LABEL, EXECUTOR_PYTHON, SparkCluster
+from harness.cluster.containers import docker_client
+from harness.cluster.spark import CLUSTER_LABEL, EXECUTOR_PYTHON, SparkCluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -4,7 +4,7 @@ one miss in a make test at load 45), so these run under the slow marker in `make
 import pytest
 
 from analysis import signature
-from harness.zoo import on_release, select
+from harness.zoo.runner import on_release, select
 
 pytestmark = pytest.mark.cluster
 
@@ -34,7 +34,7 @@ def test_librdkafka_4605_the_admin_probe_aborts_once_the_cut_coordinator_is_back
     import json
     from pathlib import Path
 
-    from harness.zoo import run_bug
+    from harness.zoo.runner import run_bug
     [(path, scenario)] = select(["librdkafka#4605"])
     result = run_bug(path, scenario, 1, tmp_path)
     assert list(result.tallies) == ["affected"]  # open: no fixed release to run

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from harness.scenario import ADMIN_PROBE, ScenarioError, parse_scenario
-from harness.zoo import ZOO_DIR, select
+from harness.zoo.runner import ZOO_DIR, select
 
 PROBE = {"call": "describe", "every_ms": 1000, "request_timeout_ms": 3000}
 

@@ -10,8 +10,8 @@ import pytest
 
 from analysis import analyze
 from analysis.synthetic import write_run
-from harness.assertions import ChaosAssertionError, ChaosRun
-from harness.pytest_plugin import JUNIT_FIELDS
+from harness.plugin.assertions import ChaosAssertionError, ChaosRun
+from harness.plugin.fixtures import JUNIT_FIELDS
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
-from harness import broker_config
-from harness.broker_config import Lanes
+from harness.cluster import broker_config
+from harness.cluster.broker_config import Lanes
 
 LANES = Lanes("127.0.0.1:40001", "127.0.0.1:40101", "toxiproxy:10201", "toxiproxy:10301")
 
@@ -43,7 +43,7 @@ def test_overrides_win_and_booleans_are_lowercase():
 def test_cluster_ids_never_start_with_a_dash(monkeypatch):
     import uuid
 
-    from harness.cluster import new_cluster_id
+    from harness.cluster.kafka import new_cluster_id
     ids = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(int=1)])  # the first encodes to "-AAA..."
     monkeypatch.setattr(uuid, "uuid4", lambda: next(ids))
     assert new_cluster_id() == "AAAAAAAAAAAAAAAAAAAAAQ"

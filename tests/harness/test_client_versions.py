@@ -1,8 +1,8 @@
 """Pinned client releases: a release that cannot run here is one error naming the field, before anything starts."""
 import pytest
 
-from harness.client_versions import ClientVersionError, check_java_version, check_librdkafka_version, librdkafka_client
 from harness.plan import resolve_clients
+from harness.releases.client_versions import ClientVersionError, check_java_version, check_librdkafka_version, librdkafka_client
 from harness.scenario import ScenarioError, parse_scenario
 
 
@@ -50,6 +50,6 @@ def test_a_java_release_without_static_membership_is_refused_for_it():
     ("3.9.1", {"--bootstrap-server", "--group-instance-id", "--group-protocol"}, "--bootstrap-server", None),
 ])
 def test_old_verifiable_consumers_get_the_options_they_know(version, options, bootstrap, dynamic):
-    from harness.client_versions import JavaClient
+    from harness.releases.client_versions import JavaClient
     client = JavaClient(version, "/jars/*", frozenset(options))
     assert (client.bootstrap_option, client.dynamic_instance_id) == (bootstrap, dynamic)

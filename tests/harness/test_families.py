@@ -1,8 +1,8 @@
-"""The fault-family ledger (harness/families.py): what a session or a night really ran, read from its runs."""
+"""The fault-family ledger (harness/nightly/families.py): what a session or a night really ran, read from its runs."""
 import json
 import shutil
 
-from harness.families import all_families, families_under, write_ledger
+from harness.nightly.families import all_families, families_under, write_ledger
 
 
 def a_run(root, name, kinds, real=True):

@@ -3,8 +3,8 @@ cluster; on an external one, the faults on the run's own processes, the client-l
 user's Toxiproxy only when destructive faults are allowed, and the rest skipped with their reason."""
 import pytest
 
-from harness.cluster import KafkaCluster
-from harness.external import ExternalCluster
+from harness.cluster.external import ExternalCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.plan import compile_plan, resolve_clients
 from harness.run import RunOutcome, planned_faults
 from harness.scenario import ScenarioError, parse_scenario

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from harness.containers import TAIL_LINES, container_logs, log_tail
+from harness.cluster.containers import TAIL_LINES, container_logs, log_tail
 from harness.plan import compile_plan
 from harness.run import refuse_a_cluster_unlike_the_plan, run_plan
 from harness.scenario import ClusterSpec, ScenarioError, parse_scenario
@@ -88,7 +88,7 @@ def test_a_log_that_cannot_be_read_is_said_so_in_the_tail():
 
 
 def test_a_cluster_whose_start_fails_in_a_with_block_is_stopped_and_the_error_kept():
-    from harness.containers import StartedInWith
+    from harness.cluster.containers import StartedInWith
 
     class Half(StartedInWith):
         stopped = 0

@@ -2,7 +2,7 @@
 import docker
 import pytest
 
-from harness.kafka_release import KafkaVersionError, ensure_kafka_image
+from harness.releases.kafka_release import KafkaVersionError, ensure_kafka_image
 from harness.run import run_scenario
 from harness.scenario import ScenarioError, parse_scenario
 

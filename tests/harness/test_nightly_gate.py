@@ -1,4 +1,4 @@
-"""The nightly job's verdict (harness/nightly.py, `kafka-chaos gate`): green when nothing changed, red when
+"""The nightly job's verdict (harness/nightly/gate.py, `kafka-chaos gate`): green when nothing changed, red when
 something did, and the summary says which."""
 import json
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from analysis.checks import REGISTRY
-from harness.assertions import ChaosAssertionError, ChaosRun
+from harness.plugin.assertions import ChaosAssertionError, ChaosRun
 
 CHECKS = (*REGISTRY, "attribution", "rebalances")
 

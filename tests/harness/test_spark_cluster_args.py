@@ -4,7 +4,7 @@ import pytest
 
 from analysis import spark as S
 from harness import cli
-from harness.spark_cluster import SparkCluster
+from harness.cluster.spark import SparkCluster
 
 
 def one_line(err: str) -> str:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.scenario import catalog, parse_scenario, unique_names
-from harness.zoo import on_release
+from harness.zoo.runner import on_release
 
 ZOO = catalog(Path(__file__).resolve().parents[2] / "scenarios" / "zoo")
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from analysis.signature import Match
-from harness.zoo import BugResult, Tally, binomial_cdf, wilson
-from harness.zoo_spec import ZooSpec
+from harness.zoo.runner import BugResult, Tally, binomial_cdf, wilson
+from harness.zoo.spec import ZooSpec
 
 WHY = "A sentence that says why. Another one that says why not elsewhere."
 
@@ -98,7 +98,7 @@ def test_parts_measured_on_different_days_merge_into_one_table(tmp_path, capsys)
     import json
 
     from harness.cli import main
-    from harness.zoo import write
+    from harness.zoo.runner import write
     day1 = write(tmp_path / "a", [result(spec(), tally("affected", 2, 2), tally("fixed", 0, 2))], "2026-11-24")
     day2 = write(tmp_path / "b", [result(spec(), tally("affected", 2, 3), tally("fixed", 0, 3))], "2026-11-25")
     assert main(["zoo", "--merge", str(day1.with_suffix(".json")), str(day2.with_suffix(".json")),
@@ -112,7 +112,7 @@ def test_parts_measured_on_different_days_merge_into_one_table(tmp_path, capsys)
 
 
 def test_a_signature_over_a_check_that_did_not_run_could_not_be_verified():
-    from harness.zoo import not_run
+    from harness.zoo.runner import not_run
     s = spec()
     assert not_run({"checks": {"stall": {"ran": True, "status": "ran", "count": 0}}}, s) is None
     assert not_run({"checks": {"stall": {"ran": False, "status": "not_run", "reason": "no events"}}}, s) == \

@@ -8,9 +8,9 @@ import random
 from faults.backend import BrokerHandle, ClusterHandle, MemberHandle, PoolHandle, TopicsHandle
 from faults.context import FaultContext
 from faults.timeline import FaultTimeline
-from harness.brokers import Broker
-from harness.cluster import KafkaCluster
-from harness.external import ExternalBroker, ExternalCluster
+from harness.cluster.brokers import Broker
+from harness.cluster.external import ExternalBroker, ExternalCluster
+from harness.cluster.kafka import KafkaCluster
 from harness.run import MemberPool, RunTopics
 from kafkanet.rpc_proxy import RpcProxy
 from workloads.services import WorkloadProcess

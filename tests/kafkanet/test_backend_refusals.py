@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faults.backend import BrokerHandle
-from harness.external import ExternalBroker, ExternalCluster, ExternalClusterError
+from harness.cluster.external import ExternalBroker, ExternalCluster, ExternalClusterError
 from kafkanet.broker_view import BrokerView, PartitionView
 
 OPERATIONS = {"pause": (), "resume": (), "kill": (), "stop": (60,), "start": (), "running": (),
@@ -29,7 +29,7 @@ def test_an_external_cluster_refuses_a_restart_naming_the_broker():
 
 def test_both_backends_brokers_have_every_operation_of_the_protocol():
     """The shallow check, at run time (mypy's in test_typing.py compares the signatures too)."""
-    from harness.brokers import Broker
+    from harness.cluster.brokers import Broker
     assert isinstance(ExternalBroker(1, "kafka-1", "h:1"), BrokerHandle)
     assert isinstance(Broker(1, "kafka-1", None, "h:1", "h:2"), BrokerHandle)
 

@@ -44,7 +44,7 @@ def test_the_floor_imports_nothing_of_ours():
 
 def test_harness_faults_and_workloads_stand_on_the_floor_not_it_on_them():
     users = {package for package in ("harness", "faults", "workloads")
-             for module in (ROOT / package).glob("*.py") if "kafkanet" in imported_packages(module)}
+             for module in (ROOT / package).rglob("*.py") if "kafkanet" in imported_packages(module)}
     assert {"harness", "faults"} <= users
 
 

@@ -29,7 +29,7 @@ def test_a_backend_without_a_broker_operation_fails_the_check(tmp_path):
     """The check can fail: a backend broker that cannot pause is not a BrokerHandle."""
     lacking = tmp_path / "lacking.py"
     lacking.write_text(
-        "from harness.external import ExternalBroker\nfrom faults.backend import BrokerHandle\n\n"
+        "from harness.cluster.external import ExternalBroker\nfrom faults.backend import BrokerHandle\n\n"
         "class NoPause(ExternalBroker):\n    pause = None  # type: ignore[assignment]\n\n"
         "def handle(broker: NoPause) -> BrokerHandle:\n    return broker\n")
     result = mypy("--follow-imports=silent", "--ignore-missing-imports", str(lacking))

@@ -36,12 +36,12 @@ def jar() -> Path:
 @pytest.fixture(scope="module")
 def kafka_libs() -> str:
     """The Kafka image's libs/* (kafka-clients, jackson, the SLF4J binding), as extracted for the Java members."""
-    from harness import client_jars
+    from harness.releases import client_jars
     found = sorted(client_jars.CACHE.glob(f"*/libs/kafka-clients-{KAFKA_CLIENTS}.jar"))
     if found:
         return str(found[-1].parent / "*")
     try:
-        from harness.versions import kafka_image
+        from harness.releases.versions import kafka_image
         return client_jars.java_client(kafka_image())[0]
     except Exception as exc:  # no engine or no image: `make setup` builds them
         pytest.skip(f"the Kafka image's jars are not at hand: {exc}")

@@ -1,7 +1,7 @@
 """How clients and brokers reach each other: every link through a Toxiproxy proxy (the cluster's CLIENT lane,
 the brokers' INTERNAL and CONTROLLER lanes, and one lane per workload client), the CONTROL lane straight to each
 broker for the harness alone, and a lane sent through the request-aware proxy for rpc faults. A part of
-KafkaCluster (harness/cluster.py), which starts the proxies' container before the brokers."""
+KafkaCluster (harness/cluster/kafka.py), which starts the proxies' container before the brokers."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -9,10 +9,10 @@ from contextlib import contextmanager
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from harness import broker_config
-from harness.brokers import Broker
-from harness.containers import ClusterError, LOOPBACK_ANY_PORT, container_logs, host_ports, log_tail
-from harness.versions import toxiproxy_image
+from harness.cluster import broker_config
+from harness.cluster.brokers import Broker
+from harness.cluster.containers import ClusterError, LOOPBACK_ANY_PORT, container_logs, host_ports, log_tail
+from harness.releases.versions import toxiproxy_image
 from kafkanet.rpc_proxy import RpcProxy
 from kafkanet.toxiproxy import Proxy, Toxiproxy
 from kafkanet.waiting import retry

@@ -11,8 +11,8 @@ import docker
 from testcontainers.core.config import testcontainers_config
 from testcontainers.core.container import DockerContainer
 
-from harness import log_disk
-from harness.versions import toxiproxy_image
+from harness.cluster import log_disk
+from harness.releases.versions import toxiproxy_image
 from workloads.owner import owner_gone, owner_state, this_owner
 
 # Ryuk cannot be pulled here; the harness removes its own containers (by label) instead.
@@ -56,7 +56,7 @@ def docker_client() -> docker.DockerClient:
 
 def check_engine_and_images(kafka: str) -> None:
     """Fail before starting anything, with what to do about it (the brokers of another Kafka release are
-    built on first use: harness/kafka_release.py)."""
+    built on first use: harness/releases/kafka_release.py)."""
     try:
         client = docker_client()
     except NoDockerEngine as exc:

@@ -29,10 +29,10 @@ import docker
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
-from harness.containers import (OWNER_LABEL, PROJECT_LABEL, TAIL_LINES, ClusterError, container_logs, docker_client,
-                                StartedInWith, free_loopback_port, log_tail, remove_container)
+from harness.cluster.containers import (OWNER_LABEL, PROJECT_LABEL, TAIL_LINES, ClusterError, container_logs,
+                                        docker_client, StartedInWith, free_loopback_port, log_tail, remove_container)
 from harness.progress import progress
-from harness.versions import ROOT
+from harness.releases.versions import ROOT
 from kafkanet.waiting import NotYet, require
 from workloads.owner import this_owner
 

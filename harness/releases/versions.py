@@ -9,7 +9,7 @@ import os
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VERSIONS_FILE = ROOT / "versions.env"
 
 
@@ -38,7 +38,7 @@ def kafka_version(requested: str | None = None) -> str:
 
 def kafka_image(version: str | None = None) -> str:
     """The brokers' image: versions.env's for its own release, kafka-chaos/kafka:<version> (built locally
-    on first use, harness/kafka_release.py) for another."""
+    on first use, harness/releases/kafka_release.py) for another."""
     if kafka_version(version) == pinned("KAFKA_VERSION"):
         return pinned("KAFKA_CHAOS_KAFKA_IMAGE")
     return f"kafka-chaos/kafka:{version}"

@@ -20,9 +20,9 @@ from pathlib import Path
 from harness.progress import one_line, say
 from harness.scenario import Scenario, ScenarioError, catalog, parse_scenario, unique_names
 from harness.settling import settled
-from harness.zoo_spec import ZooSpec
+from harness.zoo.spec import ZooSpec
 
-ZOO_DIR = Path(__file__).resolve().parents[1] / "scenarios" / "zoo"
+ZOO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "zoo"
 SIGNIFICANCE = 0.01          # the nightly's one-sided binomial test
 STATUS_WORDS = {"reproduced": "reproduced", "intermittent": "intermittent", "not_reproduced": "not reproduced",
                 "open": "open", "also_fixed": "also on the fixed release", "inconclusive": "inconclusive",
@@ -181,7 +181,7 @@ def on_release(scenario: Scenario, version: str) -> dict:
 
 def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> BugResult:
     """`repeat` runs on each release, on a cluster of that release's own (brokers swapped) or of the file's."""
-    from harness.cluster import KafkaCluster
+    from harness.cluster.kafka import KafkaCluster
     from harness.run import scenario_source
     zoo = scenario.zoo
     result = BugResult(path.name, zoo, {})

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workloads.config import ClientRelease
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "clients"
 JAVA_POM = ROOT / "images" / "java-client" / "pom.xml"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"

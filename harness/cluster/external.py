@@ -24,7 +24,7 @@ from typing import NoReturn
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from faults.backend import BrokerHandle
-from harness.brokers import BrokerQueries, create_topic_with
+from harness.cluster.brokers import BrokerQueries, create_topic_with
 from harness.scenario import ClusterSpec
 from kafkanet.broker_view import BrokerView, PartitionView
 from kafkanet.toxiproxy import Toxiproxy, ToxiproxyError

@@ -13,8 +13,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from testcontainers.core.container import DockerContainer
 
 from faults.backend import BrokerHandle
-from harness.containers import ClusterError, container_logs, log_tail
-from harness.log_disk import LogDisk
+from harness.cluster.containers import ClusterError, container_logs, log_tail
+from harness.cluster.log_disk import LogDisk
 from kafkanet import netns
 from kafkanet.broker_view import BrokerView
 from kafkanet.quorum import QuorumError, quorum_leader

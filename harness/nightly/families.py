@@ -1,7 +1,7 @@
 """Which fault families a test session or a night really ran, read from the run directories it left: every row of
 faults.jsonl of a run on a real cluster (its cluster.json names the cluster Kafka gave it) is one family, its kind,
 or `rpc:<action>` for a rule on the group's requests. `make test` fails when a family did not run at all; the
-nightly gate turns red when a family the previous complete night ran did not run (harness/nightly.py)."""
+nightly gate turns red when a family the previous complete night ran did not run (harness/nightly/gate.py)."""
 from __future__ import annotations
 
 import json

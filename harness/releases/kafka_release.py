@@ -12,8 +12,8 @@ import subprocess
 
 import docker
 
-from harness.client_versions import maven_lacks_release, version_tuple
-from harness.versions import ROOT, kafka_image, pinned
+from harness.releases.client_versions import maven_lacks_release, version_tuple
+from harness.releases.versions import ROOT, kafka_image, pinned
 
 OLDEST = (3, 7)
 KIP_848_GA = (4, 0)  # the consumer group protocol before 4.0 was early access, off by default

@@ -3,10 +3,10 @@
 It reads what the night wrote into its own folder (``make nightly`` puts everything there):
 - ``junit.xml`` of the slow pytest families: a failed assertion is a catalog scenario's stated expectation that
   failed; any other failure or error is the harness itself failing;
-- ``zoo.json`` of ``kafka-chaos zoo``: each bug's gate (harness/zoo.py: below its recorded rate, shown on a
+- ``zoo.json`` of ``kafka-chaos zoo``: each bug's gate (harness/zoo/runner.py: below its recorded rate, shown on a
   fixed release, shown though recorded as not reproduced, an open bug that stopped showing);
 - the trend page's ``trend.json``: points outside their series' last nights, listed but not red by themselves;
-- ``families.json`` (harness/families.py): the fault families the night's tests really ran; one that the last
+- ``families.json`` (harness/nightly/families.py): the fault families the night's tests really ran; one that the last
   complete night before it ran and this complete night did not is red (a test that stopped injecting it);
 - ``exit-codes`` (one "step code" a line) when the make target records them: a step that crashed before it
   wrote its file.

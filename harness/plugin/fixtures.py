@@ -11,7 +11,7 @@
 cluster you run (`--kafka-backend external --bootstrap-servers HOST:PORT [--toxiproxy-url URL]`). Each
 `chaos_run` gets its own topics and group on it (names end in a random suffix) and its own run directory
 (under the test's tmp_path, or `--keep-runs DIR`). It returns a run whose `assert_*` methods
-(harness/assertions.py) fail with what happened and the report's path. A failing test prints its runs'
+(harness/plugin/assertions.py) fail with what happened and the report's path. A failing test prints its runs'
 directories and reports; the JUnit XML (`--junitxml`) carries each run's summary as properties.
 `load_chaos_run(run_dir)` gives the same ChaosRun, report and properties for a run directory that already exists,
 with no cluster.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.assertions import ChaosRun, undecided_checks
+from harness.plugin.assertions import ChaosRun, undecided_checks
 from harness.scenario import ClusterSpec, parse_with_unique_names
 
 # The session cluster starts before any scenario is known: lanes for up to 8 members, 2 member hosts and the producer.
@@ -72,11 +72,11 @@ def pytest_collection_modifyitems(items) -> None:
 @pytest.fixture(scope="session")
 def kafka_cluster(pytestconfig):
     if pytestconfig.getoption("kafka_backend") == "external":
-        from harness.external import ExternalCluster
+        from harness.cluster.external import ExternalCluster
         cluster = ExternalCluster(pytestconfig.getoption("bootstrap_servers"), pytestconfig.getoption("toxiproxy_url"),
                                   pytestconfig.getoption("allow_destructive"), client_lanes=SESSION_LANES)
     else:
-        from harness.cluster import KafkaCluster
+        from harness.cluster.kafka import KafkaCluster
         cluster = KafkaCluster(ClusterSpec(kafka_version=pytestconfig.getoption("kafka_version")),
                                run_id=f"pytest-{secrets.token_hex(3)}", client_lanes=SESSION_LANES)
     with cluster:

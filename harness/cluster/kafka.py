@@ -1,8 +1,9 @@
 """A real KRaft cluster in containers, every client and broker link routed through Toxiproxy: the container
 backend, whose brokers and cluster implement faults/backend.py's BrokerHandle and ClusterHandle.
 
-Split by concern: the brokers (harness/brokers.py), the lanes and their proxies (harness/lanes.py), the container
-engine (harness/containers.py); here, the cluster's life (start-up, readiness, stop, reset) and its metadata."""
+Split by concern: the brokers (harness/cluster/brokers.py), the lanes and their proxies (harness/cluster/lanes.py),
+the container engine (harness/cluster/containers.py); here, the cluster's life (start-up, readiness, stop, reset) and
+its metadata."""
 from __future__ import annotations
 
 import base64
@@ -24,15 +25,15 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from faults.backend import BrokerHandle
-from harness import broker_config, log_disk
-from harness.brokers import Broker, BrokerQueries, create_topic_with
-from harness.containers import (ClusterError, check_engine_and_images, free_loopback_port, host_ports, log_tail,
-                                StartedInWith, remove_container, run_labels, sweep_stale_containers)
-from harness.kafka_release import ensure_kafka_image
-from harness.lanes import LANE_PORT_BASE, LaneRouting, lane_port
+from harness.cluster import broker_config, log_disk
+from harness.cluster.brokers import Broker, BrokerQueries, create_topic_with
+from harness.cluster.containers import (ClusterError, check_engine_and_images, free_loopback_port, host_ports, log_tail,
+                                        StartedInWith, remove_container, run_labels, sweep_stale_containers)
+from harness.cluster.lanes import LANE_PORT_BASE, LaneRouting, lane_port
 from harness.progress import progress, say
+from harness.releases.kafka_release import ensure_kafka_image
+from harness.releases.versions import kafka_image, kafka_version, pinned, toxiproxy_image
 from harness.scenario import ClusterSpec
-from harness.versions import kafka_image, kafka_version, pinned, toxiproxy_image
 from kafkanet import netns
 from kafkanet.broker_view import BrokerView, view_of
 from kafkanet.clock import now_ms
