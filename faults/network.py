@@ -86,8 +86,8 @@ class MemberCut(Fault):
                 if ctx.rpc_proxy is None:
                     raise TargetError(f"{member.name} shares its host's lane; cutting it alone needs the request-aware "
                                       "proxy (run.rpc_proxy)")
-                how = ClientIdCut(ctx.rpc_proxy, client_id=member.name, host=member.lane)  # its lane is its host's
-                return cls(member.name, how, timeline=ctx.timeline, **record)
+                by_id = ClientIdCut(ctx.rpc_proxy, client_id=member.name, host=member.lane)  # its lane is its host's
+                return cls(member.name, by_id, timeline=ctx.timeline, **record)
             target = member.name
         lane = client_lane(ctx, target)
         how = LaneCut(toxiproxy_of(ctx.cluster), [b.proxy(lane) for b in ctx.cluster.brokers])

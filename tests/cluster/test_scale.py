@@ -13,6 +13,14 @@ from harness.scenario import load_scenario
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SCALE = Path(__file__).resolve().parents[2] / "scenarios" / "scale"
+# Where a client breaks on this machine (BENCHMARKS.md, "Member hosts, second round"): the run ends on the `unsettled`
+# finding, not a harness error. Only that is expected; anything else still fails.
+KNOWN_FINDINGS = {
+    "librdkafka-500-classic": "librdkafka#4629 (PR 5014): after the crashed member's return the group stays in "
+                              "CompletingRebalance while its leader computes the cooperative-sticky assignment",
+    "librdkafka-500-consumer": "under KIP-848 one partition's owner stopped fetching it in a stable group (no upstream "
+                               "reference yet)",
+}
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in SCALE.glob("*.yaml")))
@@ -20,6 +28,8 @@ def test_a_large_group_joins_takes_a_join_and_a_crash_and_settles(name, tmp_path
     runs = request.config.getoption("keep_runs", None) or tmp_path
     outcome = run_scenario(load_scenario(SCALE / f"{name}.yaml"), Path(runs))
     assert outcome.errors == [], outcome.errors
+    if outcome.unsettled and name in KNOWN_FINDINGS:
+        pytest.xfail(f"{KNOWN_FINDINGS[name]}; kept in {outcome.run_dir}")
     assert outcome.unsettled == [], f"a finding, kept in {outcome.run_dir}: {outcome.unsettled}"
     from analysis import analyze
     summary = analyze(outcome.run_dir)
