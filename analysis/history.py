@@ -395,7 +395,7 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
             elif e.kind in ("committed", "commit_failed") and e.offsets:
                 request = sent.pop(e.facts.get("commit_id"), None)
                 sent_ts = e.facts.get("requested_at_ms", request.ts if request is not None else None)
-                h.commits += commits_of(e, member, e.kind == "committed", sent_ts, info=e.kind == "commit_failed")
+                h.commits += commits_of(e, member, e.kind == "committed", sent_ts)
         h.commits += unanswered(sent, member)
     for p in periods:
         p.logged_end = p.end
@@ -422,7 +422,8 @@ def commits_of(e: Event, member: str, ok: bool, sent_ts: int | None, info: bool 
     error can answer a retry whose first attempt the coordinator applied. Seen on a 500-member run: a commit sent at
     t, answered UNKNOWN_MEMBER_ID 12 s later, and the partition's next owner started from its offset."""
     failed = e.kind == "commit_failed"
-    return [Commit(e.ts, member, topic, part, off, ok, e.generation, e.order, sent_ts=sent_ts, info=info, failed=failed)
+    return [Commit(e.ts, member, topic, part, off, ok, e.generation, e.order, sent_ts=sent_ts, info=info or failed,
+                   failed=failed)
             for (topic, part), off in (e.offsets or {}).items() if off is not None and off >= 0]
 
 
