@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import checks as C
-from . import figures, history, inputs, records
+from . import figures, history, inputs, records, state_band
 from .errors import AnalysisFailed, InputError
 from .spark import (SparkUnavailable, apply_runtime_conf, default_parallelism, get_session, is_started,
                     jvm_log_mark, jvm_log_since)
@@ -478,6 +478,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
             "outside_ownership_by_member": fig.get("outside_ownership_by_member"),
             "protocols": fig.get("protocols"),
         },
+        "group_state_band": state_band.band(hist, res.get("t1") or 0),
         "partitions": [{k: r[k] for k in ("topic", "partition", "produced", "consumed_rows", "consumed_distinct",
                                           "extra", "lost", "unseen", "unacked")} for r in res.get("partitions", [])],
         "members": sorted({s["member"] for s in res.get("period_summaries", [])} | set(hist.members_with_events)),
@@ -494,5 +495,6 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
         "analysis_seconds": None,
     }
     extra = {"periods": hist.periods, "rounds": rounds, "rate": res.get("rate", []), "rate_bin_ms": res.get("rate_bin_ms"),
-             "commits": hist.commits, "events": hist.events, "all_anomalies": anomalies, "no_owner": no_owner}
+             "commits": hist.commits, "events": hist.events, "all_anomalies": anomalies, "no_owner": no_owner,
+             "workload_stop_ms": history.workload_stop(hist)}
     return summary, extra

@@ -76,7 +76,21 @@ GROUP = (  # group.jsonl: what the harness saw of the group (harness/settling.py
     Column("limit_ms", INT64, min=0), Column("expected_members", INT64, min=0), Column("partitions", INT64, min=0),
     Column("last_described", OBJECT), Column("lag", OBJECT),
 )
-SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP}
+GROUP_STATE_KINDS = ("sampler", "state", "unknown", "sampler_end")
+GROUP_STATES = (  # group-states.jsonl: the group as its coordinator described it, the whole run (harness/group_sampler.py)
+    Column("ts_ms", INT64, True), Column("kind", STRING, True, values=GROUP_STATE_KINDS),
+    Column("since_ms", INT64),  # a state/unknown row: it began after this (the sample before), by ts_ms at the latest
+    # sampler: how often, which protocol and which request; sampler_end: how many samples
+    Column("interval_ms", INT64, min=1), Column("protocol", STRING, values=("classic", "consumer")), Column("api", STRING),
+    Column("samples", INT64, min=0),
+    # state: what the coordinator said (classic: no generation; KIP-848: the epochs, each member's by its client.id)
+    Column("state", STRING), Column("members", INT64, min=0), Column("assigned", INT64, min=0), Column("assignor", STRING),
+    Column("coordinator", STRING), Column("group_epoch", INT64), Column("assignment_epoch", INT64),
+    Column("member_epochs", OBJECT),
+    Column("error", STRING),  # unknown: why the coordinator could not say
+)
+SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP,
+         "group_states": GROUP_STATES}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
 # JSON lines are parsed only for these).
 READ = {

@@ -167,6 +167,7 @@ class History:
     warnings: list[str] = field(default_factory=list)
     beside: list[Event] = field(default_factory=list)  # events of processes that are no group member (admin probes)
     group: list[dict] | None = None  # group.jsonl: what the harness saw of the group (None: not written)
+    group_states: list[dict] | None = None  # group-states.jsonl: the coordinator's view, sampled (None: not written)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -328,15 +329,16 @@ def _member_protocol(events: list[Event], default: str) -> str:
     return "cooperative"  # add/remove semantics: the same as eager whenever revocations are logged
 
 
-def read_group(run_dir: Path, warnings: list[str]) -> list[dict] | None:
-    """group.jsonl's rows in time order (the contract's GROUP columns checked), or None when the run has none."""
-    path = run_dir / "group.jsonl"
+def read_group(run_dir: Path, warnings: list[str], file: str = "group.jsonl", table: str = "group") -> list[dict] | None:
+    """A harness-written file's rows in time order (the contract's columns of `table` checked), or None when the run
+    has none: group.jsonl, or group-states.jsonl (table group_states)."""
+    path = run_dir / file
     if not path.is_file():
         return None
     name = rel(run_dir, path)
     rows = []
     for number, obj in jsonl_objects(run_dir, path, warnings):
-        contract.check_object("group", obj, f"{name}:{number}")
+        contract.check_object(table, obj, f"{name}:{number}")
         rows.append(obj)
     return sorted(rows, key=lambda r: r["ts_ms"])
 
@@ -348,7 +350,7 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
     members = [e for e in events or [] if e.role == contract.MEMBER_ROLE]  # no check judges a process beside the group
     h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
                 warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE],
-                group=read_group(run_dir, warnings))
+                group=read_group(run_dir, warnings), group_states=read_group(run_dir, warnings, "group-states.jsonl", "group_states"))
     if members:
         rebuild_ownership(h, protocol)
     return h

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from .checks import REGISTRY
+from .report_group import FOLD_ABOVE, group_view
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
            "#bab0ac", "#e15759", "#86bcb6", "#d37295"]
@@ -32,6 +33,10 @@ svg text{font:11px system-ui,sans-serif;fill:#333}
 .legend span{display:inline-block;margin-right:12px;font-size:12px}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px;border-radius:2px}
 pre{background:#fff;border:1px solid #e0e0e0;padding:8px;overflow:auto;font-size:12px}
+.bars{display:flex;align-items:flex-end;gap:2px;height:58px}
+.bar{display:flex;flex-direction:column;align-items:center;font-size:10px}.bar b{display:block;width:14px;background:#4e79a7}
+#group p{margin:4px 0}#group svg{display:block}
+details>summary{cursor:pointer;font-weight:600;margin:24px 0 8px}
 """
 
 
@@ -97,15 +102,16 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
             parts.append(f"<div class='fig{' bad' if counts.get(t) else ''}'><b>{fmt_int(counts.get(t))}</b><span>{e(t)}</span></div>")
     parts.append(f"<div class=fig><b>{len(s['faults'])}</b><span>faults</span></div></section>")
 
+    parts.append(group_view(s, x, t0))
     parts.append(_anomaly_table(s, rel))
-    parts.append(_timeline(s, x, t0))
+    parts.append(_folded(_timeline(s, x, t0), "timeline", _partition_count(s, x)))
     parts.append(_rate(s, x, t0))
     parts.append(_commits(s, x, t0))
     parts.append(_faults(s, rel))
     parts.append(_checks(s))
     if rf:
         parts.append(_rebalances(rf, rel))
-    parts.append(_partitions(s))
+    parts.append(_folded(_partitions(s), "partitions", len(s["partitions"])))
     if s.get("warnings"):
         parts.append("<h2>Input warnings</h2><ul>" + "".join(f"<li>{e(w)}</li>" for w in s["warnings"]) + "</ul>")
     if errors:
@@ -113,6 +119,20 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
     parts.append("<p class='muted small'>Counts are exact; the anomaly list shows at most "
                  f"{s['anomalies_capped_at']} ranges per type. Full numbers: report/summary.json.</p></main></body></html>")
     return "\n".join(parts)
+
+
+def _partition_count(s, x) -> int:
+    return len({(p.topic, p.partition) for p in x.get("periods") or []} | {(r["topic"], r["partition"]) for r in s["partitions"]})
+
+
+def _folded(section: str, name: str, partitions: int) -> str:
+    """A per-partition section, folded when the run has more partitions than a screen reads (its heading becomes
+    the fold's summary)."""
+    if partitions <= FOLD_ABOVE or not section.startswith("<h2>"):
+        return section
+    heading, body = section[4:].split("</h2>", 1)
+    return (f"<details id={name}-fold><summary>{heading} ({partitions:,} partitions: open to see each one)</summary>"
+            f"{body}</details>")
 
 
 def _anomaly_table(s, rel) -> str:

@@ -119,6 +119,27 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--trend", type=Path, default=None, help="the trend page's trend.json (default: none)")
     gate.set_defaults(handler=cmd_gate)
 
+    sweep = commands.add_parser("sweep", help="the cost of a rebalance: a grid of group sizes, styles and triggers",
+                                description="Run every cell of a sweep file (a grid of group sizes, partitions per "
+                                "member, rebalance styles, triggers, clients and repeats; see scenarios/sweep/) on one "
+                                "cluster, each cell an ordinary run, analysed; measure what its trigger cost: time to "
+                                "stable, the longest time a partition had no live owner, partition-seconds without "
+                                "one, partitions revoked and moved against those that had to move, and the rise of "
+                                "end-to-end latency against the steady state before it. Writes into --out, after every "
+                                "cell: cells.jsonl (the record), cells.csv, cells.json, curve.csv, PNG plots and "
+                                "index.html. Run again with the same --out to resume where it stopped.",
+                                epilog="exit codes: 0 every cell finished (a group that did not settle is a cell's "
+                                       "result, `unsettled`); 2 bad input (the sweep file, a cell the scenario rules "
+                                       "refuse, --out of another sweep or of a changed file); 3 a cell the harness "
+                                       "could not finish (it runs again on resume); 130 interrupted (the cluster "
+                                       "removed, the finished cells kept)",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sweep.add_argument("sweep_file", type=Path, help="the sweep file (YAML)")
+    sweep.add_argument("--out", type=Path, default=None, help="the sweep's folder (default: sweeps/<name>); an "
+                       "existing one of the same sweep is resumed")
+    sweep.add_argument("--list", action="store_true", help="list the cells (and which are finished in --out), run nothing")
+    sweep.set_defaults(handler=cmd_sweep)
+
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service",
                                 description="Removes what a harness on this host left when it ended without cleaning up: "
                                             "containers, networks and log disks whose owner (host, boot, PID namespace, PID "
@@ -287,6 +308,29 @@ def _zoo_merge(args) -> int:
         print(f"table: {zoo.write(args.out, results, date)}")
     print(zoo.markdown(results, date), end="")
     return EXIT_OK
+
+
+def cmd_sweep(args) -> int:
+    from harness.sweep.runner import SweepFailed, run_sweep
+    from harness.sweep.spec import load_sweep
+    from harness.sweep.store import SweepDir
+    spec = load_sweep(args.sweep_file)  # every cell checked before anything starts
+    out = args.out or Path("sweeps") / spec.name
+    _check_folder(out, "--out")
+    if args.list:
+        done = SweepDir(out).finished() if (out / "sweep.json").exists() else {}
+        for cell in spec.cells():
+            print(f"{cell.id}\t{done[cell.id]['status'] if cell.id in done else 'to run'}")
+        return EXIT_OK
+    try:
+        rows = run_sweep(spec, str(args.sweep_file), out)
+    except SweepFailed as exc:
+        print(f"kafka-chaos sweep: {exc}", file=sys.stderr)
+        return EXIT_HARNESS_FAILURE
+    failed = [r for r in rows if r["status"] == "failed"]
+    print(f"sweep: {out / 'index.html'} ({len(rows)} cells: {sum(r['status'] == 'ok' for r in rows)} settled, "
+          f"{sum(r['status'] == 'unsettled' for r in rows)} unsettled, {len(failed)} failed)")
+    return EXIT_HARNESS_FAILURE if failed else EXIT_OK
 
 
 def cmd_gate(args) -> int:

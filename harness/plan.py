@@ -23,7 +23,7 @@ from harness.releases.client_versions import ClientVersionError, member_client
 from harness.releases.versions import kafka_image
 from harness.scenario import (ADMIN_PROBE, FAULT_ENTRY, PRODUCER, AdminProbeSpec, ConsumerGroupSpec, FaultEntry,
                               ProcessingSpec, ProducerSpec, Scenario, ScenarioError, Strict, TopicSpec, located,
-                              parse_scenario, read_text)
+                              parse_scenario, read_text, validated)
 from workloads.config import ClientRelease
 from workloads.security import security_config
 
@@ -287,13 +287,7 @@ def load_plan(path: Path) -> Plan:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(f"{path}: the plan is not JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ScenarioError(f"{path}: a plan is a JSON object (a run's {PLAN_FILE}), got {type(data).__name__}")
-    try:
-        plan = Plan.model_validate(data)
-    except ValidationError as exc:
-        item = exc.errors()[0]
-        raise ScenarioError(f"{path}: {located(item) if item['loc'] else item['msg']}") from None
+    plan = validated(Plan, data, str(path), f"a plan is a JSON object (a run's {PLAN_FILE})")
     _check_schedule(plan, path)
     return plan
 

@@ -19,6 +19,7 @@ from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
 from harness.cluster.kafka import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
+from harness.group_sampler import GroupSampler
 from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
 from harness.progress import one_line, progress, say
 from harness.releases.kafka_release import KafkaVersionError
@@ -30,6 +31,7 @@ from kafkanet import waiting
 from harness.hosting import hosted_settings
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
+from workloads.security import security_config
 from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
                                 host_process, member_process, producer_process, stop_all)
 
@@ -382,6 +384,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
     producer: WorkloadProcess | None = None
     probe = admin_probe(plan, run_dir, cluster)
     watcher: GroupWatcher | None = None
+    sampler: GroupSampler | None = None
 
     def show_progress():
         try:
@@ -400,6 +403,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
                 cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
         watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
                                sum(t.partitions for t in plan.topics), log=group_log)
+        if not security_config():  # the wire sampler speaks plaintext only: a SASL/SSL cluster's run has no band
+            sampler = GroupSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id, sampled_protocol(plan),
+                                   plan.scenario.run.group_sample_ms).start()
         with phase(f"{len(plan.members)} members join {plan.group_id}"):
             for host in plan.hosts:
                 pool.start_host(host)
@@ -441,11 +447,18 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         outcome.errors.extend(nemesis.errors)
         if watcher is not None:
             watcher.close()
+        if sampler is not None:
+            sampler.stop()
         group_log.close()
         with phase("stop workload"):
             stop_all(([producer] if producer else []) + pool.os_processes() + ([probe] if probe else []))
         for process in pool.os_processes():
             after_stop(process)
+
+
+def sampled_protocol(plan: Plan) -> str:
+    """How the group is described: a group with a KIP-848 member is a consumer group (classic members can join one)."""
+    return "consumer" if any(m.settings.protocol == "consumer" for m in plan.members) else "classic"
 
 
 def unsettled(outcome: RunOutcome, group_log: GroupLog, watcher: GroupWatcher, phase: str, limit_s: float,

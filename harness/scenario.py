@@ -345,6 +345,10 @@ class RunSpec(Strict):
     rpc_proxy: bool | None = Field(
         None, description="route every member's lane through the request-aware proxy (kafkanet/rpc_proxy.py) that rpc "
                           "faults act in; default: when the scenario has an rpc fault")
+    group_sample_ms: int = Field(
+        500, ge=50, le=60_000, description="how often the harness asks the group's coordinator for the group's state "
+        "(state, members, KIP-848 epochs) for the whole run: group-states.jsonl, the report's state band. A state "
+        "shorter than this may go unseen (the band infers CompletingRebalance from the members' events)")
 
 
 class AnalysisSpec(Strict):
@@ -647,6 +651,18 @@ def _describe(error: ValidationError, source: str, data: dict) -> str:
         lines = [re.sub(r"^topics\[0\]([.:])", r"topic\1", line) for line in lines]
     more = f"; and {len(lines) - MAX_ERRORS_SHOWN} more" if len(lines) > MAX_ERRORS_SHOWN else ""
     return f"{source}: " + "; ".join(lines[:MAX_ERRORS_SHOWN]) + more
+
+
+def validated(model, data: object, source: str, shape: str):
+    """`data` as `model` (one of our pydantic models), or one ScenarioError naming the source and the first field:
+    `shape` says what the file must be ("a plan is a JSON object")."""
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: {shape}, got {type(data).__name__}")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        item = exc.errors()[0]
+        raise ScenarioError(f"{source}: {located(item) if item['loc'] else item['msg']}") from None
 
 
 def parse_scenario(data: object, source: str = "scenario") -> Scenario:

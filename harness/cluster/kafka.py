@@ -310,6 +310,12 @@ class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
     def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
         create_topic_with(self.admin(), NewTopic(name, partitions, replication_factor), exist_ok=False)
 
+    def delete_topics(self, names: list[str], timeout_s: float = 60) -> None:
+        """Delete topics a run is done with (a sweep's cells share one cluster, and each broker holds a bounded
+        number of partition replicas: faults.triggers.MAX_REPLICAS_PER_BROKER)."""
+        for future in self.admin().delete_topics(list(names), operation_timeout=30, request_timeout=timeout_s).values():
+            future.result(timeout=timeout_s)
+
     def describe(self) -> dict:
         """What cluster.json records."""
         return {

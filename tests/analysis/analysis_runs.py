@@ -27,6 +27,7 @@ class Run:
         self.consumed: dict[str, list[dict]] = {}
         self.events: dict[str, list[dict]] = {}
         self.faults: list[dict] = []
+        self.group_states: list[dict] = []
 
     # ---- history
     def produce(self, topic, partition, offsets, at=0, status="ok", step=1):
@@ -68,6 +69,14 @@ class Run:
                             "params": {"seconds": 1} if params is None else params, **fields})
         return self
 
+    def group_state(self, at, kind="state", since=None, **fields):
+        """A group-states.jsonl row (harness/group_sampler.py), at ms after T0; ``since``: the sample before."""
+        row = {"ts_ms": T0 + at, "kind": kind, **fields}
+        if since is not None:
+            row["since_ms"] = T0 + since
+        self.group_states.append(row)
+        return self
+
     # ---- files
     def write(self, events=True, faults=True) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -80,6 +89,8 @@ class Run:
                 write_jsonl(self.root / "events" / f"{member}.jsonl", sorted(evs, key=lambda e: e["ts_ms"]))
         if faults and self.faults:
             write_jsonl(self.root / "faults.jsonl", self.faults)
+        if self.group_states:
+            write_jsonl(self.root / "group-states.jsonl", self.group_states)
         return self.root
 
 

@@ -1,14 +1,13 @@
 """report/index.html renders in headless Chromium (Debian's chromium) with its key elements, offline."""
 import re
-import shutil
 import subprocess
 
 import pytest
 
 from analysis import analyze
 from analysis_runs import Run
+from browser import CHROMIUM, chromium
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def eventful_run(root):
@@ -41,8 +40,7 @@ def test_report_renders_in_headless_chromium(tmp_path, spark):
     page = (rd / "report" / "index.html").resolve()
     html = page.read_text()
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html), "the report must not load anything from the network"
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-           "--user-data-dir=" + str(tmp_path / "profile")]
+    cmd = chromium(tmp_path / "profile")
     dom = subprocess.run(cmd + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
     assert 'id="verdict"' in dom and "INVALID" in dom
     for element in ('id="figures"', 'id="anomalies"', 'id="timeline"', 'id="rate"', 'id="commits"', 'id="faults"',

@@ -16,9 +16,37 @@ def events(outcome, kind=None):
     return [e for e in rows(outcome.run_dir / "events") if kind is None or e["kind"] == kind]
 
 
+def a_classic_round(band: dict, joined_at: int) -> None:
+    """Issue 40: the state band shows the join's round: PreparingRebalance, then CompletingRebalance (seen, or
+    inferred and marked), then Stable, in a generation above the one before the join."""
+    segments = band["segments"]
+    before = [s for s in segments if s["from_ms"] <= joined_at and s["state"] == "Stable"][-1]
+    after = [s for s in segments if s["from_ms"] > joined_at]
+    states = [s["state"] for s in after]
+    preparing = states.index("PreparingRebalance")
+    stable = states.index("Stable", preparing)
+    completing = [s for s in after[preparing:stable] if s["state"] == "CompletingRebalance"] + \
+        [s for s in band["inferred"] if after[preparing]["from_ms"] <= s["from_ms"] <= after[stable]["from_ms"]]
+    assert completing and all(s["observed"] or s["inferred"] for s in completing), (states, band["inferred"])
+    assert after[stable]["generation"] > before["generation"], (before, after[stable])
+
+
+def a_kip848_round(band: dict, joined_at: int) -> None:
+    """Issue 40: under KIP-848 the band shows the group epoch rising with the join, the target assignment epoch
+    following it, and, once stable, no member behind it."""
+    segments = band["segments"]
+    before = [s for s in segments if s["from_ms"] <= joined_at and s["state"] == "Stable"][-1]
+    stable = [s for s in segments if s["from_ms"] > joined_at and s["state"] == "Stable" and s["members"] == 4][0]
+    assert stable["group_epoch"] > before["group_epoch"], (before, stable)
+    assert stable["assignment_epoch"] == stable["group_epoch"] and stable["behind"] == 0, stable
+    epochs = [s["group_epoch"] for s in segments if s.get("group_epoch") is not None and s["from_ms"] <= stable["from_ms"]]
+    assert epochs == sorted(epochs), epochs
+
+
 def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_member(chaos_run):
     outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000}, "consumer_group": {"assignor": "range"},
-                         "faults": [{"kind": "member_join", "target": "group", "at_s": 5, "duration_s": 1}]})
+                         "faults": [{"kind": "member_join", "target": "group", "at_s": 5, "duration_s": 1}],
+                         "run": {"group_sample_ms": 100}})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     joined_at = trigger_row(outcome, "member_join")["injected_at_ms"]
     assert trigger_row(outcome, "member_join")["members"] == ["member-4"]
@@ -29,17 +57,20 @@ def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_membe
                    for p in e["partitions"]}
         assert before and before <= revoked, (member, before, revoked)  # eager: stop the world
     assert outcome.summary["lost_records"] == 0
+    a_classic_round(outcome.summary["group_state_band"], joined_at)
 
 
-@pytest.mark.parametrize("group", [{"assignor": "cooperative-sticky"},
-                                   pytest.param({"protocol": "consumer"}, id="kip848", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("group", [{"assignor": "cooperative-sticky"}, pytest.param({"protocol": "consumer"}, id="kip848")])
 def test_a_member_joining_an_incremental_group_revokes_only_what_moves(chaos_run, group):
     """KIP-429 and KIP-848: an old member gives up only the partitions that move to the new one; what it keeps
     is never revoked. Under KIP-848 there is no JoinGroup round: each member's epoch moves on its own."""
     outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000}, "consumer_group": group,
-                         "faults": [{"kind": "member_join", "target": "group", "at_s": 5, "duration_s": 1}]})
+                         "faults": [{"kind": "member_join", "target": "group", "at_s": 5, "duration_s": 1}],
+                         "run": {"group_sample_ms": 100}})
     assert outcome.errors == [] and outcome.drained, outcome.errors
     joined_at = trigger_row(outcome, "member_join")["injected_at_ms"]
+    (a_kip848_round if group.get("protocol") == "consumer" else a_classic_round)(outcome.summary["group_state_band"],
+                                                                                  joined_at)
     settled = joined_at + 12_000  # the join's rebalances are over; the members stop (revoking all) 15 s later
     new = owned_before(outcome, "member-4", settled)
     assert new, "the new member got nothing"

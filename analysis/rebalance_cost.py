@@ -1,0 +1,117 @@
+"""What one rebalance trigger cost the group: the figures of a sweep cell (harness/sweep), from the run's history.
+
+A partition is *served* while a live member owns it. A member killed or bounced by a fault (one that ends its
+process) stops serving at the fault's injection, though the group may count it an owner until its session expires:
+the two costs the sweep measures, paused processing and partitions moved, start at the trigger, not at the
+coordinator's noticing it.
+
+- ``trigger_ms``: when the group could first know. The fault's injection; for a member joining, the joining
+  member's ``started`` event (starting its process is not the rebalance's cost).
+- ``stable_ms``: the last assignment change or end of an unserved stretch in the window; ``time_to_stable_ms`` is
+  it minus ``trigger_ms``, 0 when the trigger changed nothing, None when a partition is still unserved at the
+  window's end (the group did not settle within the window).
+- ``unserved_longest_ms`` / ``unserved_partition_s``: the longest stretch one partition went unserved in the
+  window, and the sum over partitions (partition-seconds).
+- ``revoked``: partitions members revoked or lost in the window; ``moved``: partitions served by another member (or
+  by one at all) at the end than just before the trigger; ``needed``: the fewest that had to move (a join: the
+  new member's fair share; a crash: the dead member's partitions; partitions added: the new ones; a bounce: none).
+"""
+from __future__ import annotations
+
+from .figures import rounds
+from .history import Fault, History, Period
+
+CHANGE_KINDS = ("assigned", "revoked", "lost")
+
+
+def served_spans(h: History, stopped: dict[str, int]) -> dict[tuple[str, int], list[tuple[int, int, str]]]:
+    """(topic, partition) -> its ownership periods as (start, end, member), each cut at its member's process's end
+    when a fault ended that process while it owned (``stopped``: member -> ts)."""
+    out: dict[tuple[str, int], list[tuple[int, int, str]]] = {}
+    for p in h.periods:
+        end = p.end
+        down = stopped.get(p.member)
+        if down is not None and p.start <= down < end:
+            end = down
+        if end > p.start:
+            out.setdefault((p.topic, p.partition), []).append((p.start, end, p.member))
+    for spans in out.values():
+        spans.sort()
+    return out
+
+
+def unserved(spans: list[tuple[int, int, str]], lo: int, hi: int) -> list[tuple[int, int]]:
+    """The stretches of [lo, hi) no span covers."""
+    gaps, covered = [], lo
+    for start, end, _ in spans:
+        if end <= covered:
+            continue
+        if start > covered:
+            gaps.append((covered, min(start, hi)))
+        covered = max(covered, end)
+        if covered >= hi:
+            break
+    if covered < hi:
+        gaps.append((covered, hi))
+    return [(a, b) for a, b in gaps if b > a]
+
+
+def owner_at(spans: list[tuple[int, int, str]], ts: int) -> str | None:
+    owners = [m for start, end, m in spans if start <= ts < end]
+    return owners[-1] if owners else None
+
+
+def trigger_time(h: History, fault: Fault) -> int:
+    """When the group could first know of the trigger (see the module's doc)."""
+    if fault.kind != "member_join":
+        return fault.injected_at_ms
+    first: dict[str, int] = {}
+    for e in h.events:
+        first.setdefault(e.member, e.ts)
+    joined = [ts for ts in first.values() if ts >= fault.injected_at_ms]
+    return min(joined, default=fault.injected_at_ms)
+
+
+def needed_moves(fault: Fault, before: dict[tuple[str, int], str | None], partitions: int, members: int) -> int:
+    if fault.kind == "member_join":
+        return partitions // (members + 1)
+    if fault.ends_process and fault.kind != "member_bounce":
+        return sum(owner == fault.target for owner in before.values())
+    if fault.kind == "partitions_add":
+        return sum(owner is None for owner in before.values())
+    return 0
+
+
+def cost(h: History, fault: Fault, partitions: list[tuple[str, int]], members: int, window_end: int) -> dict:
+    """The figures of one trigger (``fault``) over [trigger, window_end): see the module's doc."""
+    t0 = trigger_time(h, fault)
+    stopped = {fault.target: fault.injected_at_ms} if fault.ends_process else {}
+    spans = served_spans(h, stopped)
+    keys = sorted(set(partitions) | set(spans))
+    gaps = {k: unserved(spans.get(k, []), t0, window_end) for k in keys}
+    changes = [e.ts for e in h.events if e.kind in CHANGE_KINDS and t0 <= e.ts < window_end]
+    open_at_end = sum(1 for g in gaps.values() if g and g[-1][1] >= window_end)
+    ends = [b for g in gaps.values() for _, b in g]
+    stable = max(changes + ends, default=None)
+    settled = open_at_end == 0
+    before = {k: owner_at(spans.get(k, []), t0 - 1) for k in keys}
+    after_ts = stable if settled and stable is not None else window_end
+    after = {k: owner_at(spans.get(k, []), after_ts) for k in keys}
+    revoked = sum(len(e.partitions) if e.partitions is not None else 1 for e in h.events
+                  if e.kind in ("revoked", "lost") and t0 <= e.ts <= after_ts)
+    lengths = [b - a for g in gaps.values() for a, b in g]
+    return {
+        "trigger_ms": t0,
+        "window_end_ms": window_end,
+        "settled": settled,
+        "stable_ms": stable if settled else None,
+        "time_to_stable_ms": (0 if stable is None else stable - t0) if settled else None,
+        "rebalances": sum(1 for r in rounds(h) if t0 <= r["start_ms"] < window_end),
+        "unserved_longest_ms": max(lengths, default=0),
+        "unserved_partition_s": round(sum(lengths) / 1000, 3),
+        "unserved_partitions": sum(1 for g in gaps.values() if g),
+        "unserved_at_end": open_at_end,
+        "revoked": revoked,
+        "moved": sum(1 for k in keys if after[k] != before[k]),
+        "needed": needed_moves(fault, before, len(keys), members),
+    }

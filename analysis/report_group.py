@@ -1,0 +1,141 @@
+"""The report's first screen after the verdict: the group as a whole, readable at 500 members and 5,000 partitions.
+The state band (analysis/state_band.py), the partitions without an owner over time, the partitions each member
+owned, and the rebalance rounds on one time axis; per-partition detail comes after, folded when there is much."""
+from __future__ import annotations
+
+import statistics
+
+from .history import OPEN
+
+LEFT, WIDTH = 110, 1040
+STATE_COLOR = {"Stable": "#59a14f", "PreparingRebalance": "#f28e2b", "CompletingRebalance": "#edc948",
+               "Empty": "#bab0ac", "Dead": "#444", "unknown": "#e0e0e0", "Assigning": "#f28e2b",
+               "Reconciling": "#edc948", "NotReady": "#bab0ac"}
+FOLD_ABOVE = 64  # partitions: more than this and the per-partition views start folded
+
+
+def esc(x) -> str:
+    import html
+    return html.escape("" if x is None else str(x))
+
+
+class Axis:
+    def __init__(self, t0: int, t1: int) -> None:
+        self.t0, self.span = t0, max(1, t1 - t0)
+
+    def x(self, t: int) -> float:
+        return LEFT + max(0, min(self.span, t - self.t0)) / self.span * WIDTH
+
+    def ticks(self, top: int, height: int) -> str:
+        steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400]
+        step = next((s for s in steps if self.span / 1000 / s <= 10), steps[-1]) * 1000
+        return "".join(f"<line x1={LEFT + t / self.span * WIDTH:.1f} x2={LEFT + t / self.span * WIDTH:.1f} y1={top} "
+                       f"y2={top + height} stroke='#eee'/><text x={LEFT + t / self.span * WIDTH:.1f} y={top + height + 12} "
+                       f"text-anchor=middle>{t / 1000:g}s</text>" for t in range(0, self.span + 1, step))
+
+
+def group_view(s: dict, x: dict, t0: int) -> str:
+    periods = x.get("periods") or []
+    t1 = max([s["time_range_ms"][1] or t0] + [p.start for p in periods])
+    axis = Axis(t0, t1)
+    parts = ["<section id=group><h2>The group</h2>", _summary_line(s, x, periods), state_band(s.get("group_state_band"), x, axis),
+             unowned_over_time(x, axis), per_member(periods, x.get("workload_stop_ms"), t1), "</section>"]
+    return "".join(parts)
+
+
+def _summary_line(s, x, periods) -> str:
+    rounds = x.get("rounds") or []
+    partitions = len({(p.topic, p.partition) for p in periods} | {(r["topic"], r["partition"]) for r in s["partitions"]})
+    rf = s.get("rebalance_figures") or {}
+    return (f"<p id=group-summary>{len(s['members']):,} members · {partitions:,} partitions · {len(rounds):,} rebalance "
+            f"round(s) · {(rf.get('no_owner_total_ms') or 0) / 1000:,.1f} partition-seconds without an owner (longest "
+            f"{(rf.get('no_owner_longest_ms') or 0) / 1000:.1f} s)</p>")
+
+
+def _rounds(x, axis: Axis, top: int, height: int) -> str:
+    return "".join(f"<line class=rebalance x1={axis.x(r['start_ms']):.1f} x2={axis.x(r['start_ms']):.1f} y1={top} "
+                   f"y2={top + height} stroke='#555' stroke-dasharray='3,2'><title>rebalance {r['index']} (gen "
+                   f"{esc(r['generation'])})</title></line>" for r in x.get("rounds") or [])
+
+
+def _label(segment: dict) -> str:
+    if segment.get("group_epoch") is not None:
+        return f"e{segment['group_epoch']}/{segment['assignment_epoch']}"
+    return "" if segment.get("generation") is None else f"g{segment['generation']}"
+
+
+def state_band(band: dict | None, x, axis: Axis) -> str:
+    if not band:
+        return "<p id=state-band-none class=muted>The group's state was not sampled in this run (no group-states.jsonl).</p>"
+    top, height = 4, 26
+    out = [f"<svg id=state-band width={LEFT + WIDTH + 20} height={top + height + 18} role=img aria-label='group state over time'>",
+           f"<text x={LEFT - 6} y={top + 17} text-anchor=end>state</text>",
+           "<defs><pattern id=hatch width=6 height=6 patternUnits=userSpaceOnUse patternTransform='rotate(45)'>"
+           "<rect width=3 height=6 fill='#edc948'/></pattern></defs>"]
+    for seg in band["segments"]:
+        xa, xb = axis.x(seg["from_ms"]), axis.x(seg["to_ms"])
+        label = _label(seg)
+        detail = (f"{seg['state']} {label} · {seg.get('members')} members, {seg.get('assigned')} partitions assigned"
+                  + (f", {seg['behind']} members behind the target epoch" if seg.get("behind") else "")
+                  + f" · seen {(seg['from_ms'] - axis.t0) / 1000:.2f}s–{(seg['last_seen_ms'] - axis.t0) / 1000:.2f}s")
+        out.append(f"<rect class='state observed' data-state='{esc(seg['state'])}' data-generation='{esc(seg.get('generation'))}' "
+                   f"x={xa:.1f} y={top} width={max(1, xb - xa):.1f} height={height} fill='{STATE_COLOR.get(seg['state'], '#999')}'>"
+                   f"<title>{esc(detail)}</title></rect>")
+        if xb - xa > 8 * len(label) + 4:
+            out.append(f"<text x={(xa + xb) / 2:.1f} y={top + 17} text-anchor=middle>{esc(label)}</text>")
+    for seg in band.get("inferred") or []:
+        xa, xb = axis.x(seg["from_ms"]), axis.x(seg["to_ms"])
+        out.append(f"<rect class='state inferred' data-state='{esc(seg['state'])}' data-generation='{esc(seg.get('generation'))}' "
+                   f"x={xa:.1f} y={top} width={max(2, xb - xa):.1f} height={height} fill='url(#hatch)' stroke='#b8860b'>"
+                   f"<title>{esc(seg['state'])} (inferred) g{esc(seg.get('generation'))}: {esc(seg['inferred'])}</title></rect>")
+    out.append(_rounds(x, axis, top, height) + "</svg>")
+    legend = "".join(f"<span><i style='background:{STATE_COLOR[st]}'></i>{st}</span>" for st in
+                     sorted({seg["state"] for seg in band["segments"]} & set(STATE_COLOR)))
+    note = (f"sampled every {band['interval_ms']} ms ({esc(band['api'])}); a state shorter than that can go unseen"
+            + ("; <i style='background:repeating-linear-gradient(45deg,#edc948 0 3px,#fff 3px 6px);border:1px solid "
+               "#b8860b'></i>hatched: CompletingRebalance inferred from "
+               "the members' assignments" if band.get("inferred") else "")
+            + ("; labels: gN the generation (from the members' events)" if band.get("protocol") == "classic" else
+               "; labels: eG/A the group epoch and the target assignment epoch"))
+    return f"<div class=legend>{legend}</div>{''.join(out)}<p class='muted small'>{note}</p>"
+
+
+def unowned_over_time(x, axis: Axis) -> str:
+    windows = [(a, b) for w in (x.get("no_owner") or {}).get("partitions", []) for a, b in w.get("windows", [])]
+    top, height = 6, 60
+    deltas: dict[int, int] = {}
+    for a, b in windows:
+        deltas[a] = deltas.get(a, 0) + 1
+        deltas[b] = deltas.get(b, 0) - 1
+    level, points, peak = 0, [(axis.t0, 0)], 1
+    for t in sorted(deltas):
+        points.append((t, level))
+        level += deltas[t]
+        points.append((t, level))
+        peak = max(peak, level)
+    points.append((axis.t0 + axis.span, level))
+    line = " ".join(f"{axis.x(t):.1f},{top + height - n / peak * height:.1f}" for t, n in points)
+    return (f"<svg id=unowned width={LEFT + WIDTH + 20} height={top + height + 18} role=img aria-label='partitions without an owner'>"
+            + axis.ticks(top, height) + _rounds(x, axis, top, height)
+            + f"<text x={LEFT - 6} y={top + 10} text-anchor=end>{peak:,}</text><text x={LEFT - 6} y={top + height} text-anchor=end>0</text>"
+            + f"<polyline fill=none stroke='#c62828' stroke-width=1.5 points='{line}'/></svg>"
+            + "<p class='muted small'>partitions without an owner over time; dashed: rebalance rounds</p>")
+
+
+def per_member(periods, stop_ms, t1: int) -> str:
+    """How many partitions each member owned just before the workload stopped (its last assignment)."""
+    at = (stop_ms if stop_ms and stop_ms < OPEN else t1) - 1
+    owned: dict[str, int] = {}
+    for p in periods:
+        if p.start <= at < p.end:
+            owned[p.member] = owned.get(p.member, 0) + 1
+    if not owned:
+        return "<p id=per-member class=muted>No member owned a partition before the workload stopped.</p>"
+    counts = sorted(owned.values())
+    histogram: dict[int, int] = {}
+    for n in counts:
+        histogram[n] = histogram.get(n, 0) + 1
+    bars = "".join(f"<span class=bar title='{m} member(s) owned {n} partition(s)'><b style='height:{max(2, 40 * m // max(histogram.values()))}px'>"
+                   f"</b>{n}</span>" for n, m in sorted(histogram.items()))
+    return (f"<div id=per-member><p>Partitions per member before the workload stopped: {len(counts):,} members, min "
+            f"{counts[0]}, median {statistics.median(counts):g}, max {counts[-1]}.</p><div class=bars>{bars}</div></div>")

@@ -1,0 +1,116 @@
+"""What a sweep writes from its rows (written again after every cell, so a sweep cut short still has them):
+cells.csv and cells.json (one row a cell), curve.csv (each point of the curve: the median of its repeats, with its
+range), PNG plots, and index.html."""
+from __future__ import annotations
+
+import csv
+import html
+import json
+import statistics
+from pathlib import Path
+
+from harness.sweep.store import SweepDir
+
+POINT = ("client", "partitions_per_member", "style", "trigger", "members")
+# the figures the curve carries, with the unit each is shown in
+METRICS = {
+    "time_to_stable_ms": ("time from trigger to stable", "s", 1000),
+    "unserved_longest_ms": ("longest time a partition had no live owner", "s", 1000),
+    "unserved_partition_s": ("partition-seconds without a live owner", "partition-s", 1),
+    "latency_rise_p99_ms": ("rise of p99 end-to-end latency in the window", "s", 1000),
+    "revoked": ("partitions revoked", "partitions", 1),
+    "moved": ("partitions moved", "partitions", 1),
+}
+PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
+CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
+                "status", "valid", "lost", "duplicates", "time_to_stable_ms", "rebalances", "unserved_longest_ms",
+                "unserved_partition_s", "unserved_partitions", "revoked", "moved", "needed", "latency_steady_p99_ms",
+                "latency_window_p99_ms", "latency_window_max_ms", "latency_rise_p99_ms", "seconds", "finding",
+                "error", "run_dir")
+
+
+def curve(rows: list[dict]) -> list[dict]:
+    """One point a (client, partitions per member, style, trigger, size): cells, how many settled, and for each
+    figure the median, min and max over the settled repeats."""
+    points: dict[tuple, list[dict]] = {}
+    for row in rows:
+        points.setdefault(tuple(row[k] for k in POINT), []).append(row)
+    out = []
+    for key in sorted(points):
+        cells = points[key]
+        ok = [r for r in cells if r["status"] == "ok"]
+        point = {**dict(zip(POINT, key)), "cells": len(cells), "settled": len(ok),
+                 "unsettled": sum(r["status"] == "unsettled" for r in cells),
+                 "failed": sum(r["status"] == "failed" for r in cells)}
+        for metric in METRICS:
+            values = [r[metric] for r in ok if r.get(metric) is not None]
+            point[f"{metric}_median"] = statistics.median(values) if values else None
+            point[f"{metric}_min"] = min(values, default=None)
+            point[f"{metric}_max"] = max(values, default=None)
+        out.append(point)
+    return out
+
+
+def write_outputs(folder: SweepDir) -> None:
+    rows = sorted(folder.finished().values(), key=lambda r: r["cell"])
+    points = curve(rows)
+    _csv(folder.path / "cells.csv", rows, CELL_COLUMNS)
+    (folder.path / "cells.json").write_text(json.dumps({"sweep": folder.meta(), "cells": rows, "curve": points},
+                                                       indent=2, default=str) + "\n")
+    _csv(folder.path / "curve.csv", points, tuple(points[0]) if points else POINT)
+    from harness.sweep.plots import draw
+    images = draw(points, folder.path, {name: METRICS[name] for name in PLOTTED})
+    (folder.path / "index.html").write_text(page(folder.meta(), rows, points, images))
+
+
+def _csv(path: Path, rows: list[dict], columns) -> None:
+    with path.open("w", newline="", encoding="utf-8") as out:
+        writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return html.escape(str(value))
+
+
+def page(meta: dict, rows: list[dict], points: list[dict], images: list[str]) -> str:
+    spec = meta["spec"]
+    settings = ", ".join(f"{k} {v}" for k, v in spec["cell"].items() if v is not None)
+    head = ("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in POINT + ("cells", "settled", "unsettled", "failed"))
+            + "".join(f"<th>{html.escape(METRICS[m][0])} (median)</th>" for m in METRICS) + "</tr>")
+    body = "".join("<tr>" + "".join(f"<td>{_cell(p[c])}</td>" for c in POINT + ("cells", "settled", "unsettled", "failed"))
+                   + "".join(f"<td>{_cell(p[f'{m}_median'])}</td>" for m in METRICS) + "</tr>" for p in points)
+    cell_rows = "".join(
+        "<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in CELL_COLUMNS[:-1])
+        + (f"<td><a href=\"{html.escape(_report(r['run_dir']))}\">report</a></td>" if r.get("run_dir") else "<td>–</td>")
+        + "</tr>" for r in rows)
+    pictures = "".join(f'<figure><img src="{html.escape(name)}" alt="{html.escape(name)}"></figure>' for name in images)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>sweep {html.escape(meta['name'])}</title>
+<style>body{{font-family:sans-serif;margin:1.5em}} table{{border-collapse:collapse;font-size:12px}}
+td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} img{{max-width:100%}}
+details{{margin-top:1em}}</style></head><body>
+<h1>The cost of a rebalance: sweep {html.escape(meta['name'])}</h1>
+<p>Started {html.escape(meta['started'])} from {html.escape(meta['source'])}. {len(rows)} cells finished.
+Every cell: {html.escape(settings)}. A cell whose group did not settle within its window or limit is counted
+<em>unsettled</em> and drawn as a cross at the top of its plot; medians are over the settled repeats.</p>
+{pictures}
+<h2>The curve</h2><table>{head}{body}</table>
+<details><summary>Every cell ({len(rows)})</summary><table><tr>{''.join(f'<th>{c}</th>' for c in CELL_COLUMNS)}</tr>
+{cell_rows}</table></details>
+</body></html>
+"""
+
+
+def _report(run_dir: str) -> str:
+    """The cell's report, relative to the sweep's folder when it is inside it."""
+    path = Path(run_dir) / "report" / "index.html"
+    try:
+        return str(path.relative_to(Path(run_dir).parents[1]))
+    except ValueError:
+        return str(path)

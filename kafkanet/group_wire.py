@@ -1,0 +1,108 @@
+"""A consumer group's state as its coordinator says it, asked on the wire (kio builds and reads the messages).
+
+What the clients' admin APIs do not give: confluent-kafka's describe_consumer_groups has no group or member epochs,
+and its coordinator-bound calls can abort the process under faults (librdkafka issue 4605). Here each question is
+FindCoordinator then DescribeGroups v5 (classic: the state, members, assignor and each member's assignment; no
+generation) or ConsumerGroupDescribe v0 (KIP-848: the state, the group epoch, the target assignment epoch and each
+member's epoch), on fresh connections: nothing is cached or retried between two questions.
+"""
+from __future__ import annotations
+
+import io
+import itertools
+import struct
+
+from kafkanet.wire import exchange, frame
+
+FIND_COORDINATOR, DESCRIBE_GROUPS, CONSUMER_GROUP_DESCRIBE = 10, 15, 69
+CLIENT_ID = b"kafka-chaos-group-sampler"
+_IDS = itertools.count(1)
+
+
+class GroupWireError(RuntimeError):
+    """The coordinator could not be found or did not describe the group (an error code, or no answer)."""
+
+
+def ask(address: str, api_key: int, version: int, request, timeout_s: float):
+    """One request on a fresh connection to host:port; its response, read by kio."""
+    from kio.index import load_response_schema
+    from kio.serial import entity_reader, entity_writer
+    body = io.BytesIO()
+    entity_writer(type(request))(body, request)
+    correlation_id = next(_IDS)
+    raw = exchange(address, frame(api_key, version, correlation_id, CLIENT_ID, body.getvalue(), flexible=True),
+                   correlation_id, timeout_s)
+    response, _ = entity_reader(load_response_schema(api_key, version))(memoryview(raw), 1)  # after the tagged fields
+    return response
+
+
+def find_coordinator(bootstrap: str, group_id: str, timeout_s: float) -> str:
+    """host:port of the group's coordinator, asked of the first bootstrap server that answers."""
+    from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+    from kio.static.primitive import i8
+    last: Exception | None = None
+    for address in bootstrap.split(","):
+        try:
+            response = ask(address, FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group_id,)),
+                           timeout_s)
+        except OSError as exc:
+            last = exc
+            continue
+        (coordinator,) = response.coordinators
+        if coordinator.error_code.value != 0:
+            raise GroupWireError(f"FindCoordinator: {coordinator.error_code.name}")
+        return f"{coordinator.host}:{coordinator.port}"
+    raise GroupWireError(f"FindCoordinator: no bootstrap server answered ({last})")
+
+
+def assigned_partitions(assignment: bytes) -> int:
+    """Partitions in a classic member's assignment (ConsumerProtocolAssignment: version, then topics, each a name and
+    its partitions); 0 for an empty or unreadable one."""
+    try:
+        at = 2
+        (topics,) = struct.unpack_from(">i", assignment, at)
+        at += 4
+        count = 0
+        for _ in range(max(topics, 0)):
+            (name,) = struct.unpack_from(">h", assignment, at)
+            at += 2 + max(name, 0)
+            (partitions,) = struct.unpack_from(">i", assignment, at)
+            at += 4 + 4 * max(partitions, 0)
+            count += max(partitions, 0)
+        return count
+    except struct.error:
+        return 0
+
+
+def describe_classic(address: str, group_id: str, timeout_s: float) -> dict:
+    from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+    from kio.schema.types import GroupId
+    response = ask(address, DESCRIBE_GROUPS, 5,
+                   DescribeGroupsRequest(groups=(GroupId(group_id),), include_authorized_operations=False), timeout_s)
+    (group,) = response.groups
+    if group.error_code.value != 0:
+        raise GroupWireError(f"DescribeGroups: {group.error_code.name}")
+    return {"state": group.group_state, "members": len(group.members), "assignor": group.protocol_data or None,
+            "assigned": sum(assigned_partitions(m.member_assignment) for m in group.members)}
+
+
+def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
+    from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest
+    from kio.schema.types import GroupId
+    response = ask(address, CONSUMER_GROUP_DESCRIBE, 0,
+                   ConsumerGroupDescribeRequest(group_ids=(GroupId(group_id),), include_authorized_operations=False),
+                   timeout_s)
+    (group,) = response.groups
+    if group.error_code.value != 0:
+        raise GroupWireError(f"ConsumerGroupDescribe: {group.error_code.name}")
+    return {"state": group.group_state, "members": len(group.members), "assignor": group.assignor_name or None,
+            "group_epoch": int(group.group_epoch), "assignment_epoch": int(group.assignment_epoch),
+            "assigned": sum(len(t.partitions) for m in group.members for t in m.assignment.topic_partitions),
+            "member_epochs": {m.client_id: int(m.member_epoch) for m in group.members}}
+
+
+def describe_group(bootstrap: str, group_id: str, protocol: str, timeout_s: float = 5.0) -> dict:
+    """The group now, by its coordinator (raises GroupWireError or OSError when it cannot say)."""
+    coordinator = find_coordinator(bootstrap, group_id, timeout_s)
+    describe = describe_consumer if protocol == "consumer" else describe_classic
+    return {**describe(coordinator, group_id, timeout_s), "coordinator": coordinator}

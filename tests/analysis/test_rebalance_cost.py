@@ -1,0 +1,92 @@
+"""Issue 40: what one trigger cost the group (analysis/rebalance_cost.py) and the latency around it
+(analysis/latency.py), on planted histories; the latency through a real Spark."""
+from analysis import history, latency, rebalance_cost
+from analysis_runs import T0, Run
+
+P = [("t", p) for p in range(4)]
+
+
+def two_members(r: Run) -> Run:
+    """a owns t:0-1 and b t:2-3 from 100 ms (cooperative-sticky)."""
+    for m in ("a", "b"):
+        r.event(m, "started", 0, client="librdkafka", protocol="classic", assignor="cooperative-sticky", commit="sync")
+    r.event("a", "assigned", 100, ["t:0", "t:1"], generation=1).event("b", "assigned", 100, ["t:2", "t:3"], generation=1)
+    return r
+
+
+def test_a_crash_costs_from_the_kill_not_from_the_coordinator_noticing(tmp_path):
+    """b is killed at 10 s; the group gives its partitions to a at 21 s (its session expired). Both partitions went
+    unserved from the kill: 11 s each, 22 partition-seconds; they had to move and did."""
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True)
+    r.event("a", "assigned", 21_000, ["t:2", "t:3"], generation=2)
+    r.event("b", "started", 40_000, client="librdkafka", protocol="classic", assignor="cooperative-sticky", commit="sync")
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 40_000)
+    assert cost["trigger_ms"] == T0 + 10_000
+    assert cost["settled"] and cost["time_to_stable_ms"] == 11_000
+    assert cost["unserved_longest_ms"] == 11_000 and cost["unserved_partition_s"] == 22.0
+    assert (cost["unserved_partitions"], cost["moved"], cost["needed"], cost["revoked"]) == (2, 2, 2, 0)
+
+
+def test_a_join_counts_from_the_new_member_starting_and_an_eager_round_revokes_everything(tmp_path):
+    """c is launched at 10 s and starts at 13 s (its process's start-up is not the rebalance); eager: a and b revoke
+    all at 13.5 s and get their new assignment at 14 s, c at 14 s too: 4 revoked, 1 moved, 1 needed (4 // 3)."""
+    r = Run(tmp_path / "run")
+    for m in ("a", "b"):
+        r.event(m, "started", 0, client="librdkafka", protocol="classic", assignor="range", commit="sync")
+    r.event("a", "assigned", 100, ["t:0", "t:1"], generation=1).event("b", "assigned", 100, ["t:2", "t:3"], generation=1)
+    r.fault("member_join-1", 10_000, 11_000, kind="member_join", target="group")
+    r.event("c", "started", 13_000, client="librdkafka", protocol="classic", assignor="range", commit="sync")
+    r.event("a", "revoked", 13_500, ["t:0", "t:1"], generation=1).event("b", "revoked", 13_500, ["t:2", "t:3"], generation=1)
+    r.event("a", "assigned", 14_000, ["t:0", "t:1"], generation=2).event("b", "assigned", 14_000, ["t:2"], generation=2)
+    r.event("c", "assigned", 14_000, ["t:3"], generation=2)
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 40_000)
+    assert cost["trigger_ms"] == T0 + 13_000 and cost["time_to_stable_ms"] == 1_000
+    assert cost["unserved_longest_ms"] == 500 and cost["unserved_partition_s"] == 2.0
+    assert (cost["revoked"], cost["moved"], cost["needed"], cost["rebalances"]) == (4, 1, 1, 1)
+
+
+def test_a_partition_still_unserved_at_the_window_end_is_not_settled(tmp_path):
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True)
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 30_000)
+    assert not cost["settled"] and cost["time_to_stable_ms"] is None and cost["unserved_at_end"] == 2
+    assert cost["unserved_longest_ms"] == 20_000
+
+
+def test_partitions_added_are_unserved_from_the_trigger_until_assigned(tmp_path):
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("partitions_add-1", 10_000, 11_000, kind="partitions_add", target="topic")
+    r.event("a", "assigned", 12_000, ["t:4"], generation=2).event("b", "assigned", 12_500, ["t:5"], generation=2)
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P + [("t", 4), ("t", 5)], 2, T0 + 30_000)
+    assert cost["time_to_stable_ms"] == 2_500 and cost["unserved_partition_s"] == 4.5
+    assert (cost["moved"], cost["needed"], cost["revoked"]) == (2, 2, 0)
+
+
+def test_nothing_changed_costs_nothing(tmp_path):
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_bounce-1", 10_000, 10_000, kind="member_bounce", target="group")
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 30_000)
+    assert cost["time_to_stable_ms"] == 0 and cost["unserved_partition_s"] == 0 and cost["moved"] == 0
+
+
+def test_latency_is_first_delivery_minus_ack_in_each_window(tmp_path):
+    """Steady: 100 records delivered 5 ms after their ack; in the window 100 more, of which the last 10 waited
+    3 s (their partition had no owner) and one was delivered twice (its second delivery is not latency)."""
+    r = Run(tmp_path / "run")
+    r.produce("t", 0, range(200), at=0, step=100)
+    r.consume("m", "t", 0, range(100), at=5, step=100)
+    r.consume("m", "t", 0, range(100, 190), at=10_005, step=100)
+    r.consume("m", "t", 0, range(190, 200), at=22_000)
+    r.consume("m", "t", 0, [150], at=25_000)
+    run_dir = r.write()
+    from analysis.spark import get_session
+    got = latency.delivery_latency(get_session(), run_dir, {"steady": (T0, T0 + 10_000), "window": (T0 + 10_000, T0 + 30_000)})
+    assert got["steady"] == {"records": 100, "p50_ms": 5.0, "p99_ms": 5.0, "max_ms": 5}
+    assert got["window"]["records"] == 100 and got["window"]["p50_ms"] == 5.0
+    assert got["window"]["max_ms"] == 22_000 - 19_000 and got["window"]["p99_ms"] > 2_000

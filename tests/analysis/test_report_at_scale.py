@@ -1,0 +1,77 @@
+"""Issue 40, item 5: the report reads at 500 members and 5,000 partitions. In headless Chromium at 1280x900, the
+first screen shows the group (its state band, the partitions without an owner over time, partitions per member, the
+rounds) and no partition row: the per-partition views are folded, and open on request."""
+import json
+import re
+import subprocess
+
+import pytest
+
+from analysis import analyze
+from analysis_runs import T0, Run
+from browser import CHROMIUM, chromium
+
+MEMBERS, PER_MEMBER = 500, 10
+MEASURE = """<script>
+const rect = id => document.getElementById(id) && document.getElementById(id).getBoundingClientRect();
+const rows = [...document.querySelectorAll('#timeline rect.owner, #partitions tbody tr')];
+const shown = rows.filter(r => r.checkVisibility());
+document.body.setAttribute('data-measure', JSON.stringify({
+  group_bottom: rect('group').bottom, band_bottom: rect('state-band').bottom, unowned_bottom: rect('unowned').bottom,
+  per_member_bottom: rect('per-member').bottom, rows: rows.length, shown: shown.length,
+  folds: [...document.querySelectorAll('details')].map(d => d.id + ':' + d.open)}));
+</script>"""
+
+
+def big_group(root) -> Run:
+    """500 members with 10 partitions each; member-500 crashes at 20 s and its partitions go to member-1..10 at
+    31 s (one each). Four records a partition, consumed as produced."""
+    r = Run(root, "parquet")
+    for m in range(1, MEMBERS + 1):
+        name = f"member-{m}"
+        mine = [f"t:{p}" for p in range((m - 1) * PER_MEMBER, m * PER_MEMBER)]
+        r.event(name, "started", 0, client="librdkafka", protocol="classic", assignor="cooperative-sticky", commit="sync")
+        r.event(name, "assigned", 1_000, mine, generation=1)
+    r.event("member-500", "crashed", 20_000)
+    for m in range(1, 11):
+        r.event(f"member-{m}", "assigned", 31_000, [f"t:{4990 + m - 1}"], generation=2)
+    for p in range(MEMBERS * PER_MEMBER):
+        r.produce("t", p, range(4), at=2_000 + p, step=5_000)
+        owner = p // PER_MEMBER + 1
+        r.consume(f"member-{owner}", "t", p, range(2), at=2_010 + p, step=5_000)
+        late = owner if owner != 500 else p - 4990 + 1
+        r.consume(f"member-{late}", "t", p, range(2, 4), at=32_000 + p % 1000, step=1)
+    r.fault("member_crash-1", 20_000, 40_000, kind="member_crash", target="member-500", ends_process=True)
+    r.group_state(0, "sampler", interval_ms=500, protocol="classic", api="DescribeGroups v5")
+    r.group_state(1_200, state="Stable", members=500, assigned=5000, since=700)
+    r.group_state(30_500, state="PreparingRebalance", members=500, assigned=5000, since=30_000)
+    r.group_state(31_500, state="Stable", members=499, assigned=5000, since=30_800)
+    r.group_state(45_000, "sampler_end", samples=90)
+    return r
+
+
+@pytest.mark.browser
+@pytest.mark.needs_setup
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+def test_the_first_screen_shows_the_group_not_partition_rows_at_500_members_and_5000_partitions(tmp_path, spark):
+    run_dir = big_group(tmp_path / "run").write()
+    summary = analyze(run_dir, spark=spark)
+    assert summary["valid"] is True and len(summary["members"]) == MEMBERS and len(summary["partitions"]) == 5000
+    page = run_dir / "report" / "index.html"
+    html = page.read_text()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    measured = tmp_path / "measure.html"
+    measured.write_text(html.replace("</body>", MEASURE + "</body>"))
+    cmd = chromium(tmp_path / "profile", "--window-size=1280,900")
+    dom = subprocess.run(cmd + ["--dump-dom", measured.as_uri()], capture_output=True, text=True, timeout=180).stdout
+    found = re.search(r'data-measure="([^"]*)"', dom)
+    assert found, dom[:2000]
+    m = json.loads(found.group(1).replace("&quot;", '"'))
+    assert m["group_bottom"] <= 900, m  # the group's figures, band and charts on the first screen
+    assert m["rows"] >= 5000 and m["shown"] == 0, m  # every partition row is there, folded
+    assert set(m["folds"]) == {"timeline-fold:false", "partitions-fold:false"}, m
+    assert "500 members · 5,000 partitions" in dom and "min 10, median 10, max 11" in dom
+    assert 'data-state="PreparingRebalance"' in dom and 'class="state inferred"' in dom  # CompletingRebalance, inferred
+    shot = tmp_path / "first-screen.png"
+    subprocess.run(cmd + [f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=180)
+    assert shot.is_file() and shot.stat().st_size > 20_000

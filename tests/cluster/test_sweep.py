@@ -1,0 +1,76 @@
+"""Issue 40: `kafka-chaos sweep` as a user runs it: killed mid-cell (SIGTERM, as CI's time-out or a user's ^C), it
+removes its cluster and keeps every finished cell; run again on the same folder, it resumes with the cell it was
+killed in and writes its tables, plots and page."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import docker
+import pytest
+import yaml
+
+from harness.cluster.containers import PROJECT_LABEL, RUN_LABEL
+from kafkanet.waiting import wait_until
+
+pytestmark = pytest.mark.cluster
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP = {"name": "kill-resume", "grid": {"members": [3], "partitions_per_member": [2],
+                                         "styles": ["eager-range", "cooperative-sticky"], "triggers": ["join"],
+                                         "repeats": 1},
+         "cell": {"members_per_host": 3, "rate": 200, "warmup_s": 6, "observe_s": 10}}
+
+
+def sweep_command(path: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "sweep", str(path), "--out", str(out)]
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def containers_left() -> list:
+    engine = docker.from_env()
+    return [c for c in engine.containers.list(all=True, filters={"label": f"{PROJECT_LABEL}=kafka-chaos"})
+            if c.labels.get(RUN_LABEL, "").startswith(f"sweep-{SWEEP['name']}-")]
+
+
+def test_a_sweep_killed_mid_cell_keeps_its_finished_cells_and_resumes_with_the_killed_one(tmp_path):
+    path, out = tmp_path / "sweep.yaml", tmp_path / "out"
+    path.write_text(yaml.safe_dump(SWEEP))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with (tmp_path / "first.log").open("w") as log:
+        first = subprocess.Popen(sweep_command(path, out), cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            def second_cell_running() -> bool:
+                runs = sorted((out / "runs").glob("*")) if (out / "runs").exists() else []
+                return len(lines(out / "cells.jsonl")) == 1 and len(runs) == 2 and any((runs[1] / "events").glob("*"))
+            assert wait_until(second_cell_running, 300), (tmp_path / "first.log").read_text()[-3000:]
+            first.send_signal(signal.SIGTERM)
+            assert first.wait(180) == 130, (tmp_path / "first.log").read_text()[-3000:]
+        finally:
+            if first.poll() is None:
+                first.kill()
+    assert containers_left() == []
+    [kept] = lines(out / "cells.jsonl")
+    assert json.loads(kept)["status"] == "ok"
+    killed_run = sorted((out / "runs").glob("*"))[1]
+
+    again = subprocess.run(sweep_command(path, out), cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "2 cells, 1 finished before, 1 to run" in again.stderr
+    first_row, second_row = lines(out / "cells.jsonl")
+    assert first_row == kept  # the finished cell was not run again, nor its row touched
+    second = json.loads(second_row)
+    assert second["cell"] == "librdkafka-3m-2ppm-cooperative-sticky-join-r1" and second["status"] == "ok"
+    assert second["run_dir"] != str(killed_run) and killed_run.exists()  # the killed cell's run is kept, not used
+    assert second["time_to_stable_ms"] > 0 and second["moved"] >= second["needed"] == 1 and second["valid"] is True
+    assert "(2 cells: 2 settled, 0 unsettled, 0 failed)" in again.stdout
+    assert len(list(csv.DictReader((out / "cells.csv").open()))) == 2
+    assert len(list(csv.DictReader((out / "curve.csv").open()))) == 2
+    page = (out / "index.html").read_text()
+    assert "librdkafka-2ppm-time_to_stable_ms.png" in page and (out / "librdkafka-2ppm-time_to_stable_ms.png").stat().st_size
+    assert containers_left() == []
