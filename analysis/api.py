@@ -202,8 +202,8 @@ def _one_line(exc) -> str:
 SMALL_INPUT_BYTES = 64 << 20
 FILE_OPEN_COST = 64 << 10  # bytes a file's opening is worth when splits are packed: a local file's open is cheap
 # the aggregation's first-level ("fast") hash map holds 2^18 groups, not Spark's 2^16: a scan task of a 10M-record run
-# folds a few hundred thousand groups, and past the fast map each row is looked up twice (BENCHMARKS.md, seventh
-# increment: 8-10 % of the scan, in both row orders)
+# folds a few hundred thousand groups, and past the fast map each row is looked up twice (docs/benchmarks-history.md,
+# seventh increment: 8-10 % of the scan, in both row orders)
 FAST_HASH_MAP_BITS = 18
 
 
@@ -211,13 +211,13 @@ def _tune(spark, size: int) -> dict:
     """Per-analysis settings (restored afterwards): few shuffle partitions; input splits of a sixth of each core's
     share of the input, so that every core has six scan tasks (fewer below 4 MB a split; one file a task left a core idle);
     not capped at Spark's 128 MB, which gave a large input's tasks too few rows for their partial aggregation to
-    reduce (100M shuffled records: 9 % slower, BENCHMARKS.md, eleventh increment); many small files packed into one
-    split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); a larger
+    reduce (100M shuffled records: 9 % slower, docs/benchmarks-history.md, eleventh increment); many small files packed
+    into one split (Spark's default open cost, 4 MiB, made each of 500 members' files a task of its own); a larger
     first-level aggregation hash map; the input files listed on the driver, which named them (past 32 paths Spark
     lists them with a job); for small inputs no adaptive re-planning, whose fixed cost dominates a small run (nor
     a Python stage for the groups' checks: ``records.check_partitions(in_driver=...)``, in :func:`analyze`).
     (Whole-stage code generation stays on: it was off for small inputs until measured; it is faster at every
-    size, the cold first call included: BENCHMARKS.md.)"""
+    size, the cold first call included: docs/benchmarks-history.md, sixth increment.)"""
     cores = default_parallelism(spark)
     conf = {"spark.sql.shuffle.partitions": str(max(1, min(2 * cores, size // (32 << 20) + 1))),
             "spark.sql.files.maxPartitionBytes": str(max(4 << 20, size // (6 * cores))),
@@ -392,7 +392,7 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
 def _ask_early(pool, early: dict, queries: dict, facts) -> None:
     """Start, beside the log pass, the Spark question that is known before any record is read again (commit_ahead's:
     the commits the groups cannot clear). Two small jobs at once keep both cores busy where one job's fixed costs
-    leave one idle (BENCHMARKS.md, ninth increment); the check then takes the answer instead of asking."""
+    leave one idle (docs/benchmarks-history.md, ninth increment); the check then takes the answer instead of asking."""
     if not facts.history.has_events:
         return
     try:

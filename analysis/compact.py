@@ -2,9 +2,9 @@
 
 Members append JSONL while they run, because a line is durable the moment it is flushed. Once they have
 stopped, the same rows as Parquet are about 14x smaller and the analysis of a 10M-record run is 4-7x faster
-(BENCHMARKS.md). Nothing is lost: every column is kept (the contract's with their contract types, any
-extra one with the type pyarrow infers), the row order is kept (the record-level checks use it), and the
-JSONL file is removed only after the Parquet file holds as many rows as it had lines. A file with anything
+(docs/benchmarks-history.md, "Analysis against DuckDB"). Nothing is lost: every column is kept (the contract's with
+their contract types, any extra one with the type pyarrow infers), the row order is kept (the record-level checks use
+it), and the JSONL file is removed only after the Parquet file holds as many rows as it had lines. A file with anything
 the analysis would report (a line that is not JSON, a wrong type, a missing required value, an unknown
 status) is left as it is, so that the analysis names the line. events/ stay JSONL: they are small.
 """

@@ -3,7 +3,7 @@ linked, method profiles), its dynamic AppCDS archive before (analysis/spark.py p
 
 A cold `kafka-chaos analyze` (and the analysis at the end of every `kafka-chaos run`) spends most of its time
 starting a JVM and loading Spark's classes. Started with this archive, the driver JVM maps them instead:
-a 100k-record run is analysed in about 10 s instead of 16 (BENCHMARKS.md). `make setup` builds it once
+a 100k-record run is analysed in about 10 s instead of 16 (docs/benchmarks-history.md). `make setup` builds it once
 (`python -m analysis.jvm_archive`, under a minute) by analysing a small run (analysis/synthetic.py) in a JVM that
 writes the archive when it exits. It is named after the JVM and the Spark jars it was built with, so an upgrade of either builds a new
 one; a JVM that finds no usable archive starts as it always did, silently.

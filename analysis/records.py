@@ -59,7 +59,8 @@ def with_epoch(df, bounds: list[int]):
     """``df`` with ``epoch``: how many of the sorted ``bounds`` are <= its ``ts`` (all of them for a NULL ts). A
     branch-free binary search over the bounds as one array literal: log2 steps, one projection each, whose
     generated code does not grow with the bounds (a CASE tree of one node a bound passed Java's 64 KB method limit
-    at about 2,000 bounds, and past a few hundred its method was too large for the JIT: BENCHMARKS.md, issue 37)."""
+    at about 2,000 bounds, and past a few hundred its method was too large for the JIT: docs/benchmarks-history.md,
+    issue 37)."""
     if not bounds:
         return df.selectExpr("*", "0 AS epoch")
     from pyspark.sql import functions as F
@@ -81,7 +82,7 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     ``offset_words``, ``n_words``: a group's width, in words of 64 offsets (``mask``; more than one: ``mask0``...)
     and of 64 values of n (``nmask0``...). The checks read the defaults (1, SEQUENCE_WORDS) only;
     benchmarks/group_width.py measures wider groups: fewer groups, more words a row updates, no faster as a whole,
-    and a coarser time for the anomalies they settle (BENCHMARKS.md, thirteenth increment)."""
+    and a coarser time for the anomalies they settle (docs/benchmarks-history.md, thirteenth increment)."""
     from pyspark.sql import functions as F
     n_words = n_words or SEQUENCE_WORDS
     shift, low = _offset_shift(offset_words), f"(`offset` & {64 * offset_words - 1})"
@@ -145,8 +146,8 @@ def _word_sets(column: str, names: list[str]):
 # (:func:`unordered_ranges`). Why 256 and not 64: a member reading k partitions interleaves them, so one block of 64
 # offsets spans about 64 k values of n; each bucket it spans is a group of its own, and the hash aggregation's cost
 # follows the number of groups (random row order: every row a cache miss). Measured on 10M records, 4 partitions
-# a member (BENCHMARKS.md, seventh increment): 1, 2, 4, 8, 16 words: 3.4, 2.0, 1.8, 2.1, 2.7 s in consumption order,
-# 9.0, 6.7, 5.2, 6.4, 7.6 s shuffled.
+# a member (docs/benchmarks-history.md, seventh increment): 1, 2, 4, 8, 16 words: 3.4, 2.0, 1.8, 2.1, 2.7 s in
+# consumption order, 9.0, 6.7, 5.2, 6.4, 7.6 s shuffled.
 SEQUENCE_WORDS = 4
 SEQUENCE_BUCKET = 64 * SEQUENCE_WORDS                 # values of n a bucket holds
 NMASK_COLUMNS = tuple(f"nmask{i}" for i in range(SEQUENCE_WORDS))
@@ -211,7 +212,8 @@ def gc_paused():
     """No cyclic garbage collection inside (as a decorator: during each call). The checks build hundreds of thousands
     of small dicts and tuples that live to the end, and Python's collector traversed them all again every few
     thousand allocations, to free nothing: none of them is in a cycle. It was 30 % of a 5,000-partition analysis
-    (BENCHMARKS.md, ninth increment). Collection resumes on the way out, as it was (a nested use leaves it off)."""
+    (docs/benchmarks-history.md, ninth increment). Collection resumes on the way out, as it was (a nested use leaves it
+    off)."""
     was = gc.isenabled()
     gc.disable()
     try:
@@ -224,9 +226,10 @@ def gc_paused():
 def check_partitions(agg, cfg: dict, in_driver: bool = False) -> dict[str, list[dict]]:
     """Every partition's groups checked by :func:`check_groups`, all at once, results by kind. ``in_driver`` (a small
     input): the groups are collected as Arrow and checked here, without a Python worker or a shuffle (their fixed
-    cost was most of a small run's scan: BENCHMARKS.md, eighth increment). Else in executors: the groups are hashed
-    to tasks by (topic, partition) and each task checks all it got at once (no sort before the Python stage, which
-    applyInArrow would add), its results sent back as JSON. Nothing is cached: the aggregation feeds this one job."""
+    cost was most of a small run's scan: docs/benchmarks-history.md, eighth increment). Else in executors: the groups
+    are hashed to tasks by (topic, partition) and each task checks all it got at once (no sort before the Python stage,
+    which applyInArrow would add), its results sent back as JSON. Nothing is cached: the aggregation feeds this one
+    job."""
     if in_driver:
         rows = check_groups(agg.toArrow(), cfg)
     else:
@@ -385,7 +388,7 @@ def _blocks_and_ranges(consumed, cfg: dict, bounds: list[int], blocks, ranges: l
     """:func:`block_rows` and :func:`_resequenced` in one read, the re-sequencing done in the driver: the ranges hold
     at most SEQUENCE_ROWS_IN_DRIVER values of n, so at most as many rows (n numbers a member's records once). Each
     of the two was a full read of the consumed rows whenever the row groups' statistics could not skip (rows in no
-    order): BENCHMARKS.md, tenth increment. Returns (rows, steps) as they do."""
+    order): docs/benchmarks-history.md, tenth increment. Returns (rows, steps) as they do."""
     import pyarrow as pa
     import pyarrow.compute as pc
     spark = consumed.df.sparkSession
@@ -790,7 +793,7 @@ def missed_ranges(produced, consumed, ownerships) -> dict[int, list[tuple[int, i
     in the ranges, folded per (ownership, 64-offset block) into two bit sets, acked and consumed; only the blocks
     with an acked offset not consumed leave the JVM, as ``acked & ~consumed``, and the driver joins their runs of
     bits (:func:`bit_runs`) across blocks (a plan of one shuffle: a row number over a window and two joins took
-    three more, the fixed cost of every question: BENCHMARKS.md, eighth increment)."""
+    three more, the fixed cost of every question: docs/benchmarks-history.md, eighth increment)."""
     from pyspark.sql import functions as F
     offsets = [(lo, hi - 1) for *_, lo, hi in ownerships]
     w = wanted(consumed.df.sparkSession, ownerships, "oid int, km string, kt string, kp int, t0 bigint, t1 bigint, lo bigint, hi bigint",

@@ -1,7 +1,7 @@
 """The warm analysis service: one background process that keeps a local Spark session, and the code its JIT has
 compiled, between analyses. `kafka-chaos analyze` and `kafka-chaos run` hand it the run directory instead of
 starting a JVM each time: a 10M-record analysis takes about 15 s in a fresh JVM and 3 s in a warm one, and the
-CLI process around it imports neither pyspark nor pyarrow (BENCHMARKS.md).
+CLI process around it imports neither pyspark nor pyarrow (docs/benchmarks-history.md, issue 13).
 
 Chosen over a Spark Connect server (the issue's idea), measured: a Connect client must import pyspark's Connect
 client, pandas and grpc (1.6-2.8 s on this machine's 2 cores) and run the driver's Python in a cold process; a
@@ -39,7 +39,7 @@ DIR_ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR"  # where the socket and the log liv
 IDLE_ENV = "KAFKA_CHAOS_ANALYSIS_IDLE_S"      # seconds without a request before the service exits (900)
 # A warm-up analyses the small built-in run up to this many times (8), one at a time, and stops as soon as a request
 # waits: the JIT keeps compiling for several analyses, and a run's group drains for longer than one takes
-# (BENCHMARKS.md, thirteenth increment). A service that has analysed this many runs is warm.
+# (docs/benchmarks-history.md, thirteenth increment). A service that has analysed this many runs is warm.
 WARM_ENV = "KAFKA_CHAOS_ANALYSIS_WARM_ROUNDS"
 START_TIMEOUT_S = 120
 

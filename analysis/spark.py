@@ -45,14 +45,14 @@ DUMP_ENV = "KAFKA_CHAOS_SPARK_CDS_DUMP"            # set for the child process t
 
 
 # The throughput collector: an analysis is a burst of short tasks that allocate little, where G1's barriers
-# cost more than its pauses save (measured: about 3 % of a 10M-record analysis; BENCHMARKS.md).
+# cost more than its pauses save (measured: about 3 % of a 10M-record analysis; docs/benchmarks-history.md, issue 8).
 GC = "-XX:+UseParallelGC"
 
 # The JVM of a local analysis: the newest JDK of at least AOT_MAJOR in the machine's JVM folder, else the default one
 # (JAVA_HOME, then PATH); JAVA_ENV names one outright. From JDK 25 the archive is an AOT cache (JEPs 483, 514, 515:
 # Spark's classes loaded and linked, with their method profiles), and a 10M-record analysis takes 6-11 % less, the
-# first included (BENCHMARKS.md, twelfth increment). Spark runs on Java 17, 21 and 25. A session on a cluster keeps
-# the default JVM, the one its executors are most likely to share.
+# first included (docs/benchmarks-history.md, twelfth increment). Spark runs on Java 17, 21 and 25. A session on a
+# cluster keeps the default JVM, the one its executors are most likely to share.
 JVM_DIR = Path("/usr/lib/jvm")
 JAVA_ENV = "KAFKA_CHAOS_ANALYSIS_JAVA_HOME"
 AOT_MAJOR = 25

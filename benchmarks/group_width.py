@@ -1,5 +1,5 @@
 """What the scan's aggregation costs as a function of how many groups it folds the rows into (issue 23, twelfth and
-thirteenth increments, BENCHMARKS.md).
+thirteenth increments, docs/benchmarks-history.md).
 
 A group holds 64 offsets (one 64-bit word of offsets, ``b = offset >> 6``) and 256 values of the consumption
 sequence n (four words, ``nb = n >> 8``). Here the scan's own aggregation over both sides of a run

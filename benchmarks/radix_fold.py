@@ -1,5 +1,5 @@
 """The scan's consumed-side aggregation, Spark's hash aggregation against a radix-partitioned fold in the JVM
-(benchmarks/jvm/RadixFold.java), exact and timed (issue 23, fourteenth increment, BENCHMARKS.md).
+(benchmarks/jvm/RadixFold.java), exact and timed (issue 23, fourteenth increment, docs/benchmarks-history.md).
 
 In random row order Spark's partial aggregation misses the caches on almost every row: a scan task meets about
 every group of the run, and its one hash map is far larger than a core's cache. DuckDB scatters the rows by key

@@ -25,8 +25,8 @@ from workloads.config import MemberConfig
 # partition (measured on 4.3.1: benchmarks/broker_replicas.py).
 MAX_TOPIC_PARTITIONS = 9_999
 # Partition replicas one broker of the harness's cluster holds at the most, every topic at its largest. Measured
-# (BENCHMARKS.md, "Member hosts, second round"; benchmarks/broker_replicas.py): at the default 512 MB heap a broker
-# opened the logs of 10,000 replicas in 54-156 s, with no OutOfMemoryError; 15,000 were not held.
+# (docs/benchmarks-history.md, "Member hosts, second round"; benchmarks/broker_replicas.py): at the default 512 MB heap
+# a broker opened the logs of 10,000 replicas in 54-156 s, with no OutOfMemoryError; 15,000 were not held.
 MAX_REPLICAS_PER_BROKER = 10_000
 from workloads.control import control_path, write_atomically
 

@@ -22,8 +22,8 @@ LIBRDKAFKA_HOSTED = {"queued.max.messages.kbytes": 2048, "queued.min.messages": 
 # max.partition.fetch.bytes (1 MB) a partition; the JVM's one heap bounds them all together.
 JAVA_HOSTED = {"fetch.max.bytes": 4 << 20}
 
-# Bounds from what was measured on this machine (BENCHMARKS.md, "Member hosts", benchmarks/member_hosts.py: 20
-# members in one host, 3 brokers, 1,000 records/s): a hosted librdkafka member held 16.1 descriptors (sockets and the
+# Bounds from what was measured on this machine (docs/benchmarks-history.md, "Member hosts", benchmarks/member_hosts.py:
+# 20 members in one host, 3 brokers, 1,000 records/s): a hosted librdkafka member held 16.1 descriptors (sockets and the
 # wake-up pipes of its broker threads) and 2.9 MB resident, a hosted Java member 12.6 and 10.5 MB. The bounds add
 # headroom: a member's pre-fetch queue may fill up to its 2 MB bound, a JVM's heap grows to its limit.
 FDS_PER_MEMBER = {"librdkafka": 24, "java-member": 16}

@@ -13,9 +13,9 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 /**
- * A measurement, not the analysis (benchmarks/radix_fold.py, BENCHMARKS.md fourteenth increment): the consumed
- * side of records.aggregate folded in each scan task by a radix-partitioned hash table, as DuckDB folds, so that
- * a task's random row order stays inside tables that fit the caches. Rows arrive in chunks of 64k; each chunk is
+ * A measurement, not the analysis (benchmarks/radix_fold.py, docs/benchmarks-history.md, fourteenth increment): the
+ * consumed side of records.aggregate folded in each scan task by a radix-partitioned hash table, as DuckDB folds, so
+ * that a task's random row order stays inside tables that fit the caches. Rows arrive in chunks of 64k; each chunk is
  * scattered by the top 8 bits of its key's hash into 256 parts; each part is folded into its own open-addressing
  * table (a slot: the 5 key longs, then n, mask, kmin, kmax, gmax, nmask0-3, nsum). Each task returns its partial
  * groups, which Spark merges (sum, bit_or, min, max) after its shuffle. Input: records.consumed_keyed's columns,

@@ -22,7 +22,8 @@ DATA_DIR = "/tmp/kafka-data"  # writable in our image and in apache/kafka (which
 BOOTSTRAP_CHECKPOINT = "/opt/kafka/bootstrap/bootstrap.checkpoint"  # only in the project's image
 # Added to the image's own JVM options (KAFKA_OPTS, which every kafka-run-class.sh appends): C1 only. Three brokers
 # start side by side on a machine of two cores, where C2's compiler threads take the CPU the start-up needs:
-# 6.2 -> 4.8 s to a ready cluster, and no loss of throughput at the rates a run produces (BENCHMARKS.md, issue 13).
+# 6.2 -> 4.8 s to a ready cluster, and no loss of throughput at the rates a run produces (docs/benchmarks-history.md,
+# issue 13).
 JVM_OPTS = "-XX:TieredStopAtLevel=1"
 
 

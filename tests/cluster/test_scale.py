@@ -13,8 +13,8 @@ from harness.scenario import load_scenario
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
 SCALE = Path(__file__).resolve().parents[2] / "scenarios" / "scale"
-# Where a client breaks on this machine (BENCHMARKS.md, "Member hosts, second round"): the run ends on the `unsettled`
-# finding, not a harness error. Only that is expected; anything else still fails.
+# Where a client breaks on this machine (docs/benchmarks-history.md, "Member hosts, second round"): the run ends on the
+# `unsettled` finding, not a harness error. Only that is expected; anything else still fails.
 KNOWN_FINDINGS = {
     "librdkafka-500-classic": "librdkafka#4629 (PR 5014): after the crashed member's return the group stays in "
                               "CompletingRebalance while its leader computes the cooperative-sticky assignment",
