@@ -1162,30 +1162,47 @@ def unhealed_faults(x: Facts):
 def unsettled(x: Facts):
     """The harness's group.jsonl says the group did not settle within its limit (harness/settling.py): a finding
     about Kafka or the client. One anomaly per time, with the group's last description, the lag per partition and
-    each lagging partition's last owner (the member whose ownership began last, before then)."""
+    each lagging partition's last owner (the member whose ownership began last, before then), when that ownership
+    ended by the member's own events (`owned_until`: null while it still held it), and who the coordinator said held
+    it at the time (`coordinator_owner`, from group-states.jsonl: under KIP-848 a partition can be assigned on the
+    coordinator to a member that never applied it)."""
     rows = x.history.group
     if rows is None:
         return CheckResult([], 0, {"status": "ran", "observed": False})
     out = []
     for row in (r for r in rows if r["kind"] == "unsettled"):
         lag = {tp: n for tp, n in (row.get("lag") or {}).items() if n > 0}
-        owners = {tp: last_owner(x.history, tp, row["ts_ms"]) for tp in lag}
+        held = {tp: last_ownership(x.history, tp, row["ts_ms"]) for tp in lag}
+        owners = {tp: p.member if p else None for tp, p in held.items()}
+        coordinator = coordinator_owners(x.history.group_states, lag, row["ts_ms"])
         out.append({"type": "unsettled", "topic": None, "partition": None, "offsets": None, "count": 1,
-                    "members": sorted({m for m in owners.values() if m}), "generations": [],
+                    "members": sorted({m for m in [*owners.values(), *coordinator.values()] if m}), "generations": [],
                     "time_ms": [row["ts_ms"] - row["limit_ms"], row["ts_ms"]], "phase": row.get("phase"),
                     "limit_ms": row["limit_ms"], "expected_members": row.get("expected_members"),
                     "partitions_total": row.get("partitions"), "last_described": row.get("last_described"),
                     "lag": lag, "last_owner": owners,
+                    "owned_until": {tp: None if p is None or p.end > row["ts_ms"] else p.end for tp, p in held.items()},
+                    "coordinator_owner": coordinator,
                     "reason": ("not stable" if row.get("phase") == "join" else "not caught up") +
                               f" within {row['limit_ms'] / 1000:g} s"})
     return CheckResult(out, len(out), {"observed": True})
 
 
-def last_owner(h: History, tp: str, before_ms: int) -> str | None:
-    """The member whose ownership of "topic:partition" began last before `before_ms` (None: never owned)."""
+def last_ownership(h: History, tp: str, before_ms: int):
+    """The ownership period of "topic:partition" that began last before `before_ms` (None: never owned)."""
     topic, partition = parse_tp(tp, "group.jsonl", "lag")
     started = [p for p in h.periods if p.topic == topic and p.partition == partition and p.start <= before_ms]
-    return max(started, key=lambda p: p.start).member if started else None
+    return max(started, key=lambda p: p.start) if started else None
+
+
+def coordinator_owners(states: list[dict] | None, partitions, at_ms: int) -> dict[str, str | None]:
+    """Who the coordinator said held each partition at `at_ms` (its last sampled assignments then); empty when the run
+    sampled none."""
+    seen = [r for r in states or [] if r["kind"] == "state" and r.get("assignments") is not None and r["ts_ms"] <= at_ms]
+    if not seen:
+        return {}
+    holder = {tp: member for member, tps in seen[-1]["assignments"].items() for tp in tps}
+    return {tp: holder.get(tp) for tp in partitions}
 
 
 def attribute(anomalies: list[dict], h: History, grace_ms: int) -> None:

@@ -58,6 +58,8 @@ class RpcParams(FaultParams):
     error: str | None = Field(None, description="with action: error, a Kafka error name the API can return, e.g. REBALANCE_IN_PROGRESS")
     delay_ms: int | None = Field(None, ge=1, le=600_000, description="with action: delay")
     count: int | None = Field(None, ge=1, description="only the first N matching requests (default: every one until the heal)")
+    skip: int = Field(0, ge=0, le=1_000_000, description="let the first N matching requests pass before acting (e.g. a "
+                      "joining member's first heartbeat, so that the rule acts once it has a member epoch)")
     probability: float = Field(1.0, gt=0, le=1, description="the chance that a matching request is acted on (seeded by run.seed)")
 
     def check(self, facts: ScenarioFacts, target: str) -> None:
@@ -92,7 +94,7 @@ class RpcFault(Fault):
         super().__init__(target, timeline, **{**params.model_dump(exclude_none=True), **kw})
         self.proxy = proxy
         self.hits: list[dict] = []
-        self.rule = Rule(api=params.api, action=params.action, client_id=client_id, count=params.count,
+        self.rule = Rule(api=params.api, action=params.action, client_id=client_id, count=params.count, skip=params.skip,
                          probability=params.probability, delay_ms=params.delay_ms or 0, error=params.error, seed=seed,
                          on_hit=self._hit)
 

@@ -2,9 +2,10 @@
 
 What the clients' admin APIs do not give: confluent-kafka's describe_consumer_groups has no group or member epochs,
 and its coordinator-bound calls can abort the process under faults (librdkafka issue 4605). Here each question is
-FindCoordinator then DescribeGroups v5 (classic: the state, members, assignor and each member's assignment; no
-generation) or ConsumerGroupDescribe v0 (KIP-848: the state, the group epoch, the target assignment epoch and each
-member's epoch), on fresh connections: nothing is cached or retried between two questions.
+FindCoordinator then DescribeGroups v5 (classic: the state, members, assignor and each member's assignment as the
+leader computed it; no generation) or ConsumerGroupDescribe v0 (KIP-848: the state, the group epoch, the target
+assignment epoch, each member's epoch and the assignment the coordinator holds for it, which the member may not have
+applied), on fresh connections: nothing is cached or retried between two questions.
 """
 from __future__ import annotations
 
@@ -55,23 +56,24 @@ def find_coordinator(bootstrap: str, group_id: str, timeout_s: float) -> str:
     raise GroupWireError(f"FindCoordinator: no bootstrap server answered ({last})")
 
 
-def assigned_partitions(assignment: bytes) -> int:
-    """Partitions in a classic member's assignment (ConsumerProtocolAssignment: version, then topics, each a name and
-    its partitions); 0 for an empty or unreadable one."""
+def assigned_partitions(assignment: bytes) -> list[str]:
+    """A classic member's assignment ("topic:partition" each; ConsumerProtocolAssignment: a version, then topics, each
+    a name and its partitions); empty for an empty or unreadable one."""
+    out: list[str] = []
     try:
         at = 2
         (topics,) = struct.unpack_from(">i", assignment, at)
         at += 4
-        count = 0
         for _ in range(max(topics, 0)):
-            (name,) = struct.unpack_from(">h", assignment, at)
-            at += 2 + max(name, 0)
-            (partitions,) = struct.unpack_from(">i", assignment, at)
-            at += 4 + 4 * max(partitions, 0)
-            count += max(partitions, 0)
-        return count
-    except struct.error:
-        return 0
+            (length,) = struct.unpack_from(">h", assignment, at)
+            name = assignment[at + 2:at + 2 + max(length, 0)].decode()
+            at += 2 + max(length, 0)
+            (count,) = struct.unpack_from(">i", assignment, at)
+            out += [f"{name}:{p}" for p in struct.unpack_from(f">{max(count, 0)}i", assignment, at + 4)]
+            at += 4 + 4 * max(count, 0)
+    except (struct.error, UnicodeDecodeError):
+        return []
+    return out
 
 
 def describe_classic(address: str, group_id: str, timeout_s: float) -> dict:
@@ -82,8 +84,9 @@ def describe_classic(address: str, group_id: str, timeout_s: float) -> dict:
     (group,) = response.groups
     if group.error_code.value != 0:
         raise GroupWireError(f"DescribeGroups: {group.error_code.name}")
+    assignments = {m.client_id: sorted(assigned_partitions(m.member_assignment)) for m in group.members}
     return {"state": group.group_state, "members": len(group.members), "assignor": group.protocol_data or None,
-            "assigned": sum(assigned_partitions(m.member_assignment) for m in group.members)}
+            "assigned": sum(len(a) for a in assignments.values()), "assignments": assignments}
 
 
 def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
@@ -95,9 +98,11 @@ def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
     (group,) = response.groups
     if group.error_code.value != 0:
         raise GroupWireError(f"ConsumerGroupDescribe: {group.error_code.name}")
+    assignments = {m.client_id: sorted(f"{t.topic_name}:{p}" for t in m.assignment.topic_partitions for p in t.partitions)
+                   for m in group.members}
     return {"state": group.group_state, "members": len(group.members), "assignor": group.assignor_name or None,
             "group_epoch": int(group.group_epoch), "assignment_epoch": int(group.assignment_epoch),
-            "assigned": sum(len(t.partitions) for m in group.members for t in m.assignment.topic_partitions),
+            "assigned": sum(len(a) for a in assignments.values()), "assignments": assignments,
             "member_epochs": {m.client_id: int(m.member_epoch) for m in group.members}}
 
 

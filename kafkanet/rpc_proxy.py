@@ -186,17 +186,20 @@ def _zero_scalar(kind, hint):
 @dataclass
 class Rule:
     """What to do with the requests it matches: the API, optionally one client (its client.id), the first
-    `count` of them and a `probability`. `on_hit(rule, header, frame)` is called for each request it acts on."""
+    `count` of them after the first `skip` (let pass) and a `probability`. `on_hit(rule, header, frame)` is called for
+    each request it acts on."""
     api: str
     action: str
     client_id: str | None = None
     count: int | None = None
+    skip: int = 0
     probability: float = 1.0
     delay_ms: int = 0
     error: str | None = None
     seed: int | None = None
     on_hit: typing.Callable | None = field(default=None, repr=False)
     hits: int = 0
+    passed: int = 0  # matching requests let pass for `skip`
     released: asyncio.Event = field(default_factory=asyncio.Event, repr=False)  # set at the rule's removal
 
     def __post_init__(self) -> None:
@@ -206,6 +209,9 @@ class Rule:
 
     def matches(self, header: RequestHeader) -> bool:
         if header.api_key != GROUP_APIS[self.api] or (self.client_id and header.client_id != self.client_id):
+            return False
+        if self.passed < self.skip:
+            self.passed += 1
             return False
         if self.count is not None and self.hits >= self.count:
             return False

@@ -9,6 +9,7 @@ import json
 import statistics
 from pathlib import Path
 
+from harness.sweep.plots import draw
 from harness.sweep.store import SweepDir
 
 POINT = ("client", "partitions_per_member", "style", "trigger", "members")
@@ -58,7 +59,6 @@ def write_outputs(folder: SweepDir) -> None:
     (folder.path / "cells.json").write_text(json.dumps({"sweep": folder.meta(), "cells": rows, "curve": points},
                                                        indent=2, default=str) + "\n")
     _csv(folder.path / "curve.csv", points, tuple(points[0]) if points else POINT)
-    from harness.sweep.plots import draw
     images = draw(points, folder.path, {name: METRICS[name] for name in PLOTTED})
     (folder.path / "index.html").write_text(page(folder.meta(), rows, points, images))
 

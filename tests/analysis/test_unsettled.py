@@ -43,8 +43,27 @@ def test_a_drain_that_timed_out_is_an_anomaly_with_the_groups_last_state_lag_and
     [a] = [a for a in s["anomalies"] if a["type"] == "unsettled"]
     assert a["phase"] == "drain" and a["reason"] == "not caught up within 12 s"
     assert a["lag"] == {"t:1": 40} and a["last_owner"] == {"t:1": "m2"} and a["members"] == ["m2"]
+    assert a["owned_until"] == {"t:1": None} and a["coordinator_owner"] == {}  # m2 still held it; nothing sampled
     assert a["last_described"] == DESCRIBED and a["time_ms"] == [T0 + 7000, T0 + 19000]
     assert s["checks"]["unsettled"]["observed"] is True
+
+
+def test_a_partition_no_member_applied_is_named_with_the_member_the_coordinator_gave_it_to(tmp_path, spark):
+    """Issue 39's 500-member KIP-848 run: t:1's owner revoked it, no member's events ever show it assigned again, and
+    the coordinator said member m3 held it. The anomaly says all three: the last owner, when it let go, and m3."""
+    r = caught_up_until(tmp_path / "run")
+    r.event("m2", "revoked", 6000, ["t:1"], generation=2)
+    r.group_state(0, "sampler", interval_ms=500, protocol="consumer", api="ConsumerGroupDescribe v0")
+    r.group_state(8000, state="Stable", members=3, assigned=2, group_epoch=3, assignment_epoch=3,
+                  member_epochs={"m1": 3, "m2": 3, "m3": 3}, assignments={"m1": ["t:0"], "m2": [], "m3": ["t:1"]},
+                  since=7500)
+    rd = r.write()
+    group_rows(rd, {"ts_ms": T0 + 19000, "kind": "unsettled", "phase": "drain", "limit_ms": 12000, "expected_members": 3,
+                    "partitions": 2, "last_described": DESCRIBED, "lag": {"t:1": 40}})
+    s = analyze(rd, spark=spark)
+    [a] = [a for a in s["anomalies"] if a["type"] == "unsettled"]
+    assert a["last_owner"] == {"t:1": "m2"} and a["owned_until"] == {"t:1": T0 + 6000}
+    assert a["coordinator_owner"] == {"t:1": "m3"} and a["members"] == ["m2", "m3"]
 
 
 def test_a_group_not_stable_at_its_join_is_an_anomaly(tmp_path, spark):

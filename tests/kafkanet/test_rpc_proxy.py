@@ -117,6 +117,16 @@ def test_a_rule_for_another_client_or_past_its_count_lets_requests_through(proxi
     assert hits == [("delay", "member-1")] and len(upstream.seen) == 2
 
 
+def test_a_rule_with_skip_lets_the_first_matching_requests_pass_then_acts(proxied):
+    """`skip`: a joining member's first heartbeat passes, the rule acts from its second (issue 39's reproducer)."""
+    proxy, upstream, sock, hits = proxied
+    proxy.add_rule(recorded(hits, api="Heartbeat", action="delay", delay_ms=1, skip=2, count=1, client_id="member-1"))
+    body = b"\x06group\x00\x00\x00\x05\x03m1\x00\x00"
+    sock.sendall(b"".join(request(12, 4, i, "member-1", body, True) for i in range(1, 5)))
+    assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 4)] == [1, 2, 3, 4]
+    assert hits == [("delay", "member-1")] and len(upstream.seen) == 4
+
+
 def test_a_held_request_holds_its_connection_until_the_heal(proxied):
     proxy, upstream, sock, _ = proxied
     rule = proxy.add_rule(Rule(api="OffsetCommit", action="hold"))
