@@ -7,6 +7,8 @@ coordinator's noticing it.
 
 - ``trigger_ms``: when the group could first know. The fault's injection; for a member joining, the joining
   member's ``started`` event (starting its process is not the rebalance's cost).
+- ``first_change_ms``: from the trigger to the first assignment change any member logged (how long the group took
+  to notice: a classic member sees added partitions only at its next metadata refresh).
 - ``stable_ms``: the last assignment change or end of an unserved stretch in the window; ``time_to_stable_ms`` is
   it minus ``trigger_ms``, 0 when the trigger changed nothing, None when a partition is still unserved at the
   window's end (the group did not settle within the window).
@@ -106,6 +108,7 @@ def cost(h: History, fault: Fault, partitions: list[tuple[str, int]], members: i
         "settled": settled,
         "stable_ms": stable if settled else None,
         "time_to_stable_ms": (0 if stable is None else stable - t0) if settled else None,
+        "first_change_ms": min(changes) - t0 if changes else None,
         "rebalances": sum(1 for r in rounds(h) if t0 <= r["start_ms"] < window_end),
         "unserved_longest_ms": max(lengths, default=0),
         "unserved_partition_s": round(sum(lengths) / 1000, 3),

@@ -38,6 +38,10 @@ class FaultParams(BaseModel):
     def check(self, facts: "ScenarioFacts", target: str) -> None:
         """Cross-checks against the scenario; raise ValueError('field: why')."""
 
+    def warnings(self, facts: "ScenarioFacts", target: str) -> list[str]:
+        """What the scenario allows but a user should know before it runs ('field: what to expect')."""
+        return []
+
 
 P = TypeVar("P", bound=FaultParams)
 

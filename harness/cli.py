@@ -226,6 +226,8 @@ def cmd_analyze_on_spark_cluster(args) -> int:
 def cmd_validate(args) -> int:
     from harness.scenario import load_scenario
     scenario = load_scenario(args.scenario)
+    for warning in scenario.warnings():
+        print(f"warning: {warning}", file=sys.stderr)
     if args.schedule:
         import yaml
         print(yaml.safe_dump([f.model_dump(mode="json") for f in scenario.schedule()], sort_keys=False), end="")

@@ -194,6 +194,8 @@ def compile_plan(scenario: Scenario, offline: bool = False) -> Plan:
     """The whole run, before anything starts; `offline`: resolve no client release that would need a download
     or the Kafka image (it stays pending)."""
     scenario = parse_scenario(scenario.settings(), "scenario")  # as plan.json will read it back
+    for warning in scenario.warnings():
+        say(f"warning: {warning}")
     group = scenario.consumer_group
     first_spare = group.member_count + 1
     entries = () if isinstance(group.members, int) else tuple(

@@ -440,6 +440,12 @@ class Scenario(Strict):
                              "its client.id (it shares its host's lane); remove the setting")
         return self
 
+    def warnings(self) -> list[str]:
+        """What the scenario allows but its user should know before it runs, each naming the fault entry."""
+        facts = self.facts()
+        return [f"faults[{i}].{text}" for i, fault in enumerate(self.faults)
+                for text in fault.params.warnings(facts, fault.target)]
+
     @property
     def has_rpc_faults(self) -> bool:
         return any(f.kind == "rpc" for f in self._all_faults())

@@ -24,7 +24,7 @@ METRICS = {
 }
 PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
-                "status", "valid", "lost", "duplicates", "time_to_stable_ms", "rebalances", "unserved_longest_ms",
+                "status", "valid", "lost", "duplicates", "time_to_stable_ms", "first_change_ms", "rebalances", "unserved_longest_ms",
                 "unserved_partition_s", "unserved_partitions", "revoked", "moved", "needed", "latency_steady_p99_ms",
                 "latency_window_p99_ms", "latency_window_max_ms", "latency_rise_p99_ms", "seconds", "finding",
                 "error", "run_dir")

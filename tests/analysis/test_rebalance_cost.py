@@ -43,7 +43,7 @@ def test_a_join_counts_from_the_new_member_starting_and_an_eager_round_revokes_e
     r.event("c", "assigned", 14_000, ["t:3"], generation=2)
     h = history.build(r.write())
     cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 40_000)
-    assert cost["trigger_ms"] == T0 + 13_000 and cost["time_to_stable_ms"] == 1_000
+    assert cost["trigger_ms"] == T0 + 13_000 and cost["time_to_stable_ms"] == 1_000 and cost["first_change_ms"] == 500
     assert cost["unserved_longest_ms"] == 500 and cost["unserved_partition_s"] == 2.0
     assert (cost["revoked"], cost["moved"], cost["needed"], cost["rebalances"]) == (4, 1, 1, 1)
 
@@ -73,6 +73,7 @@ def test_nothing_changed_costs_nothing(tmp_path):
     h = history.build(r.write())
     cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 30_000)
     assert cost["time_to_stable_ms"] == 0 and cost["unserved_partition_s"] == 0 and cost["moved"] == 0
+    assert cost["first_change_ms"] is None
 
 
 def test_latency_is_first_delivery_minus_ack_in_each_window(tmp_path):

@@ -28,6 +28,7 @@ def test_started_events_name_the_full_release_of_each_client(chaos_run):
     assert facts["member-2"]["client"] == "java" and facts["member-2"]["client_version"] == kafka_version()
 
 
+@pytest.mark.slow  # 39 s; duplicate_instance runs in make test through tests/cluster/test_triggers.py
 def test_a_java_member_fenced_by_a_duplicated_instance_id_logs_its_fatal_end(chaos_run):
     """VerifiableConsumer ends its loop on FencedInstanceIdException and exits 0, as after a requested stop: the
     launcher reads the exception from its log. The scenario expects that end, so member_fatal lists it and

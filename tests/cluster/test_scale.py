@@ -18,8 +18,9 @@ SCALE = Path(__file__).resolve().parents[2] / "scenarios" / "scale"
 KNOWN_FINDINGS = {
     "librdkafka-500-classic": "librdkafka#4629 (PR 5014): after the crashed member's return the group stays in "
                               "CompletingRebalance while its leader computes the cooperative-sticky assignment",
-    "librdkafka-500-consumer": "under KIP-848 one partition's owner stopped fetching it in a stable group (no upstream "
-                               "reference yet)",
+    "librdkafka-500-consumer": "under KIP-848 one partition stayed assigned on the coordinator to a member that never "
+                               "applied it, in a stable group (the unsettled anomaly's coordinator_owner names it; "
+                               "likely a heartbeat response lost to librdkafka's request time-out, no upstream report)",
 }
 
 

@@ -205,7 +205,8 @@ def test_a_member_frozen_for_less_than_its_session_keeps_its_partitions(chaos_ru
     assert outcome.summary["lost_records"] == 0
 
 
-@pytest.mark.parametrize("name", ["member-freeze-long", pytest.param("member-freeze-long-kip848", marks=pytest.mark.slow)])
+@pytest.mark.slow  # 33 s; the family runs in make test through the short freeze and the hosted freeze
+@pytest.mark.parametrize("name", ["member-freeze-long", "member-freeze-long-kip848"])
 def test_a_member_frozen_past_its_session_is_expired_and_rejoins(chaos_run, name):
     outcome, down_at, back_at, had = member_3_away(chaos_run, name, "member_freeze")
     taken = [e for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at
