@@ -96,6 +96,8 @@ def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
                    ConsumerGroupDescribeRequest(group_ids=(GroupId(group_id),), include_authorized_operations=False),
                    timeout_s)
     (group,) = response.groups
+    if group.error_code.name == "group_id_not_found":  # not created yet, or gone: as DescribeGroups says of a classic one
+        return {"state": "Dead", "members": 0, "assigned": 0, "assignor": None, "assignments": {}}
     if group.error_code.value != 0:
         raise GroupWireError(f"ConsumerGroupDescribe: {group.error_code.name}")
     assignments = {m.client_id: sorted(f"{t.topic_name}:{p}" for t in m.assignment.topic_partitions for p in t.partitions)

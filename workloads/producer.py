@@ -31,6 +31,13 @@ def record_value(producer_id: str, seq: int) -> bytes:
     return f"{producer_id}:{seq}".encode()
 
 
+# librdkafka 2.16.0 acknowledged two records without an error and without an offset (offset -1001), both the first to
+# new partitions just added to the topic under a KIP-848 group; neither was ever consumed, though the group drained
+# (docs/rebalance-cost.md, the 10-member experiment). An ack without an offset cannot be placed in its partition, so
+# it is `info`: the analysis can neither count it lost nor delivered, and says how many there are.
+UNPLACED_ACK = "acknowledged without an offset (delivery report with no error, offset unknown)"
+
+
 class SequencedProducer:
     def __init__(self, cfg: ProducerConfig) -> None:
         self.cfg = cfg
@@ -57,7 +64,9 @@ class SequencedProducer:
         seq = int(msg.key())
         self.pending.pop(seq, None)
         row = {"topic": msg.topic(), "key": str(seq), "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms()}
-        if err is None:
+        if err is None and msg.offset() is None:  # acknowledged, but where it was written is not said
+            row.update(partition=msg.partition(), offset=None, status="info", error=UNPLACED_ACK)
+        elif err is None:
             row.update(partition=msg.partition(), offset=msg.offset(), status="ok")
         else:
             status = "fail" if err.code() in CERTAIN_FAILURES else "info"

@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 
 from harness.sweep.plots import draw
+from harness.sweep.spec import STYLES
 from harness.sweep.store import SweepDir
 
 POINT = ("client", "partitions_per_member", "style", "trigger", "members")
@@ -21,7 +22,9 @@ METRICS = {
     "latency_rise_p99_ms": ("rise of p99 end-to-end latency in the window", "s", 1000),
     "revoked": ("partitions revoked", "partitions", 1),
     "moved": ("partitions moved", "partitions", 1),
+    "needed": ("partitions that had to move", "partitions", 1),
 }
+STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}
 PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
                 "status", "valid", "lost", "duplicates", "time_to_stable_ms", "first_change_ms", "rebalances", "unserved_longest_ms",
@@ -37,7 +40,7 @@ def curve(rows: list[dict]) -> list[dict]:
     for row in rows:
         points.setdefault(tuple(row[k] for k in POINT), []).append(row)
     out = []
-    for key in sorted(points):
+    for key in sorted(points, key=lambda k: (k[0], k[1], STYLE_ORDER.get(k[2], len(STYLE_ORDER)), k[3], k[4])):
         cells = points[key]
         ok = [r for r in cells if r["status"] == "ok"]
         point = {**dict(zip(POINT, key)), "cells": len(cells), "settled": len(ok),
@@ -59,8 +62,38 @@ def write_outputs(folder: SweepDir) -> None:
     (folder.path / "cells.json").write_text(json.dumps({"sweep": folder.meta(), "cells": rows, "curve": points},
                                                        indent=2, default=str) + "\n")
     _csv(folder.path / "curve.csv", points, tuple(points[0]) if points else POINT)
+    (folder.path / "curve.md").write_text(markdown(points))
     images = draw(points, folder.path, {name: METRICS[name] for name in PLOTTED})
     (folder.path / "index.html").write_text(page(folder.meta(), rows, points, images))
+
+
+def _range(point: dict, metric: str) -> str:
+    """median [min-max] of a figure, in its unit; "–" when no repeat settled."""
+    _, unit, scale = METRICS[metric]
+    median = point[f"{metric}_median"]
+    if median is None:
+        return "–"
+    low, high = point[f"{metric}_min"] / scale, point[f"{metric}_max"] / scale
+    spread = "" if low == high else f" [{low:.3g}–{high:.3g}]"
+    return f"{median / scale:.3g}{spread}"
+
+
+def markdown(points: list[dict]) -> str:
+    """The curve as Markdown tables, one a client, partitions per member and trigger (docs/rebalance-cost.md takes
+    them): a row a style and size, each figure the median of the settled repeats [their range]."""
+    out = []
+    for key in sorted({(p["client"], p["partitions_per_member"], p["trigger"]) for p in points}):
+        client, ppm, trigger = key
+        out += [f"### {client}, {ppm} partitions a member: {trigger}", "",
+                "| style | members | settled / cells | time to stable (s) | longest unserved (s) | unserved "
+                "(partition-s) | revoked | moved | had to move | p99 latency rise (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for p in (p for p in points if (p["client"], p["partitions_per_member"], p["trigger"]) == key):
+            out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['cells']} | "
+                       + " | ".join(_range(p, m) for m in ("time_to_stable_ms", "unserved_longest_ms",
+                                                            "unserved_partition_s", "revoked", "moved", "needed",
+                                                            "latency_rise_p99_ms")) + " |")
+        out.append("")
+    return "\n".join(out)
 
 
 def _csv(path: Path, rows: list[dict], columns) -> None:

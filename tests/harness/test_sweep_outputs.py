@@ -1,0 +1,28 @@
+"""Issue 40: the curve a sweep publishes from its cells: each point the median of its settled repeats with their
+range; an unsettled cell counted and left out of the medians; styles in the grid's order."""
+from harness.sweep.outputs import curve, markdown
+
+
+def row(style, repeat, status="ok", stable=None, members=10):
+    return {"cell": f"c-{style}-{members}-{repeat}", "client": "librdkafka", "partitions_per_member": 4, "style": style,
+            "trigger": "join", "members": members, "repeat": repeat, "status": status, "time_to_stable_ms": stable,
+            "unserved_longest_ms": stable, "unserved_partition_s": 1.0, "revoked": 3, "moved": 3, "needed": 3,
+            "latency_rise_p99_ms": 10.0}
+
+
+def test_a_point_is_the_median_of_its_settled_repeats_and_counts_the_unsettled_apart():
+    rows = [row("cooperative-sticky", 1, stable=1000), row("cooperative-sticky", 2, stable=3000),
+            row("cooperative-sticky", 3, "unsettled"), row("eager-range", 1, stable=800)]
+    points = curve(rows)
+    assert [p["style"] for p in points] == ["eager-range", "cooperative-sticky"]  # the grid's order, not the alphabet's
+    coop = points[1]
+    assert (coop["cells"], coop["settled"], coop["unsettled"]) == (3, 2, 1)
+    assert (coop["time_to_stable_ms_median"], coop["time_to_stable_ms_min"], coop["time_to_stable_ms_max"]) == (2000, 1000, 3000)
+    table = markdown(points)
+    assert "| cooperative-sticky | 10 | 2 / 3 | 2 [1–3] |" in table and "| eager-range | 10 | 1 / 1 | 0.8 |" in table
+
+
+def test_a_point_whose_repeats_all_failed_to_settle_has_no_figures():
+    [point] = curve([row("consumer-range", 1, "unsettled", members=500)])
+    assert point["settled"] == 0 and point["time_to_stable_ms_median"] is None
+    assert "| consumer-range | 500 | 0 / 1 | – |" in markdown([point])
