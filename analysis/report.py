@@ -1,12 +1,11 @@
 """report/index.html: one self-contained page (inline CSS and SVG, no script, no network)."""
 from __future__ import annotations
 
-import html
 import json
 from pathlib import Path
 
 from .checks import REGISTRY
-from .report_group import FOLD_ABOVE, group_view
+from .report_group import FOLD_ABOVE, esc, group_view, time_ticks
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
            "#bab0ac", "#e15759", "#86bcb6", "#d37295"]
@@ -40,8 +39,7 @@ details>summary{cursor:pointer;font-weight:600;margin:24px 0 8px}
 """
 
 
-def e(x) -> str:
-    return html.escape("" if x is None else str(x))
+e = esc  # html-escaped text, None as empty
 
 
 def fmt_int(x) -> str:
@@ -162,17 +160,7 @@ def _anomaly_table(s, rel) -> str:
 
 
 def _axis(x0, x1, width, left, top, height, t0, t1):
-    span = max(1, t1 - t0)
-    steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400]
-    step = next((st for st in steps if span / 1000 / st <= 10), steps[-1]) * 1000
-    out = []
-    t = 0
-    while t <= span:
-        px = left + t / span * width
-        out.append(f"<line x1={px:.1f} x2={px:.1f} y1={top} y2={top + height} stroke='#eee'/>"
-                   f"<text x={px:.1f} y={top + height + 12} text-anchor=middle>{t / 1000:g}s</text>")
-        t += step
-    return "".join(out)
+    return time_ticks(t0, t1, left, width, top, height)
 
 
 def _fault_bands(s, t0, t1, left, width, top, height):

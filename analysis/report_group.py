@@ -3,6 +3,7 @@ The state band (analysis/state_band.py), the partitions without an owner over ti
 owned, and the rebalance rounds on one time axis; per-partition detail comes after, folded when there is much."""
 from __future__ import annotations
 
+import html
 import statistics
 
 from .history import OPEN
@@ -15,7 +16,6 @@ FOLD_ABOVE = 64  # partitions: more than this and the per-partition views start 
 
 
 def esc(x) -> str:
-    import html
     return html.escape("" if x is None else str(x))
 
 
@@ -27,11 +27,17 @@ class Axis:
         return LEFT + max(0, min(self.span, t - self.t0)) / self.span * WIDTH
 
     def ticks(self, top: int, height: int) -> str:
-        steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400]
-        step = next((s for s in steps if self.span / 1000 / s <= 10), steps[-1]) * 1000
-        return "".join(f"<line x1={LEFT + t / self.span * WIDTH:.1f} x2={LEFT + t / self.span * WIDTH:.1f} y1={top} "
-                       f"y2={top + height} stroke='#eee'/><text x={LEFT + t / self.span * WIDTH:.1f} y={top + height + 12} "
-                       f"text-anchor=middle>{t / 1000:g}s</text>" for t in range(0, self.span + 1, step))
+        return time_ticks(self.t0, self.t0 + self.span, LEFT, WIDTH, top, height)
+
+
+def time_ticks(t0: int, t1: int, left: int, width: int, top: int, height: int) -> str:
+    """An SVG time axis over [t0, t1]: a grid line and a label in seconds every 1, 2, 5, ... s, at most about ten."""
+    span = max(1, t1 - t0)
+    steps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 43200, 86400]
+    step = next((st for st in steps if span / 1000 / st <= 10), steps[-1]) * 1000
+    return "".join(f"<line x1={left + t / span * width:.1f} x2={left + t / span * width:.1f} y1={top} y2={top + height} "
+                   f"stroke='#eee'/><text x={left + t / span * width:.1f} y={top + height + 12} text-anchor=middle>"
+                   f"{t / 1000:g}s</text>" for t in range(0, span + 1, step))
 
 
 def group_view(s: dict, x: dict, t0: int) -> str:

@@ -34,18 +34,17 @@ def lanes_for(spec: SweepSpec) -> tuple[str, ...]:
     return tuple(lanes)
 
 
-def run_sweep(spec: SweepSpec, source: str, out: Path, cluster=None) -> list[dict]:
-    """Run the cells not finished yet in `out` (all of them for a new folder); returns every row."""
+def run_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
+    """Run the cells not finished yet in `out` (all of them for a new folder) on a cluster of the sweep's own;
+    returns every row."""
     folder = SweepDir(out)
     done = folder.open(spec, source)
     todo = [cell for cell in spec.cells() if cell.id not in done]
     say(f"sweep {spec.name}: {len(spec.cells())} cells, {len(done)} finished before, {len(todo)} to run; in {out}")
     if todo:
-        if cluster is None:
-            from harness.cluster.kafka import KafkaCluster
-            with KafkaCluster(spec.cluster, run_id=f"sweep-{spec.name}-{secrets.token_hex(3)}", client_lanes=lanes_for(spec)) as own:
-                _run_cells(spec, todo, folder, own)
-        else:
+        from harness.cluster.kafka import KafkaCluster
+        with KafkaCluster(spec.cluster, run_id=f"sweep-{spec.name}-{secrets.token_hex(3)}",
+                          client_lanes=lanes_for(spec)) as cluster:
             _run_cells(spec, todo, folder, cluster)
     from harness.sweep.outputs import write_outputs
     write_outputs(folder)
