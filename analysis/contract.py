@@ -18,6 +18,9 @@ EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committ
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
 RECORD_SUFFIXES = (".parquet", ".jsonl")
 EFFECT_FROM = ("inject", "first_hit", "never")  # a fault's window of effect opens at its inject, its first hit, never
+# what a fault changes of the group: a member starts (a join), ends (a crash or a leave), stops and comes back (a
+# bounce), or partitions are added (to a topic, or a new matching topic)
+GROUP_CHANGES = ("member_starts", "member_ends", "member_returns", "partitions_added")
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ FAULTS = (
     Column("expected_fatal", LIST),  # the members the fault means to end on a fatal client error (issue 22)
     # what the fault is, so that the analysis names no kind (issue 24; a row without them: history.fault_facts)
     Column("ends_process", BOOL), Column("effect_from", STRING, values=EFFECT_FROM), Column("label", STRING),
+    Column("group_change", STRING, values=GROUP_CHANGES),
 )
 GROUP_KINDS = ("described", "unsettled")
 GROUP = (  # group.jsonl: what the harness saw of the group (harness/settling.py)

@@ -84,6 +84,7 @@ class Fault:
     ends_process: bool = False      # it killed its target's process: a crash at inject
     effect_from: str = "inject"     # inject, first_hit or never (see cause_window)
     label: str = ""                 # what it did, for people
+    group_change: str | None = None  # what it changed of the group's members or partitions (contract.GROUP_CHANGES)
 
     def cause_window(self, open_end: int) -> tuple[int, int] | None:
         """From when to when this fault can have caused what follows (before any grace): inject to heal, or from
@@ -261,7 +262,7 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
     return events
 
 
-FAULT_FACTS = ("ends_process", "effect_from", "label")
+FAULT_FACTS = ("ends_process", "effect_from", "label", "group_change")
 
 
 def _rpc_rule_facts(params: dict) -> dict:
@@ -274,17 +275,22 @@ def _rpc_rule_facts(params: dict) -> dict:
 
 # What a row written before faults declared their facts means, by its kind: the only fault kinds the analysis names.
 OLD_KIND_FACTS = {
-    "member_crash": lambda params: {"ends_process": True},
+    "member_crash": lambda params: {"ends_process": True, "group_change": "member_ends"},
+    "member_leave": lambda params: {"group_change": "member_ends"},
+    "member_join": lambda params: {"group_change": "member_starts"},
+    "member_bounce": lambda params: {"group_change": "member_returns"},
+    "partitions_add": lambda params: {"group_change": "partitions_added"},
+    "topic_create": lambda params: {"group_change": "partitions_added"},
     "broker_crash": lambda params: {"ends_process": True},
     "rpc": _rpc_rule_facts,
 }
 
 
 def fault_facts(obj: dict) -> dict:
-    """ends_process, effect_from and label of a faults.jsonl row: as the row declares them; a row without them (an
+    """ends_process, effect_from, label and group_change of a faults.jsonl row: as the row declares them; a row without them (an
     older run, a user's own run directory) is read with the meaning its kind had then (OLD_KIND_FACTS)."""
     kind, params = str(obj["kind"]), obj.get("params") or {}
-    old = {"ends_process": False, "effect_from": "inject", "label": kind,
+    old = {"ends_process": False, "effect_from": "inject", "label": kind, "group_change": None,
            **OLD_KIND_FACTS.get(kind, lambda _: {})(params)}
     return {k: obj[k] if obj.get(k) is not None else old[k] for k in FAULT_FACTS}
 

@@ -5,8 +5,8 @@ process) stops serving at the fault's injection, though the group may count it a
 the two costs the sweep measures, paused processing and partitions moved, start at the trigger, not at the
 coordinator's noticing it.
 
-- ``trigger_ms``: when the group could first know. The fault's injection; for a member joining, the joining
-  member's ``started`` event (starting its process is not the rebalance's cost).
+- ``trigger_ms``: when the group could first know. The fault's injection; for a member starting (its row's
+  ``group_change``: ``member_starts``), the joining member's first event (starting its process is not the rebalance's cost).
 - ``first_change_ms``: from the trigger to the first assignment change any member logged (how long the group took
   to notice: a classic member sees added partitions only at its next metadata refresh).
 - ``stable_ms``: the last assignment change or end of an unserved stretch in the window; ``time_to_stable_ms`` is
@@ -15,8 +15,11 @@ coordinator's noticing it.
 - ``unserved_longest_ms`` / ``unserved_partition_s``: the longest stretch one partition went unserved in the
   window, and the sum over partitions (partition-seconds).
 - ``revoked``: partitions members revoked or lost in the window; ``moved``: partitions served by another member (or
-  by one at all) at the end than just before the trigger; ``needed``: the fewest that had to move (a join: the
-  new member's fair share; a crash: the dead member's partitions; partitions added: the new ones; a bounce: none).
+  by one at all) at the end than just before the trigger; ``needed``: the fewest that had to move, by the fault's
+  ``group_change`` (a member starts: its fair share; a member ends, crashed or gone: its partitions; partitions
+  added: the new ones; a member returns, or no change: none).
+
+The figures read what a faults.jsonl row declares (``group_change``, ``ends_process``), never its kind.
 """
 from __future__ import annotations
 
@@ -65,7 +68,7 @@ def owner_at(spans: list[tuple[int, int, str]], ts: int) -> str | None:
 
 def trigger_time(h: History, fault: Fault) -> int:
     """When the group could first know of the trigger (see the module's doc)."""
-    if fault.kind != "member_join":
+    if fault.group_change != "member_starts":
         return fault.injected_at_ms
     first: dict[str, int] = {}
     for e in h.events:
@@ -75,13 +78,14 @@ def trigger_time(h: History, fault: Fault) -> int:
 
 
 def needed_moves(fault: Fault, before: dict[tuple[str, int], str | None], partitions: int, members: int) -> int:
-    if fault.kind == "member_join":
+    change = fault.group_change
+    if change == "member_starts":
         return partitions // (members + 1)
-    if fault.ends_process and fault.kind != "member_bounce":
+    if change == "member_ends":
         return sum(owner == fault.target for owner in before.values())
-    if fault.kind == "partitions_add":
+    if change == "partitions_added":
         return sum(owner is None for owner in before.values())
-    return 0
+    return 0  # a member that returns, or a fault that changes neither members nor partitions
 
 
 def cost(h: History, fault: Fault, partitions: list[tuple[str, int]], members: int, window_end: int) -> dict:

@@ -64,9 +64,30 @@ def container_cpu_s() -> dict[str, float]:
             by_role[role] = by_role.get(role, 0.0) + int((CPUACCT / c.id / "cpuacct.usage").read_text()) / 1e9
         except OSError:
             continue
+    for name, cpu_s in engine_cpu_s().items():
+        by_role[name] = cpu_s
     busy = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     by_role["machine"] = (sum(map(int, busy)) - int(busy[3]) - int(busy[4])) / TICK_S  # all but idle and iowait
     return by_role
+
+
+ENGINE_PROCESSES = ("docker-proxy", "dockerd", "containerd-shim", "containerd")
+
+
+def engine_cpu_s() -> dict[str, float]:
+    """CPU seconds of the Docker engine's own processes by name: docker-proxy copies every byte a client sends to a
+    published port (unless the engine runs with `userland-proxy: false`), outside any container's cgroup."""
+    by_name: dict[str, float] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            name = (entry / "comm").read_text().strip()
+            if name.startswith(ENGINE_PROCESSES):
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                key = next(n for n in ENGINE_PROCESSES if name.startswith(n))
+                by_name[key] = by_name.get(key, 0.0) + (int(stat[11]) + int(stat[12])) / TICK_S
+        except (OSError, StopIteration):
+            continue
+    return by_name
 
 
 class Sampler(threading.Thread):

@@ -64,6 +64,9 @@ class Fault:
     # that the analysis names no kind (docs/DESIGN.md, faults.jsonl).
     ends_process: ClassVar[bool] = False  # it kills its target's process, with no clean shutdown: a crash
     effect_from: ClassVar[str] = "inject"  # where its window of effect opens: "inject", "first_hit" (or "never")
+    # what it changes of the group's members or partitions (analysis/contract.GROUP_CHANGES), for the cost figures
+    # of a rebalance (analysis/rebalance_cost.py): member_starts, member_ends, member_returns, partitions_added
+    group_change: ClassVar[str | None] = None
     registry: ClassVar[dict[str, type["Fault"]]] = {}
 
     def __init_subclass__(cls, **kw: object) -> None:
@@ -123,7 +126,8 @@ class Fault:
 
     def facts(self) -> dict:
         """The fields of its row the analysis reads instead of the kind."""
-        return {"label": self.label(), "ends_process": self.ends_process, "effect_from": self.effect_from}
+        return {"label": self.label(), "ends_process": self.ends_process, "effect_from": self.effect_from,
+                "group_change": self.group_change}
 
     def row(self) -> dict:
         """Its row in faults.jsonl, written when its inject starts."""

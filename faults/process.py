@@ -51,6 +51,7 @@ class MemberCrash(MemberFault):
     its host said it was down: no heartbeat, no commit, is what a killed process sends)."""
     kind = "member_crash"
     ends_process = True
+    group_change = "member_ends"  # for the window it is down: its restart at the heal is a new start
 
     def _inject(self) -> None:
         if is_hosted(self._process):

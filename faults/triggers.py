@@ -80,6 +80,7 @@ class MemberJoin(Trigger):
     or those of one entry of a mixed group (`like`): a newer client joining a fleet during an upgrade."""
     kind = "member_join"
     target_kind = "group"
+    group_change = "member_starts"
     Params = JoinParams
     spec: JoinParams
 
@@ -94,6 +95,7 @@ class MemberLeave(Trigger):
     """A graceful close: a dynamic member sends LeaveGroup (a rebalance at once); a static member
     does not (KIP-345), so nothing moves until its session times out. It stays gone."""
     kind = "member_leave"
+    group_change = "member_ends"
 
     def _inject(self) -> None:
         process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
@@ -105,6 +107,7 @@ class MemberBounce(Trigger):
     """A graceful close, and a restart after duration_s under the same name (and the same
     group.instance.id when static)."""
     kind = "member_bounce"
+    group_change = "member_returns"
 
     def _inject(self) -> None:
         self.process = resolve_member(self.ctx.members, self.target, self.ctx.rng)
@@ -190,6 +193,7 @@ class PartitionsAdd(Trigger):
     (the scenario's topic) or a topic's name."""
     kind = "partitions_add"
     target_kind = "topic"
+    group_change = "partitions_added"
     Params = PartitionsParams
     spec: PartitionsParams
 
@@ -222,6 +226,7 @@ class TopicCreate(Trigger):
     producer writes to it from then on (its records in turn with the other topics')."""
     kind = "topic_create"
     target_kind = "new_topic"
+    group_change = "partitions_added"
     Params = TopicParams
     spec: TopicParams
 

@@ -24,7 +24,10 @@ if [[ -f $PIDFILE ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
 else
   log "starting dockerd (log: $DAEMON_LOG)"
   # setsid + nohup: its own session, so it outlives this shell and the terminal (both exec, so $! is dockerd)
+  # no userland proxy: the kernel forwards the published ports (127.0.0.1 only) instead of one docker-proxy
+  # process a port copying every byte a client sends, a quarter of a core at 200 members (BENCHMARKS.md)
   setsid nohup dockerd --host="$SOCK" --pidfile="$PIDFILE" --data-root=/var/lib/docker \
+    --userland-proxy="${KAFKA_CHAOS_USERLAND_PROXY:-false}" \
     </dev/null >>"$DAEMON_LOG" 2>&1 &
   pid=$!
 fi

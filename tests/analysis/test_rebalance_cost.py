@@ -48,6 +48,30 @@ def test_a_join_counts_from_the_new_member_starting_and_an_eager_round_revokes_e
     assert (cost["revoked"], cost["moved"], cost["needed"], cost["rebalances"]) == (4, 1, 1, 1)
 
 
+def test_the_figures_read_what_the_row_declares_not_its_kind(tmp_path):
+    """A kind the analysis has never heard of (a user's own scale-out) that declares `member_starts` is costed as a
+    join: from the new member's first event, its fair share needed."""
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("scale_out-1", 10_000, 11_000, kind="scale_out", target="group", group_change="member_starts")
+    r.event("c", "started", 12_000, client="librdkafka", protocol="classic", assignor="cooperative-sticky", commit="sync")
+    r.event("b", "revoked", 12_500, ["t:3"], generation=1).event("c", "assigned", 13_000, ["t:3"], generation=2)
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 30_000)
+    assert cost["trigger_ms"] == T0 + 12_000 and cost["time_to_stable_ms"] == 1_000
+    assert (cost["moved"], cost["needed"], cost["revoked"]) == (1, 1, 1)
+
+
+def test_a_member_that_leaves_had_its_partitions_to_move(tmp_path):
+    """A graceful leave (no process killed) ends a member too: its two partitions had to move."""
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_leave-1", 10_000, 10_000, kind="member_leave", target="b")
+    r.event("b", "revoked", 10_100, ["t:2", "t:3"], generation=1).event("a", "assigned", 10_600, ["t:2", "t:3"], generation=2)
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 30_000)
+    assert cost["time_to_stable_ms"] == 600 and cost["unserved_partition_s"] == 1.0
+    assert (cost["moved"], cost["needed"], cost["revoked"]) == (2, 2, 2)
+
+
 def test_a_partition_still_unserved_at_the_window_end_is_not_settled(tmp_path):
     r = two_members(Run(tmp_path / "run"))
     r.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True)

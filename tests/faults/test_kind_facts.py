@@ -1,4 +1,4 @@
-"""Issue 24: every fault row carries what the analysis needs (label, ends_process, effect_from), declared by its kind,
+"""Issue 24: every fault row carries what the analysis needs (label, ends_process, effect_from, group_change), declared by its kind,
 so that the analysis names no kind; and a kind writes what the analysis reads into an older row of that kind."""
 import json
 
@@ -37,7 +37,8 @@ def rule(**params) -> RpcFault:
 
 def test_an_rpc_rule_is_labelled_by_what_it_does_and_its_window_opens_at_its_first_hit():
     assert rule(api="Heartbeat", action="error", error="REBALANCE_IN_PROGRESS").facts() == \
-        {"label": "rpc Heartbeat error REBALANCE_IN_PROGRESS", "ends_process": False, "effect_from": "first_hit"}
+        {"label": "rpc Heartbeat error REBALANCE_IN_PROGRESS", "ends_process": False, "effect_from": "first_hit",
+         "group_change": None}
     assert rule(api="SyncGroup", action="delay", delay_ms=8_000).facts()["label"] == "rpc SyncGroup delay 8000 ms"
     assert rule(api="JoinGroup", action="observe").facts()["effect_from"] == "never"
 
@@ -46,6 +47,13 @@ def test_only_the_kinds_that_kill_a_process_say_so():
     kinds = fault_kinds()
     assert {k for k, cls in kinds.items() if cls.ends_process} == {"member_crash", "broker_crash"}
     assert {k for k, cls in kinds.items() if cls.effect_from != "inject"} == {"rpc"}
+
+
+def test_the_kinds_that_change_the_groups_members_or_partitions_say_how():
+    changes = {k: cls.group_change for k, cls in fault_kinds().items() if cls.group_change}
+    assert changes == {"member_join": "member_starts", "member_crash": "member_ends", "member_leave": "member_ends",
+                       "member_bounce": "member_returns", "partitions_add": "partitions_added",
+                       "topic_create": "partitions_added"}
 
 
 @pytest.mark.parametrize("kind", sorted(fault_kinds()))
