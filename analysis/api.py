@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import checks as C
-from . import figures, history, inputs, records, state_band
+from . import coordinator_log, figures, history, inputs, records, state_band
 from .errors import AnalysisFailed, InputError
 from .spark import (SparkUnavailable, apply_runtime_conf, default_parallelism, get_session, is_started,
                     jvm_log_mark, jvm_log_since)
@@ -479,6 +479,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
             "protocols": fig.get("protocols"),
         },
         "group_state_band": state_band.band(hist, res.get("t1") or 0),
+        "coordinator_rounds": coordinator_log.summary(hist),
         "partitions": [{k: r[k] for k in ("topic", "partition", "produced", "consumed_rows", "consumed_distinct",
                                           "extra", "lost", "unseen", "unacked")} for r in res.get("partitions", [])],
         "members": sorted({s["member"] for s in res.get("period_summaries", [])} | set(hist.members_with_events)),

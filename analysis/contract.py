@@ -92,6 +92,7 @@ GROUP_STATES = (  # group-states.jsonl: the group as its coordinator described i
     Column("coordinator", STRING), Column("group_epoch", INT64), Column("assignment_epoch", INT64),
     Column("member_epochs", OBJECT),
     Column("assignments", OBJECT),  # client.id -> ["topic:partition", ...]: the coordinator's view of who owns what
+    Column("member_ids", OBJECT),  # member id -> client.id: names the members coordinator.log speaks of by their id
     Column("error", STRING),  # unknown: why the coordinator could not say
 )
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP,

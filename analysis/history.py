@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import contract
+from . import contract, coordinator_log
 from .errors import InputError
 from .inputs import jsonl_objects, rel
 from .records import EpochRange
@@ -169,6 +169,7 @@ class History:
     beside: list[Event] = field(default_factory=list)  # events of processes that are no group member (admin probes)
     group: list[dict] | None = None  # group.jsonl: what the harness saw of the group (None: not written)
     group_states: list[dict] | None = None  # group-states.jsonl: the coordinator's view, sampled (None: not written)
+    coordinator: list[tuple[int, str]] | None = None  # coordinator.log: (ts, sentence) its coordinator logged (None: none)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -356,7 +357,8 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
     members = [e for e in events or [] if e.role == contract.MEMBER_ROLE]  # no check judges a process beside the group
     h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
                 warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE],
-                group=read_group(run_dir, warnings), group_states=read_group(run_dir, warnings, "group-states.jsonl", "group_states"))
+                group=read_group(run_dir, warnings), group_states=read_group(run_dir, warnings, "group-states.jsonl", "group_states"),
+                coordinator=coordinator_log.read(run_dir))
     if members:
         rebuild_ownership(h, protocol)
     return h

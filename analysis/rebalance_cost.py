@@ -19,10 +19,15 @@ coordinator's noticing it.
   ``group_change`` (a member starts: its fair share; a member ends, crashed or gone: its partitions; partitions
   added: the new ones; a member returns, or no change: none).
 
+- ``coordinator_rounds``, ``join_phase_ms``, ``assignment_ms``: what the coordinator logged of the rounds (classic) or
+  epochs (KIP-848) begun from the fault's injection to the window's end (analysis/coordinator_log.py.in_window);
+  None without a coordinator.log.
+
 The figures read what a faults.jsonl row declares (``group_change``, ``ends_process``), never its kind.
 """
 from __future__ import annotations
 
+from . import coordinator_log
 from .figures import rounds
 from .history import Fault, History, Period
 
@@ -121,4 +126,5 @@ def cost(h: History, fault: Fault, partitions: list[tuple[str, int]], members: i
         "revoked": revoked,
         "moved": sum(1 for k in keys if after[k] != before[k]),
         "needed": needed_moves(fault, before, len(keys), members),
+        **coordinator_log.in_window(coordinator_log.summary(h), min(t0, fault.injected_at_ms), window_end),
     }

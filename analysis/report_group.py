@@ -45,7 +45,8 @@ def group_view(s: dict, x: dict, t0: int) -> str:
     t1 = max([s["time_range_ms"][1] or t0] + [p.start for p in periods])
     axis = Axis(t0, t1)
     parts = ["<section id=group><h2>The group</h2>", _summary_line(s, x, periods), state_band(s.get("group_state_band"), x, axis),
-             unowned_over_time(x, axis), per_member(periods, x.get("workload_stop_ms"), t1), "</section>"]
+             unowned_over_time(x, axis), per_member(periods, x.get("workload_stop_ms"), t1),
+             coordinator_rounds(s.get("coordinator_rounds"), t0), "</section>"]
     return "".join(parts)
 
 
@@ -145,3 +146,53 @@ def per_member(periods, stop_ms, t1: int) -> str:
                    f"</b>{n}</span>" for n, m in sorted(histogram.items()))
     return (f"<div id=per-member><p>Partitions per member before the workload stopped: {len(counts):,} members, min "
             f"{counts[0]}, median {statistics.median(counts):g}, max {counts[-1]}.</p><div class=bars>{bars}</div></div>")
+
+
+SHOWN_ROUNDS = 20  # rows of the coordinator's rounds or epochs shown before the rest is folded
+
+
+def _ms(v) -> str:
+    return "–" if v is None else f"{v:,}"
+
+
+def _names(names: list[str], most: int = 3) -> str:
+    if not names:
+        return ""
+    more = f" and {len(names) - most:,} more" if len(names) > most else ""
+    return esc(", ".join(names[:most]) + more)
+
+
+def _folded(rows: list[str], head: str, what: str) -> str:
+    table = lambda rs: f"<table class=rounds>{head}{''.join(rs)}</table>"  # noqa: E731
+    if len(rows) <= SHOWN_ROUNDS:
+        return table(rows)
+    return (table(rows[:SHOWN_ROUNDS]) + f"<details><summary>the other {len(rows) - SHOWN_ROUNDS:,} {what}</summary>"
+            f"{table(rows[SHOWN_ROUNDS:])}</details>")
+
+
+def coordinator_rounds(found: dict | None, t0: int) -> str:
+    """Each round (classic) or epoch (KIP-848) as the group's coordinator logged it (analysis/coordinator_log.py)."""
+    if found is None:
+        return "<p id=coordinator-rounds-none class=muted>No coordinator.log in this run (the brokers' logs were not saved).</p>"
+    at = lambda ms: f"{(ms - t0) / 1000:.2f}s"  # noqa: E731
+    parts = ["<div id=coordinator-rounds><h3>Rounds, as the coordinator logged them</h3>"]
+    if found["rounds"]:
+        head = ("<tr><th>began</th><th>reason</th><th>generation</th><th>members</th><th>JoinGroup phase ms</th>"
+                "<th>leader's assignment ms</th><th>leader</th><th>admitted</th><th>late</th><th>not rejoined</th></tr>")
+        rows = [f"<tr class=round><td>{at(r['began_ms'])}</td><td>{esc(r['reason'])}</td><td>{esc(r['generation'])}</td>"
+                f"<td>{_ms(r['members'])}</td><td>{_ms(r['join_ms'])}</td>"
+                f"<td>{_ms(r['sync_ms']) if r['sync_ms'] is not None or r['generation'] is None else 'superseded'}</td>"
+                f"<td>{esc(r['leader'] or '')}</td><td>{_names(r['joined'])}</td><td>{_names(r['late'])}</td>"
+                f"<td>{_names(r['not_rejoined'])}</td></tr>" for r in found["rounds"]]
+        parts.append(_folded(rows, head, "rounds"))
+    if found["epochs"]:
+        computed = [e["assign_ms"] for e in found["epochs"] if e["assign_ms"] is not None]
+        parts.append(f"<p class=small>{len(found['epochs']):,} group epochs; the coordinator computed {len(computed):,} "
+                     f"target assignments, {sum(computed):,} ms in all (longest {max(computed, default=0):,} ms)</p>")
+        head = "<tr><th>at</th><th>epoch</th><th>cause</th><th>target assignment ms</th><th>assignor</th></tr>"
+        rows = [f"<tr class=epoch><td>{at(e['at_ms'])}</td><td>{e['epoch']}</td><td>{esc(e['cause'])}</td>"
+                f"<td>{_ms(e['assign_ms'])}</td><td>{esc(e['assignor'] or '')}</td></tr>" for e in found["epochs"]]
+        parts.append(_folded(rows, head, "epochs"))
+    if not found["rounds"] and not found["epochs"]:
+        parts.append("<p class=muted>The coordinator logged no round or epoch of this group.</p>")
+    return "".join(parts) + "</div>"

@@ -138,6 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, default=None, help="the sweep's folder (default: sweeps/<name>); an "
                        "existing one of the same sweep is resumed")
     sweep.add_argument("--list", action="store_true", help="list the cells (and which are finished in --out), run nothing")
+    sweep.add_argument("--refigure", action="store_true", help="measure the finished cells in --out again from their run "
+                       "directories (no cluster; each cell's analysis again: the figures added since they ran), run "
+                       "no cell")
     sweep.set_defaults(handler=cmd_sweep)
 
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service",
@@ -313,19 +316,22 @@ def _zoo_merge(args) -> int:
 
 
 def cmd_sweep(args) -> int:
-    from harness.sweep.runner import SweepFailed, run_sweep
+    from harness.sweep.runner import SweepFailed, refigure_sweep, run_sweep
     from harness.sweep.spec import load_sweep
     from harness.sweep.store import SweepDir
     spec = load_sweep(args.sweep_file)  # every cell checked before anything starts
     out = args.out or Path("sweeps") / spec.name
     _check_folder(out, "--out")
+    if args.refigure and not (out / "sweep.json").exists():
+        print(f"kafka-chaos sweep: --refigure: {out} holds no sweep to measure again", file=sys.stderr)
+        return EXIT_BAD_INPUT
     if args.list:
         done = SweepDir(out).finished() if (out / "sweep.json").exists() else {}
         for cell in spec.cells():
             print(f"{cell.id}\t{done[cell.id]['status'] if cell.id in done else 'to run'}")
         return EXIT_OK
     try:
-        rows = run_sweep(spec, str(args.sweep_file), out)
+        rows = (refigure_sweep if args.refigure else run_sweep)(spec, str(args.sweep_file), out)
     except SweepFailed as exc:
         print(f"kafka-chaos sweep: {exc}", file=sys.stderr)
         return EXIT_HARNESS_FAILURE

@@ -17,7 +17,7 @@ from workloads.history import JsonlLog, now_ms
 STATES_FILE = "group-states.jsonl"
 APIS = {"classic": "DescribeGroups v5", "consumer": "ConsumerGroupDescribe v0"}
 COMPARED = ("state", "members", "assigned", "assignor", "coordinator", "group_epoch", "assignment_epoch", "member_epochs",
-            "assignments")
+            "assignments", "member_ids")
 
 
 class GroupSampler:

@@ -19,6 +19,7 @@ from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
 from harness.cluster.kafka import ClusterError, KafkaCluster
 from harness.group import GroupWatcher
+from harness import coordinator_log
 from harness.group_sampler import GroupSampler
 from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
 from harness.progress import one_line, progress, say
@@ -259,7 +260,7 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
         with member_lanes_proxied(cluster, plan) as rpc_proxy:
             _run_on(cluster, plan, run_dir, outcome, phase, schedule, rpc_proxy, on_drain)
         with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
-            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome)
+            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome, plan.group_id)
             if plan.scenario.run.log_format == "parquet":
                 with phase("compact logs"):
                     compact_logs(run_dir)
@@ -272,7 +273,7 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
         raise
     finally:
         if cluster is not None:  # a run that failed before its end
-            _let_go(cluster, own_cluster, run_dir, phase, outcome)
+            _let_go(cluster, own_cluster, run_dir, phase, outcome, plan.group_id)
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
 
@@ -297,11 +298,13 @@ def refuse_a_cluster_unlike_the_plan(plan: Plan, cluster) -> None:
                             "of their own (disk_full fills one); run the scenario on its own cluster")
 
 
-def _let_go(cluster, own_cluster: bool, run_dir: Path, phase, outcome: RunOutcome) -> None:
-    """The containers' logs into the run directory; the cluster removed if the run started it. Either failing (the
-    Docker engine gone) is a harness error in run.json, and the other is still tried."""
+def _let_go(cluster, own_cluster: bool, run_dir: Path, phase, outcome: RunOutcome, group_id: str) -> None:
+    """The containers' logs into the run directory, and the coordinator's lines about the group (coordinator.log);
+    the cluster removed if the run started it. Either failing (the Docker engine gone) is a harness error in
+    run.json, and the other is still tried."""
     try:
         cluster.save_logs(run_dir / "logs")
+        coordinator_log.write(run_dir, group_id)
     except Exception as exc:
         outcome.errors.append(f"the brokers' logs could not be saved: {one_line(exc)}")
     if own_cluster:

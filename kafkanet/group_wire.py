@@ -86,7 +86,8 @@ def describe_classic(address: str, group_id: str, timeout_s: float) -> dict:
         raise GroupWireError(f"DescribeGroups: {group.error_code.name}")
     assignments = {m.client_id: sorted(assigned_partitions(m.member_assignment)) for m in group.members}
     return {"state": group.group_state, "members": len(group.members), "assignor": group.protocol_data or None,
-            "assigned": sum(len(a) for a in assignments.values()), "assignments": assignments}
+            "assigned": sum(len(a) for a in assignments.values()), "assignments": assignments,
+            "member_ids": {m.member_id: m.client_id for m in group.members}}
 
 
 def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
@@ -105,7 +106,8 @@ def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
     return {"state": group.group_state, "members": len(group.members), "assignor": group.assignor_name or None,
             "group_epoch": int(group.group_epoch), "assignment_epoch": int(group.assignment_epoch),
             "assigned": sum(len(a) for a in assignments.values()), "assignments": assignments,
-            "member_epochs": {m.client_id: int(m.member_epoch) for m in group.members}}
+            "member_epochs": {m.client_id: int(m.member_epoch) for m in group.members},
+            "member_ids": {m.member_id: m.client_id for m in group.members}}
 
 
 def describe_group(bootstrap: str, group_id: str, protocol: str, timeout_s: float = 5.0) -> dict:

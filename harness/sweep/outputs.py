@@ -23,13 +23,16 @@ METRICS = {
     "revoked": ("partitions revoked", "partitions", 1),
     "moved": ("partitions moved", "partitions", 1),
     "needed": ("partitions that had to move", "partitions", 1),
+    "join_phase_ms": ("the coordinator's JoinGroup phases (classic)", "ms", 1),
+    "assignment_ms": ("computing the assignment: the classic leader's, or the KIP-848 coordinator's", "ms", 1),
 }
 STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}
 PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
                 "status", "valid", "lost", "duplicates", "time_to_stable_ms", "first_change_ms", "rebalances", "unserved_longest_ms",
                 "unserved_partition_s", "unserved_partitions", "revoked", "moved", "needed", "latency_steady_p99_ms",
-                "latency_window_p99_ms", "latency_window_max_ms", "latency_rise_p99_ms", "seconds", "finding",
+                "latency_window_p99_ms", "latency_window_max_ms", "latency_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
+                "assignment_ms", "seconds", "finding",
                 "error", "run_dir")
 
 
@@ -86,12 +89,14 @@ def markdown(points: list[dict]) -> str:
         client, ppm, trigger = key
         out += [f"### {client}, {ppm} partitions a member: {trigger}", "",
                 "| style | members | settled / cells | time to stable (s) | longest unserved (s) | unserved "
-                "(partition-s) | revoked | moved | had to move | p99 latency rise (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+                "(partition-s) | revoked | moved | had to move | p99 latency rise (s) | JoinGroup phase (ms) | assignment "
+                "(ms) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for p in (p for p in points if (p["client"], p["partitions_per_member"], p["trigger"]) == key):
             out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['cells']} | "
                        + " | ".join(_range(p, m) for m in ("time_to_stable_ms", "unserved_longest_ms",
                                                             "unserved_partition_s", "revoked", "moved", "needed",
-                                                            "latency_rise_p99_ms")) + " |")
+                                                            "latency_rise_p99_ms", "join_phase_ms", "assignment_ms"))
+                       + " |")
         out.append("")
     return "\n".join(out)
 

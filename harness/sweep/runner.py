@@ -51,6 +51,35 @@ def run_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     return list(folder.finished().values())
 
 
+def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
+    """Measure every finished cell again from its run directory, with no cluster: the figures the analysis has gained
+    since the cell ran (a cell that ran before coordinator.log existed gets it from the brokers' logs its run kept).
+    Each cell's new row is appended (the latest row of a cell is its row); returns every row."""
+    import json
+    from analysis.spark import get_session
+    from harness import coordinator_log
+    from harness.sweep.outputs import write_outputs
+    folder = SweepDir(out)
+    done = folder.open(spec, source)
+    cells = {cell.id: cell for cell in spec.cells()}
+    spark = get_session()
+    todo = [row for row in done.values() if row.get("run_dir") and Path(row["run_dir"]).is_dir() and row["cell"] in cells]
+    for i, row in enumerate(todo):
+        run_dir = Path(row["run_dir"])
+        say(f"sweep refigure {i + 1} of {len(todo)}: {row['cell']}")
+        plan = json.loads((run_dir / "plan.json").read_text())
+        if not (run_dir / coordinator_log.FILE).exists():
+            coordinator_log.write(run_dir, plan["group_id"])
+        try:
+            figures = measure(spec, cells[row["cell"]], run_dir, plan["topics"][0]["name"], spark)
+        except Exception as exc:  # the row stays as it was measured
+            say(f"sweep cell {row['cell']}: not measured again ({one_line(exc)})")
+            continue
+        folder.append({**row, **figures})
+    write_outputs(folder)
+    return list(folder.finished().values())
+
+
 def _run_cells(spec: SweepSpec, todo: list[Cell], folder: SweepDir, cluster) -> None:
     from analysis.spark import get_session
     from harness.sweep.outputs import write_outputs

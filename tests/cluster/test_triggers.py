@@ -43,6 +43,24 @@ def a_kip848_round(band: dict, joined_at: int) -> None:
     assert epochs == sorted(epochs), epochs
 
 
+def the_coordinators_round(found: dict, joined_at: int) -> None:
+    """Issue 40: coordinator.log names the join's round: its reason names the new member, it reached a generation
+    with the four members, its leader is one of them, and both its phases were timed."""
+    [joined] = [r for r in found["rounds"] if r["began_ms"] >= joined_at and "member-4" in r["reason"]]
+    done = [r for r in found["rounds"] if r["began_ms"] >= joined["began_ms"] and r["members"] == 4 and r["leader"]]
+    assert done and done[0]["leader"] in {"member-1", "member-2", "member-3", "member-4"}, found["rounds"]
+    assert done[0]["join_ms"] >= 0 and done[0]["sync_ms"] >= 0 and done[0]["generation"] > joined["old_generation"]
+
+
+def the_coordinators_epoch(found: dict, joined_at: int) -> None:
+    """Issue 40: under KIP-848 coordinator.log names the epoch the join bumped, by the member's name (the sampler's
+    member ids), and the target assignment the coordinator computed for it (or for the next epoch, when another
+    bump came before the computation)."""
+    [joined] = [e for e in found["epochs"] if e["at_ms"] >= joined_at and e["cause"] == "member-4 joined"]
+    computed = [e for e in found["epochs"] if e["epoch"] >= joined["epoch"] and e["assign_ms"] is not None]
+    assert computed and computed[0]["assign_ms"] >= 0 and computed[0]["assignor"], found["epochs"]
+
+
 def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_member(chaos_run):
     outcome = chaos_run({"producer": {"records": 40_000, "rate": 2000}, "consumer_group": {"assignor": "range"},
                          "faults": [{"kind": "member_join", "target": "group", "at_s": 5, "duration_s": 1}],
@@ -58,6 +76,7 @@ def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_membe
         assert before and before <= revoked, (member, before, revoked)  # eager: stop the world
     assert outcome.summary["lost_records"] == 0
     a_classic_round(outcome.summary["group_state_band"], joined_at)
+    the_coordinators_round(outcome.summary["coordinator_rounds"], joined_at)
 
 
 @pytest.mark.parametrize("group", [{"assignor": "cooperative-sticky"}, pytest.param({"protocol": "consumer"}, id="kip848")])
@@ -71,6 +90,8 @@ def test_a_member_joining_an_incremental_group_revokes_only_what_moves(chaos_run
     joined_at = trigger_row(outcome, "member_join")["injected_at_ms"]
     (a_kip848_round if group.get("protocol") == "consumer" else a_classic_round)(outcome.summary["group_state_band"],
                                                                                   joined_at)
+    (the_coordinators_epoch if group.get("protocol") == "consumer" else the_coordinators_round)(
+        outcome.summary["coordinator_rounds"], joined_at)
     settled = joined_at + 12_000  # the join's rebalances are over; the members stop (revoking all) 15 s later
     new = owned_before(outcome, "member-4", settled)
     assert new, "the new member got nothing"

@@ -1,0 +1,39 @@
+"""coordinator.log: what the group's coordinator logged about the run's group (DESIGN.md, the run directory).
+
+The brokers' logs are saved whole into logs/ at the run's end; a sweep's brokers serve many groups, and a failover
+moves the group to another broker. This keeps the group coordinator's lines that name the run's group, from every
+broker, in time order: each JoinGroup/SyncGroup round (its reason, its generation, its leader, the members removed
+for not rejoining), and each KIP-848 epoch (its cause, the target assignment and what computing it took).
+analysis/coordinator_log.py reads it.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+FILE = "coordinator.log"
+# a broker's log line: "[2026-11-28 09:52:46,440] INFO [GroupCoordinator id=2 ...] ..." (log4j's default layout)
+STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
+COORDINATOR = "[GroupCoordinator"
+
+
+def group_lines(text: str, group_id: str) -> list[str]:
+    """The coordinator's lines of one broker's log that name ``group_id`` (as a whole word: chaos-group-1 is not
+    chaos-group-12)."""
+    named = re.compile(rf"(?<![\w.-]){re.escape(group_id)}(?![\w.-])")
+    return [line for line in text.splitlines() if COORDINATOR in line and STAMP.match(line) and named.search(line)]
+
+
+def write(run_dir: Path, group_id: str, logs_dir: str = "logs") -> int | None:
+    """Write coordinator.log from the brokers' saved logs (logs/kafka-*.log), the lines of every broker in time
+    order (a stable sort: one broker's lines of one millisecond keep their order). Returns how many lines; None,
+    and no file, when no broker's log was saved (an external cluster's are its owner's)."""
+    paths = sorted((run_dir / logs_dir).glob("kafka-*.log"))
+    if not paths:
+        return None
+    lines: list[str] = []
+    for path in paths:
+        lines += group_lines(path.read_text(errors="replace"), group_id)
+    lines.sort(key=lambda line: STAMP.match(line).group(1))
+    (run_dir / FILE).write_text("".join(f"{line}\n" for line in lines))
+    return len(lines)
