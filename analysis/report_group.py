@@ -46,7 +46,7 @@ def group_view(s: dict, x: dict, t0: int) -> str:
     axis = Axis(t0, t1)
     parts = ["<section id=group><h2>The group</h2>", _summary_line(s, x, periods), state_band(s.get("group_state_band"), x, axis),
              unowned_over_time(x, axis), per_member(periods, x.get("workload_stop_ms"), t1),
-             coordinator_rounds(s.get("coordinator_rounds"), t0), "</section>"]
+             coordinator_rounds(s.get("coordinator_rounds"), t0, len(s["members"])), "</section>"]
     return "".join(parts)
 
 
@@ -104,7 +104,42 @@ def state_band(band: dict | None, x, axis: Axis) -> str:
                "the members' assignments" if band.get("inferred") else "")
             + ("; labels: gN the generation (from the members' events)" if band.get("protocol") == "classic" else
                "; labels: eG/A the group epoch and the target assignment epoch"))
-    return f"<div class=legend>{legend}</div>{''.join(out)}<p class='muted small'>{note}</p>"
+    return (f"<div class=legend>{legend}</div>{''.join(out)}<p class='muted small'>{note}</p>"
+            + member_epoch_strip(band.get("member_epochs"), axis))
+
+
+OPEN_STRIP_UP_TO = 32  # members: more than this and each member's epoch strip starts folded
+
+
+def member_epoch_strip(members: list[dict] | None, axis: Axis) -> str:
+    """KIP-848: a row a member, grey while the coordinator listed it, orange where its epoch was behind the target
+    assignment's (state_band.member_epochs)."""
+    if not members:
+        return ""
+    row = 6 if len(members) <= OPEN_STRIP_UP_TO else 2
+    height = row * len(members)
+    out = [f"<svg id=member-epochs width={LEFT + WIDTH + 20} height={height + 18} role=img "
+           f"aria-label='each member epoch against the target'>", axis.ticks(0, height)]
+    for i, m in enumerate(members):
+        y = i * row
+        xa, xb = axis.x(m["first_ms"]), axis.x(m["last_ms"])
+        out.append(f"<rect class=member-epoch x={xa:.1f} y={y} width={max(1, xb - xa):.1f} height={max(1, row - 1)} "
+                   f"fill='#ddd'><title>{esc(m['member'])}</title></rect>")
+        for a, b, epoch, target in m["behind"]:
+            xa, xb = axis.x(a), axis.x(b)
+            out.append(f"<rect class=behind x={xa:.1f} y={y} width={max(1, xb - xa):.1f} height={max(1, row - 1)} "
+                       f"fill='#f28e2b'><title>{esc(m['member'])}: epoch {epoch}, target {target}, "
+                       f"{(a - axis.t0) / 1000:.2f}s–{(b - axis.t0) / 1000:.2f}s</title></rect>")
+    if len(members) <= OPEN_STRIP_UP_TO:
+        out.insert(1, "".join(f"<text x={LEFT - 6} y={i * row + row} text-anchor=end font-size=6>{esc(m['member'])}</text>"
+                              for i, m in enumerate(members)))
+    behind = sum(1 for m in members if m["behind"])
+    caption = (f"each member's epoch: {len(members):,} members, {behind:,} of them behind the target assignment at "
+               "some time (orange)")
+    svg = "".join(out) + "</svg>"
+    if len(members) <= OPEN_STRIP_UP_TO:
+        return f"{svg}<p class='muted small'>{caption}</p>"
+    return f"<details id=member-epochs-folded><summary>{caption}</summary>{svg}</details>"
 
 
 def unowned_over_time(x, axis: Axis) -> str:
@@ -148,7 +183,7 @@ def per_member(periods, stop_ms, t1: int) -> str:
             f"{counts[0]}, median {statistics.median(counts):g}, max {counts[-1]}.</p><div class=bars>{bars}</div></div>")
 
 
-SHOWN_ROUNDS = 20  # rows of the coordinator's rounds or epochs shown before the rest is folded
+OPEN_ROUNDS_UP_TO = 5  # rounds or epochs (of a group of at most OPEN_STRIP_UP_TO members) shown unfolded
 
 
 def _ms(v) -> str:
@@ -162,37 +197,48 @@ def _names(names: list[str], most: int = 3) -> str:
     return esc(", ".join(names[:most]) + more)
 
 
-def _folded(rows: list[str], head: str, what: str) -> str:
-    table = lambda rs: f"<table class=rounds>{head}{''.join(rs)}</table>"  # noqa: E731
-    if len(rows) <= SHOWN_ROUNDS:
-        return table(rows)
-    return (table(rows[:SHOWN_ROUNDS]) + f"<details><summary>the other {len(rows) - SHOWN_ROUNDS:,} {what}</summary>"
-            f"{table(rows[SHOWN_ROUNDS:])}</details>")
+def _folded(summary: str, head: str, rows: list[str], fold_id: str, members: int) -> str:
+    """A summary line over the table, which starts folded unless it is short and the group small (a large group's
+    first screen is its figures)."""
+    opened = " open" if len(rows) <= OPEN_ROUNDS_UP_TO and members <= OPEN_STRIP_UP_TO else ""
+    return (f"<details id={fold_id}{opened}><summary>{summary}</summary><table class=rounds>{head}{''.join(rows)}"
+            "</table></details>")
 
 
-def coordinator_rounds(found: dict | None, t0: int) -> str:
+def _total(values: list) -> str:
+    values = [v for v in values if v is not None]
+    return f"{sum(values):,} ms in all (longest {max(values, default=0):,} ms)"
+
+
+def coordinator_rounds(found: dict | None, t0: int, members: int) -> str:
     """Each round (classic) or epoch (KIP-848) as the group's coordinator logged it (analysis/coordinator_log.py)."""
     if found is None:
         return "<p id=coordinator-rounds-none class=muted>No coordinator.log in this run (the brokers' logs were not saved).</p>"
     at = lambda ms: f"{(ms - t0) / 1000:.2f}s"  # noqa: E731
-    parts = ["<div id=coordinator-rounds><h3>Rounds, as the coordinator logged them</h3>"]
-    if found["rounds"]:
+    parts = ["<div id=coordinator-rounds>"]
+    rounds = found["rounds"]
+    if rounds:
+        late = sum(len(r["late"]) + len(r["not_rejoined"]) for r in rounds)
+        summary = (f"{len(rounds):,} rounds, as the coordinator logged them: JoinGroup phases "
+                   f"{_total([r['join_ms'] for r in rounds])}, the leader's assignment {_total([r['sync_ms'] for r in rounds])}; "
+                   f"{late:,} members late or not rejoined")
         head = ("<tr><th>began</th><th>reason</th><th>generation</th><th>members</th><th>JoinGroup phase ms</th>"
                 "<th>leader's assignment ms</th><th>leader</th><th>admitted</th><th>late</th><th>not rejoined</th></tr>")
         rows = [f"<tr class=round><td>{at(r['began_ms'])}</td><td>{esc(r['reason'])}</td><td>{esc(r['generation'])}</td>"
                 f"<td>{_ms(r['members'])}</td><td>{_ms(r['join_ms'])}</td>"
                 f"<td>{_ms(r['sync_ms']) if r['sync_ms'] is not None or r['generation'] is None else 'superseded'}</td>"
                 f"<td>{esc(r['leader'] or '')}</td><td>{_names(r['joined'])}</td><td>{_names(r['late'])}</td>"
-                f"<td>{_names(r['not_rejoined'])}</td></tr>" for r in found["rounds"]]
-        parts.append(_folded(rows, head, "rounds"))
-    if found["epochs"]:
-        computed = [e["assign_ms"] for e in found["epochs"] if e["assign_ms"] is not None]
-        parts.append(f"<p class=small>{len(found['epochs']):,} group epochs; the coordinator computed {len(computed):,} "
-                     f"target assignments, {sum(computed):,} ms in all (longest {max(computed, default=0):,} ms)</p>")
+                f"<td>{_names(r['not_rejoined'])}</td></tr>" for r in rounds]
+        parts.append(_folded(summary, head, rows, "coordinator-round-table", members))
+    epochs = found["epochs"]
+    if epochs:
+        computed = [e["assign_ms"] for e in epochs if e["assign_ms"] is not None]
+        summary = (f"{len(epochs):,} group epochs, as the coordinator logged them; {len(computed):,} target "
+                   f"assignments computed, {_total(computed)}")
         head = "<tr><th>at</th><th>epoch</th><th>cause</th><th>target assignment ms</th><th>assignor</th></tr>"
         rows = [f"<tr class=epoch><td>{at(e['at_ms'])}</td><td>{e['epoch']}</td><td>{esc(e['cause'])}</td>"
-                f"<td>{_ms(e['assign_ms'])}</td><td>{esc(e['assignor'] or '')}</td></tr>" for e in found["epochs"]]
-        parts.append(_folded(rows, head, "epochs"))
-    if not found["rounds"] and not found["epochs"]:
+                f"<td>{_ms(e['assign_ms'])}</td><td>{esc(e['assignor'] or '')}</td></tr>" for e in epochs]
+        parts.append(_folded(summary, head, rows, "coordinator-epoch-table", members))
+    if not rounds and not epochs:
         parts.append("<p class=muted>The coordinator logged no round or epoch of this group.</p>")
     return "".join(parts) + "</div>"

@@ -7,7 +7,8 @@ waits for the leader's SyncGroup), Stable. CompletingRebalance lasts as long as 
 milliseconds in a small group, shorter than any sampling. When no sample saw it, it lies between the last sample
 before the round's first ``assigned`` event and that event (members log ``assigned`` once their SyncGroup is
 answered): that interval is the inferred segment. KIP-848 has no such state (Assigning, Reconciling, Stable); its
-segments carry the group epoch, the target assignment epoch and how many members are behind it.
+segments carry the group epoch, the target assignment epoch and how many members are behind it, and each member's
+epoch is followed on its own (``member_epochs``: the stretches it was behind the target).
 """
 from __future__ import annotations
 
@@ -54,7 +55,30 @@ def band(h: History, observe_end: int) -> dict | None:
         if gens:
             segment["generation"] = reached[-1] if reached else None
     return {"interval_ms": head.get("interval_ms"), "protocol": head.get("protocol"), "api": head.get("api"),
-            "segments": segments, "inferred": completing(segments, gens)}
+            "segments": segments, "inferred": completing(segments, gens), "member_epochs": member_epochs(seen, end)}
+
+
+def member_epochs(seen: list[dict], end: int) -> list[dict] | None:
+    """KIP-848, each member's epoch against the target assignment's over the run: per member (by client.id), when the
+    coordinator first and last listed it, and the stretches its epoch was behind the target (from, to, its epoch,
+    the target's). None for a classic group (no member epochs)."""
+    if not any(row.get("member_epochs") is not None for row in seen):
+        return None
+    out: dict[str, dict] = {}
+    for i, row in enumerate(seen):
+        to = seen[i + 1]["ts_ms"] if i + 1 < len(seen) else end
+        target = row.get("assignment_epoch")
+        for member, epoch in (row.get("member_epochs") or {}).items():
+            m = out.setdefault(member, {"member": member, "first_ms": row["ts_ms"], "last_ms": to, "behind": []})
+            m["last_ms"] = to
+            if target is None or epoch >= target:
+                continue
+            behind = m["behind"]
+            if behind and behind[-1][1] == row["ts_ms"] and behind[-1][2:] == [epoch, target]:
+                behind[-1][1] = to  # the same stretch, sampled again
+            else:
+                behind.append([row["ts_ms"], to, epoch, target])
+    return sorted(out.values(), key=lambda m: (m["first_ms"], m["member"]))
 
 
 def completing(segments: list[dict], gens: list[tuple[int, int]]) -> list[dict]:

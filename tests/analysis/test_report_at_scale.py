@@ -2,6 +2,7 @@
 first screen shows the group (its state band, the partitions without an owner over time, partitions per member, the
 rounds) and no partition row: the per-partition views are folded, and open on request."""
 import json
+from datetime import datetime, timezone
 import re
 import subprocess
 
@@ -50,12 +51,38 @@ def big_group(root) -> Run:
     return r
 
 
+def coordinator_log(run_dir) -> None:
+    """The coordinator's two rounds: the 500 members' first (499 admitted while it waited), and member-500's
+    expiry at 30 s; in Kafka 4.3's sentences, at the run's times (T0 is 2023-11-14 22:13:20 UTC)."""
+    def line(ms: int, text: str) -> str:
+        at = datetime.fromtimestamp((T0 + ms) / 1000, timezone.utc)
+        return f"[{at:%Y-%m-%d %H:%M:%S},{at.microsecond // 1000:03d}] INFO [GroupCoordinator id=1] {text}"
+    u = "-96761621-2db5-4623-894f-c9aacef4a83b"
+    lines = [line(500, f"Preparing to rebalance group g in state PreparingRebalance with old generation 0 (reason: "
+                       f"Adding new member member-1{u} with group instance id null; client reason: not provided).")]
+    lines += [line(600, f"Pending dynamic member with id member-{m}{u} joins group g in PreparingRebalance state. "
+                        "Adding to the group now.") for m in range(2, MEMBERS + 1)]
+    lines += [line(900, "Stabilized group g generation 1 with 500 members."),
+              line(990, f"Assignment received from leader member-1{u} for group g for generation 1. The group has 500 "
+                        "members, 0 of which are static."),
+              line(30_000, f"Member member-500{u} in group g has failed, removing it from the group."),
+              line(30_000, f"Preparing to rebalance group g in state PreparingRebalance with old generation 1 (reason: "
+                           f"removing member member-500{u} on heartbeat expiration.)."),
+              line(30_800, "Stabilized group g generation 2 with 499 members."),
+              line(30_950, f"Assignment received from leader member-1{u} for group g for generation 2. The group has "
+                           "499 members, 0 of which are static.")]
+    (run_dir / "coordinator.log").write_text("\n".join(lines) + "\n")
+
+
 @pytest.mark.browser
 @pytest.mark.needs_setup
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
 def test_the_first_screen_shows_the_group_not_partition_rows_at_500_members_and_5000_partitions(tmp_path, spark):
     run_dir = big_group(tmp_path / "run").write()
+    coordinator_log(run_dir)
     summary = analyze(run_dir, spark=spark)
+    assert [(r["generation"], r["members"], r["join_ms"], r["sync_ms"], len(r["joined"]))
+            for r in summary["coordinator_rounds"]["rounds"]] == [(1, 500, 400, 90, 499), (2, 499, 800, 150, 0)]
     assert summary["valid"] is True and len(summary["members"]) == MEMBERS and len(summary["partitions"]) == 5000
     page = run_dir / "report" / "index.html"
     html = page.read_text()
@@ -69,7 +96,8 @@ def test_the_first_screen_shows_the_group_not_partition_rows_at_500_members_and_
     m = json.loads(found.group(1).replace("&quot;", '"'))
     assert m["group_bottom"] <= 900, m  # the group's figures, band and charts on the first screen
     assert m["rows"] >= 5000 and m["shown"] == 0, m  # every partition row is there, folded
-    assert set(m["folds"]) == {"timeline-fold:false", "partitions-fold:false"}, m
+    assert set(m["folds"]) == {"timeline-fold:false", "partitions-fold:false", "coordinator-round-table:false"}, m
+    assert "2 rounds, as the coordinator logged them" in dom and "member-2, member-3, member-4 and 496 more" in dom
     assert "500 members · 5,000 partitions" in dom and "min 10, median 10, max 11" in dom
     assert 'data-state="PreparingRebalance"' in dom and 'class="state inferred"' in dom  # CompletingRebalance, inferred
     shot = tmp_path / "first-screen.png"

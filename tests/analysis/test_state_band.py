@@ -58,6 +58,11 @@ def test_a_kip848_group_carries_its_epochs_and_the_members_behind_the_target(tmp
     got = [(s["state"], s["group_epoch"], s["assignment_epoch"], s["behind"]) for s in band["segments"]]
     assert got == [("Stable", 2, 2, 0), ("Reconciling", 3, 3, 1), ("Stable", 3, 3, 0)]
     assert band["inferred"] == [] and all("generation" not in s for s in band["segments"])
+    # each member's own epoch: member-2 was behind the target (its epoch 2, the target 3) from 5 s to 6 s
+    epochs = {m["member"]: m for m in band["member_epochs"]}
+    assert epochs["member-2"]["behind"] == [[T0 + 5_000, T0 + 6_000, 2, 3]]
+    assert epochs["member-1"]["behind"] == [] and epochs["member-3"]["first_ms"] == T0 + 5_000
+    assert epochs["member-1"]["last_ms"] == T0 + 7_000
 
 
 def test_a_run_without_samples_has_no_band(tmp_path):
