@@ -114,6 +114,12 @@ class SweepSpec(Strict):
                 product(g.clients, sorted(g.members), sorted(g.partitions_per_member), range(1, g.repeats + 1),
                         g.styles, g.triggers)]
 
+    def cell_name(self, cell: Cell) -> str:
+        """The cell's scenario name (its run directory's): a scenario name is at most 80 characters, so the sweep's
+        name is left out when it would make it longer (the cell's id is unique in its sweep)."""
+        name = f"sweep-{self.name}-{cell.id}"
+        return name if len(name) <= 80 else f"sweep-{cell.id}"
+
     def cell_scenario(self, cell: Cell) -> dict:
         """The scenario one cell runs (names made unique by the runner)."""
         s = self.cell
@@ -127,7 +133,7 @@ class SweepSpec(Strict):
             group["metadata_refresh_ms"] = s.metadata_refresh_ms
         records = round(s.rate * (s.warmup_s + s.observe_s))
         return {
-            "name": f"sweep-{self.name}-{cell.id}"[:120],
+            "name": self.cell_name(cell),
             "description": f"sweep {self.name}: {cell.id}",
             "cluster": self.cluster.model_dump(mode="json", exclude_unset=True),
             "topic": {"partitions": cell.partitions, "replication_factor": s.replication_factor},

@@ -1,12 +1,13 @@
 """Issue 40: a sweep file's grid, its cells as scenarios, and the sweep folder that resumes; bad input is one line,
 exit 2, before anything starts, and never costs a finished cell."""
 import json
+from pathlib import Path
 
 import pytest
 
 from harness.cli import main
 from harness.scenario import ScenarioError, parse_scenario
-from harness.sweep.spec import STYLES, parse_sweep
+from harness.sweep.spec import STYLES, load_sweep, parse_sweep
 from harness.sweep.store import CELLS_FILE, SweepDir
 
 GRID = {"members": [10, 50, 100, 200, 500], "styles": list(STYLES), "triggers": ["join", "crash", "bounce", "partitions_add"],
@@ -34,6 +35,16 @@ def test_the_published_grid_expands_into_cells_that_are_each_a_valid_scenario():
         group = parse_scenario(spec.cell_scenario(cell), cell.id).consumer_group
         assert group.member_count == cell.members and group.members_per_host == min(50, cell.members)
         assert group.protocol == STYLES[cell.style]["protocol"]
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[2] / "scenarios" / "sweep").glob("*.yaml")),
+                         ids=lambda p: p.stem)
+def test_every_sweep_file_the_project_ships_loads_and_its_cells_have_distinct_valid_names(path):
+    """A long sweep name and a long cell id (a static style's partitions_add) must still make a valid scenario name
+    (80 characters at most): the name leaves the sweep's name out then."""
+    spec = load_sweep(path)
+    names = [spec.cell_name(cell) for cell in spec.cells()]
+    assert len(set(names)) == len(names) and max(map(len, names)) <= 80
 
 
 @pytest.mark.parametrize("style, trigger, expect", [
