@@ -46,7 +46,7 @@ def a_kip848_round(band: dict, joined_at: int) -> None:
 def the_coordinators_round(found: dict, joined_at: int) -> None:
     """Issue 40: coordinator.log names the join's round: its reason names the new member, it reached a generation
     with the four members, its leader is one of them, and both its phases were timed."""
-    [joined] = [r for r in found["rounds"] if r["began_ms"] >= joined_at and "member-4" in r["reason"]]
+    [joined] = [r for r in found["rounds"] if r["began_ms"] >= joined_at and "new member member-4 " in r["reason"]]
     done = [r for r in found["rounds"] if r["began_ms"] >= joined["began_ms"] and r["members"] == 4 and r["leader"]]
     assert done and done[0]["leader"] in {"member-1", "member-2", "member-3", "member-4"}, found["rounds"]
     assert done[0]["join_ms"] >= 0 and done[0]["sync_ms"] >= 0 and done[0]["generation"] > joined["old_generation"]
