@@ -290,6 +290,7 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
     produced_side, consumed_side = sides.get(records.PRODUCED, none), sides.get(records.CONSUMED, none)
     out["produced_ok"], out["produced_fail"] = produced_side.rows, sides.get(records.FAILED, none).rows
     out["produced_info"], out["consumed_rows"] = sides.get(records.INFO, none).rows, consumed_side.rows
+    out["produced_unplaced"] = sides.get(records.UNPLACED, none).rows
     times = [t.tmin for t in (consumed_side, produced_side) if t.tmin is not None] + \
         [e.ts for e in hist.events] + [f.injected_at_ms for f in hist.faults]
     ends = [t.tmax for t in (consumed_side, produced_side) if t.tmax is not None] + \
@@ -320,7 +321,8 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
                "copies": lambda arg: records.write_copies(spark, produced.df, consumed.df, arg),
                "acked_in_block": lambda arg: records.acked_in_block(produced, arg),
                "window_deliveries": lambda arg: records.window_deliveries(consumed, arg),
-               "commits_ahead": lambda arg: records.commits_ahead(produced, consumed, arg)}
+               "commits_ahead": lambda arg: records.commits_ahead(produced, consumed, arg),
+               "unplaced": lambda arg: records.unplaced_acks(produced, consumed)}
     early: dict = {}  # kind -> (its question, the answer under way)
     facts = C.Facts(hist, ctx, got, [], need, [], lambda kind, arg: early[kind][1].result()
                     if kind in early and early[kind][0] == arg else queries[kind](arg), stall_ms=stall_ms,
@@ -465,7 +467,8 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
         "rebalances": len(rounds) if hist.has_events and fig else None,
         "faults": faults,
         "checks": checks,
-        "produced_by_status": {"ok": res.get("produced_ok"), "fail": res.get("produced_fail"), "info": res.get("produced_info")},
+        "produced_by_status": {"ok": res.get("produced_ok"), "fail": res.get("produced_fail"), "info": res.get("produced_info"),
+                               "unplaced": res.get("produced_unplaced")},
         "consumed_distinct": res.get("consumed_distinct"),
         "consumed_unacked": res.get("unacked"),
         "produced_repeated_offsets": res.get("produced_repeats"),

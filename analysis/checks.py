@@ -22,8 +22,8 @@ from typing import Callable, NamedTuple
 
 from . import figures
 from .history import OPEN, Commit, History, Period, commit_mode, parse_tp, periods_by_key
-from .records import (LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, CommitAsked, DeliveryWindow, OwnershipAsked,
-                      Span, Step, merge_spans, shared_runs)
+from .records import (LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, UNPLACED, CommitAsked, DeliveryWindow,
+                      OwnershipAsked, Span, Step, merge_spans, shared_runs, side_totals)
 from .records import bits_of as bits
 
 
@@ -526,6 +526,36 @@ def unseen(x: Facts):
         lag[(a["topic"], a["partition"], a["read_up_to"])] += a["count"]
     return CheckResult(out["unseen"], counts["unseen"], {"lag": [
         {"topic": t, "partition": p, "unseen": n, "read_up_to": top} for (t, p, top), n in sorted(lag.items(), key=str)]})
+
+
+@check("lost_unplaced", needs=("producer_id", "seq"), unit="acks without an offset (status unplaced) never consumed, in "
+       "a partition the group read past the producer's next ok record there", color="#a50f15")
+def lost_unplaced(x: Facts):
+    """An ``unplaced`` ack (the client acknowledged it with no error and no offset: librdkafka 2.16.0's first record
+    to a partition just added) that nobody consumed as its producer_id/seq, although the group read past the lowest
+    offset of an ok-acked record of the same producer, topic and partition with a higher seq (``next_ok_offset``):
+    the producer writes a partition in seq order, so the record, had it been written, would stand below that one,
+    and was read past. One anomaly a record; ``offsets`` is null (its place is unknown). The others are counted in
+    the info: ``unplaced_consumed`` (written after all), ``unplaced_unseen`` (no later ok record of the producer
+    there, or the group had not read that far). The scan counts the unplaced rows; only a run with some asks Spark
+    (records.unplaced_acks)."""
+    total = side_totals(x.got).get(UNPLACED)
+    total = total.rows if total else 0
+    acks = x.query("unplaced", total) if total else []
+    frontier = read_frontiers(x)
+    out, unseen_acks = [], 0
+    for r in acks:
+        nxt, top = r["next_ok"], frontier.get((r["topic"], r["partition"]), -1)
+        if nxt is None or nxt > top:
+            unseen_acks += 1
+            continue
+        out.append({"type": "lost_unplaced", "topic": r["topic"], "partition": r["partition"], "offsets": None, "count": 1,
+                    "members": [], "generations": [], "time_ms": [r["acked_at_ms"], r["acked_at_ms"]],
+                    "producer_id": r["producer_id"], "seq": r["seq"], "next_ok_offset": nxt, "read_up_to": top,
+                    "reason": f"acknowledged without an offset and never consumed; {r['producer_id']}'s next ok record "
+                              f"in the partition (a higher seq) is at offset {nxt}, and the group read up to {top}"})
+    return CheckResult(out, len(out), {"unplaced": total, "unplaced_consumed": total - len(acks),
+                                       "unplaced_unseen": unseen_acks})
 
 
 @check("duplicate_write", needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",

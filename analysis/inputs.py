@@ -49,14 +49,17 @@ class Records:
     def has(self, column: str) -> bool:
         return column in self.columns
 
-    def rows(self, condition: str | dict | None = None):
+    def rows(self, condition: str | dict | None = None, needs: tuple[str, ...] = ()):
         """The rows matching the SQL ``condition`` (pushed down to the reader: Parquet row groups skipped on
         their statistics, JSON rows dropped once parsed), with their place in the log (_fh, _blk, _pos).
         ``condition`` may be one per format ({"parquet": ..., "jsonl": ...}; None: no row of that format), for
-        conditions only one reader can evaluate (Parquet's ``_metadata.row_index``)."""
+        conditions only one reader can evaluate (Parquet's ``_metadata.row_index``). ``needs``: the optional
+        columns the condition reads and holds false on null (``status = 'unplaced'``, a key's ``producer_id IN``):
+        a source without one of them gives no row (its files lack the column, which its reader cannot filter on)."""
         df = None
         for source in self.sources:
-            part = _canonical(source, self.table, self.file_id, condition)
+            missing = any(c not in source.present for c in needs)
+            part = _canonical(source, self.table, self.file_id, "false" if missing else condition)
             df = part if df is None else df.unionByName(part)
         return df
 

@@ -43,7 +43,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-CONSUMED, PRODUCED, FAILED, INFO, BAD_PRODUCED, BAD_CONSUMED = 0, 1, 2, 3, 8, 9
+# the sides of a row (a produced row's by its status: ok or absent, fail, info, unplaced; contract.STATUSES)
+CONSUMED, PRODUCED, FAILED, INFO, UNPLACED, BAD_PRODUCED, BAD_CONSUMED = 0, 1, 2, 3, 4, 8, 9
 NO_EVENTS_PERIOD, OUTSIDE_PERIOD = -2, -1
 U64 = (1 << 64) - 1
 BIG, SMALL = np.iinfo(np.int64).max, np.iinfo(np.int64).min
@@ -94,7 +95,8 @@ def aggregate(produced_df, consumed_df, bounds: list[int], offset_words: int = 1
     c = consumed_keyed(consumed_df, bounds, offset_words, n_words)
     c = c.groupBy(*CONSUMED_KEY).agg(*[F.expr(x) for x in (*base, "max(generation) AS gmax", *sequence)])
     p = produced_df.selectExpr(_KEY.format(f"CASE WHEN _bad IS NOT NULL THEN {BAD_PRODUCED} WHEN status IS NULL OR "
-                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} ELSE {INFO} END", 0),
+                                           f"status = 'ok' THEN {PRODUCED} WHEN status = 'fail' THEN {FAILED} WHEN "
+                                           f"status = 'unplaced' THEN {UNPLACED} ELSE {INFO} END", 0),
                                f"{hashed('topic')} AS th", f"`offset` >> {shift} AS b", "`offset`", "ts")
     p = p.groupBy("k", "th", "b").agg(*[F.expr(x) for x in base])
     return unpacked(c.unionByName(p, allowMissingColumns=True), masks, nmasks)
@@ -725,6 +727,36 @@ def unacked_rows(consumed, keys):
             .join(w.keys, w.on, "left_semi").select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
 
 
+def unplaced_acks(produced, consumed) -> list[dict]:
+    """The ``unplaced`` acks (acknowledged with no error and no offset: producer_id, seq, topic, partition,
+    acked_at_ms) that nobody consumed as the same (producer_id, seq), each with ``next_ok``: the lowest offset of an
+    ok-acked record of the same producer, topic and partition with a higher seq, where it would have been written
+    (None: none). Asked only when the scan counted unplaced rows (checks.lost_unplaced): their rows are read first
+    (the status pushed down: Parquet skips the row groups whose statistics rule 'unplaced' out), then, behind their
+    keys (a broadcast table, :func:`wanted`), one query: a left anti join on the consumed copies and the lowest
+    later ok offset."""
+    from pyspark.sql import functions as F
+    acks = (produced.rows("status = 'unplaced'", needs=("status",)).where("_bad IS NULL AND status = 'unplaced'")
+            .select("producer_id", "seq", "topic", "partition", "acked_at_ms").toArrow().to_pylist())
+    if not acks:
+        return []
+    keys = [(i, r["producer_id"], r["seq"], r["topic"], r["partition"]) for i, r in enumerate(acks)]
+    placed = [(pid, seq) for _, pid, seq, _, _ in keys if pid is not None and seq is not None]  # others match nothing
+    schema, spark = "id int, kpid string, kseq bigint, kt string, kp int", produced.df.sparkSession
+    copies = wanted(spark, keys, schema, "producer_id = kpid AND seq = kseq",
+                    producer_id=[pid for pid, _ in placed], seq=[(seq, seq) for _, seq in placed])
+    later = wanted(spark, keys, schema, "producer_id = kpid AND topic = kt AND `partition` = kp AND seq > kseq",
+                   producer_id=[pid for pid, _ in placed], seq=[(seq + 1, BIG) for _, seq in placed])
+    by_producer = ("producer_id", "seq")
+    consumed_ids = consumed.rows(copies.cover, by_producer).where("_bad IS NULL").join(copies.keys, copies.on).select("id")
+    next_ok = (produced.rows(later.cover, by_producer).where(OK_ACKED).join(later.keys, later.on)
+               .groupBy("id").agg(F.min("offset").alias("next_ok")))
+    # both answers are small (next_ok: a row a key; consumed_ids: a row a delivery of a key's record): broadcast too
+    got = (copies.keys.join(F.broadcast(consumed_ids), "id", "left_anti").join(F.broadcast(next_ok), "id", "left")
+           .select("id", "next_ok"))
+    return [{**acks[r["id"]], "next_ok": r["next_ok"]} for r in sorted(got.toArrow().to_pylist(), key=lambda r: r["id"])]
+
+
 RANGE_KEYS = "kt string, kp int, lo bigint, hi bigint"
 ON_RANGE = "topic = kt AND `partition` = kp AND `offset` >= lo AND `offset` < hi"
 OK_ACKED = "_bad IS NULL AND (status IS NULL OR status = 'ok')"
@@ -1149,7 +1181,7 @@ def _merge_keyed(keys, d: dict, columns: dict) -> dict:
 
 
 def _sides(side, n, kmin, kmax) -> list[tuple[str, dict]]:
-    """Rows and time range of each side (consumed, produced ok, failed, info, bad input)."""
+    """Rows and time range of each side (consumed, produced ok, failed, info, unplaced, bad input)."""
     r = _reduce({"side": side, "n": n, "kmin": kmin, "kmax": kmax}, ["side"], {"n": "sum", "kmin": "min", "kmax": "max"})
     return [("sides", {"side": s, "n": k, "tmin": None if lo == BIG else lo >> 6, "tmax": None if hi == SMALL else hi >> 6})
             for s, k, lo, hi in zip(*(r[c].tolist() for c in ("side", "n", "kmin", "kmax")))]

@@ -33,8 +33,9 @@ def record_value(producer_id: str, seq: int) -> bytes:
 
 # librdkafka 2.16.0 acknowledged two records without an error and without an offset (offset -1001), both the first to
 # new partitions just added to the topic under a KIP-848 group; neither was ever consumed, though the group drained
-# (docs/rebalance-cost.md, the 10-member experiment). An ack without an offset cannot be placed in its partition, so
-# it is `info`: the analysis can neither count it lost nor delivered, and says how many there are.
+# (docs/rebalance-cost.md, the 10-member experiment). An ack without an offset cannot be placed in its partition: it
+# is `unplaced` (its partition, no offset), which the analysis judges by the producer's next ok record there
+# (the `lost_unplaced` check).
 UNPLACED_ACK = "acknowledged without an offset (delivery report with no error, offset unknown)"
 
 
@@ -46,7 +47,7 @@ class SequencedProducer:
         self.control = ControlFile(control_path(cfg.run_dir, self.producer_id))
         self.log = JsonlLog(Path(cfg.run_dir) / "produced" / f"{self.producer_id}.jsonl")
         self.pending: dict[int, str] = {}  # seq -> topic
-        self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self.counts = {"ok": 0, "fail": 0, "info": 0, "unplaced": 0}
         self.stopping = False
         self.producer = Producer({
             **security_config(),
@@ -65,7 +66,7 @@ class SequencedProducer:
         self.pending.pop(seq, None)
         row = {"topic": msg.topic(), "key": str(seq), "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms()}
         if err is None and msg.offset() is None:  # acknowledged, but where it was written is not said
-            row.update(partition=msg.partition(), offset=None, status="info", error=UNPLACED_ACK)
+            row.update(partition=msg.partition(), offset=None, status="unplaced", error=UNPLACED_ACK)
         elif err is None:
             row.update(partition=msg.partition(), offset=msg.offset(), status="ok")
         else:
@@ -93,7 +94,7 @@ class SequencedProducer:
         self._record_unknown_outcomes()
         self.log.close()
         print(f"producer {self.producer_id}: ok={self.counts['ok']} info={self.counts['info']} "
-              f"fail={self.counts['fail']} unflushed={remaining}", flush=True)
+              f"fail={self.counts['fail']} unplaced={self.counts['unplaced']} unflushed={remaining}", flush=True)
         return 0
 
     def _send(self, seq: int, topic: str) -> None:

@@ -42,6 +42,12 @@ class Run:
                                   "key": None, "producer_id": "p0", "seq": 10**9 + i, "status": status})
         return self
 
+    def produce_unplaced(self, topic, partition, seq, at=0, producer_id="p0"):
+        """An ack without an offset (status `unplaced`, workloads/producer.py): its partition, no offset."""
+        self.produced.append({"topic": topic, "partition": partition, "offset": None, "acked_at_ms": T0 + at,
+                              "key": f"s{seq}", "producer_id": producer_id, "seq": seq, "status": "unplaced"})
+        return self
+
     def consume(self, member, topic, partition, offsets, at, generation=-1, step=1, batch=1):
         """Consume offsets in the given order, one record every `step` ms (`batch` records share a time)."""
         rows = self.consumed.setdefault(member, [])

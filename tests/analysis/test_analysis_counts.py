@@ -14,7 +14,7 @@ def test_counts_are_exact(tmp_path, spark, fmt):
     assert got == {"produced_records": 41, "consumed_rows": 49, "duplicated_offsets": 8,
                    "duplicate_extra_deliveries": 10, "lost_records": 3}
     assert got == oracle(r)
-    assert s["produced_by_status"] == {"ok": 41, "fail": 1, "info": 2}
+    assert s["produced_by_status"] == {"ok": 41, "fail": 1, "info": 2, "unplaced": 0}
     assert s["consumed_unacked"] == 1
     assert s["consumed_distinct"] == 39
     assert s["anomaly_counts"]["duplicate"] == 8 and s["anomaly_counts"]["lost"] == 3
@@ -59,7 +59,8 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
     ran = {k for k, v in s["checks"].items() if v["status"] == "ran"}
     assert ran == {"duplicate", "lost", "lost_within_budget", "unseen", "skip", "backwards", "commit_regression", "commit_ahead",
                    "duplicate_over_budget",
-                   "unhealed_fault", "attribution", "rebalances", "duplicate_write", "stall", "split_ownership", "member_fatal",
+                   "unhealed_fault", "attribution", "rebalances", "duplicate_write", "lost_unplaced", "stall", "split_ownership",
+                   "member_fatal",
                    "unsettled"}
     assert s["rebalances"] == 1
     assert s["faults"][0]["id"] == "pause-1" and s["faults"][0]["anomalies"] == {}
