@@ -85,12 +85,12 @@ class ChaosRun:
 
     def assert_no_loss(self) -> None:
         """Every record the brokers acknowledged was consumed (records inside an at-most-once loss budget
-        are not losses)."""
+        are not losses), those acknowledged without an offset too (`lost_unplaced`)."""
         s = self._analysed()
         self._ran("lost")
-        lost = s["lost_records"]
+        lost = (s["lost_records"] or 0) + (s["anomaly_counts"].get("lost_unplaced") or 0)
         if lost:
-            self._fail(f"{lost} acknowledged record(s) were never consumed", self._of("lost"))
+            self._fail(f"{lost} acknowledged record(s) were never consumed", self._of("lost") + self._of("lost_unplaced"))
 
     def assert_duplicates_within_budget(self) -> None:
         """Every re-delivery is one the commit protocol allows: none is `duplicate_over_budget`."""
@@ -219,6 +219,8 @@ def describe(a: dict) -> str:
     if a.get("offsets"):
         first, last = a["offsets"]
         where = f"{a['topic']}-{a['partition']} offset{'s' if last != first else ''} {first}{'' if last == first else f'-{last}'}"
+    elif a.get("topic") is not None and a.get("partition") is not None:  # a record with no offset (lost_unplaced)
+        where = f"{a['topic']}-{a['partition']}" + (f", {a['producer_id']} seq {a['seq']}" if a.get("producer_id") else "")
     else:
         where = f"{a['count']} case(s)"
     who = f", members {', '.join(a['members'])}" if a.get("members") else ""

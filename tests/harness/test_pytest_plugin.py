@@ -64,6 +64,8 @@ def run_of(tmp_path, **over) -> ChaosRun:
 
 LOST = {"type": "lost", "topic": "orders", "partition": 2, "offsets": [10, 12], "count": 3, "members": [],
         "fault_ids": ["broker_freeze-1"]}
+UNPLACED = {"type": "lost_unplaced", "topic": "orders", "partition": 3, "offsets": None, "count": 1, "members": [],
+            "producer_id": "producer-1", "seq": 77, "fault_ids": []}
 OVER = {"type": "duplicate_over_budget", "topic": "orders", "partition": 0, "offsets": [5, 5], "count": 1,
         "members": ["member-1", "member-2"], "reason": "inside one ownership", "fault_ids": []}
 STALL = {"type": "stall", "topic": "orders", "partition": 1, "offsets": [40, 40], "count": 1, "members": ["member-2"],
@@ -85,6 +87,8 @@ def test_helpers_pass_on_a_clean_run(tmp_path):
 @pytest.mark.parametrize("over, call, said", [
     ({"lost_records": 3, "anomalies": [LOST]}, lambda r: r.assert_no_loss(),
      ["3 acknowledged record(s) were never consumed", "lost: orders-2 offsets 10-12, during broker_freeze-1"]),
+    ({"anomaly_counts": {"lost_unplaced": 1}, "anomalies": [UNPLACED]}, lambda r: r.assert_no_loss(),
+     ["1 acknowledged record(s) were never consumed", "lost_unplaced: orders-3, producer-1 seq 77"]),
     ({"anomaly_counts": {"duplicate_over_budget": 1}, "duplicate_extra_deliveries": 7, "anomalies": [OVER]},
      lambda r: r.assert_duplicates_within_budget(),
      ["1 re-delivered record(s) over the commit budget (7 re-deliveries in all)",
