@@ -76,7 +76,9 @@ def read_request(frame: bytes) -> tuple[RequestHeader, object]:
 
 def request_facts(frame: bytes) -> dict:
     """What a group request says about its member, for the record of a rule hit: member_id, group_instance_id,
-    and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat). Empty when kio cannot read it."""
+    and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat), and for a ConsumerGroupHeartbeat
+    how many partitions it says it owns (``owned``; None: a partial request, unchanged since the last). Empty when
+    kio cannot read it."""
     try:
         _, request = read_request(frame)
     except Exception:
@@ -88,6 +90,9 @@ def request_facts(frame: bytes) -> dict:
         value = getattr(request, name, None)
         if value is not None:
             facts[key] = value if isinstance(value, str) else int(value)
+    if type(request).__name__ == "ConsumerGroupHeartbeatRequest":  # its owned partitions: null when unchanged (partial)
+        owned = getattr(request, "topic_partitions", None)
+        facts["owned"] = None if owned is None else sum(len(t.partitions) for t in owned)
     return facts
 
 

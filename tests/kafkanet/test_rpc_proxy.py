@@ -252,8 +252,9 @@ def test_an_observe_rule_records_the_request_and_lets_the_acting_rule_act_too(pr
     assert seen == [{"member_id": "m1", "generation": 5}] * 2
 
 
-def test_request_facts_read_a_kip_848_heartbeats_member_epoch():
-    from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+def test_request_facts_read_a_kip_848_heartbeats_member_epoch_and_whether_it_says_what_it_owns():
+    import uuid
+    from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest, TopicPartitions
     from kio.serial import entity_writer
     from datetime import timedelta
     from kio.static.primitive import i32, i32Timedelta
@@ -263,7 +264,13 @@ def test_request_facts_read_a_kip_848_heartbeats_member_epoch():
         group_id="g", member_id="m-1", member_epoch=i32(0), instance_id=None, rack_id=None, rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
         subscribed_topic_names=None, server_assignor=None, topic_partitions=None))
     payload = request(68, 0, 3, "member-2", body.getvalue(), flexible=True)[4:]
-    assert request_facts(payload) == {"member_id": "m-1", "generation": 0}
+    assert request_facts(payload) == {"member_id": "m-1", "generation": 0, "owned": None}  # partial: owned unchanged
+    full = io.BytesIO()
+    entity_writer(ConsumerGroupHeartbeatRequest)(full, ConsumerGroupHeartbeatRequest(
+        group_id="g", member_id="m-1", member_epoch=i32(5), instance_id=None, rack_id=None, rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)),
+        subscribed_topic_names=None, server_assignor=None,
+        topic_partitions=(TopicPartitions(topic_id=uuid.uuid4(), partitions=(i32(1), i32(2))),)))
+    assert request_facts(request(68, 0, 4, "member-2", full.getvalue(), flexible=True)[4:])["owned"] == 2
     assert request_facts(b"\x00\x0c\x00\x04\x00\x00\x00\x01\xff\xff\x00garbage") == {}
 
 
