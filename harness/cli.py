@@ -138,9 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--out", type=Path, default=None, help="the sweep's folder (default: sweeps/<name>); an "
                        "existing one of the same sweep is resumed")
     sweep.add_argument("--list", action="store_true", help="list the cells (and which are finished in --out), run nothing")
-    sweep.add_argument("--refigure", action="store_true", help="measure the finished cells in --out again from their run "
-                       "directories (no cluster; each cell's analysis again: the figures added since they ran), run "
-                       "no cell")
+    sweep.add_argument("--refigure", action="store_true", help="run no cell: measure again, from their run directories "
+                       "and with no cluster, the finished cells in --out whose rows lack a figure the sweep now gives "
+                       "(cells measured before the analysis gained it)")
     sweep.set_defaults(handler=cmd_sweep)
 
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service",

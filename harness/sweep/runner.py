@@ -52,18 +52,21 @@ def run_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
 
 
 def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
-    """Measure every finished cell again from its run directory, with no cluster: the figures the analysis has gained
-    since the cell ran (a cell that ran before coordinator.log existed gets it from the brokers' logs its run kept).
-    Each cell's new row is appended (the latest row of a cell is its row); returns every row."""
+    """Measure again, from its run directory and with no cluster, every finished cell whose row lacks a figure the
+    sweep now gives (outputs.METRICS): a cell measured before the analysis gained it. A cell that ran before
+    coordinator.log existed gets it from the brokers' logs its run kept. Each cell's new row is appended (the latest
+    row of a cell is its row); returns every row."""
     import json
     from analysis.spark import get_session
     from harness import coordinator_log
-    from harness.sweep.outputs import write_outputs
+    from harness.sweep.outputs import METRICS, write_outputs
     folder = SweepDir(out)
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}
     spark = get_session()
-    todo = [row for row in done.values() if row.get("run_dir") and Path(row["run_dir"]).is_dir() and row["cell"] in cells]
+    todo = [row for row in done.values() if row.get("run_dir") and Path(row["run_dir"]).is_dir() and row["cell"] in cells
+            and row["status"] != "failed" and any(metric not in row for metric in METRICS)]
+    say(f"sweep {spec.name}: {len(todo)} of {len(done)} finished cells lack a figure; measuring them again")
     for i, row in enumerate(todo):
         run_dir = Path(row["run_dir"])
         say(f"sweep refigure {i + 1} of {len(todo)}: {row['cell']}")

@@ -1,6 +1,6 @@
 """Issue 40: `kafka-chaos sweep` as a user runs it: killed mid-cell (SIGTERM, as CI's time-out or a user's ^C), it
 removes its cluster and keeps every finished cell; run again on the same folder, it resumes with the cell it was
-killed in and writes its tables, plots and page; `--refigure` measures the finished cells again without a cluster."""
+killed in and writes its tables, plots and page; `--refigure` measures a cell that lacks a figure again, without a cluster."""
 import csv
 import json
 import os
@@ -76,16 +76,20 @@ def test_a_sweep_killed_mid_cell_keeps_its_finished_cells_and_resumes_with_the_k
     assert containers_left() == []
     assert second["coordinator_rounds"] >= 1 and second["join_phase_ms"] >= 0 and second["assignment_ms"] >= 0, second
 
-    # --refigure: every finished cell measured again from its run directory, no cluster; a run without its
-    # coordinator.log gets it from the brokers' logs it kept, and the figures come out the same
+    # --refigure: a cell measured before the coordinator's figures existed (its row without them, its run without
+    # coordinator.log) is measured again from its run directory, no cluster, and comes out as measured today
     first_run = Path(json.loads(first_row)["run_dir"])
     (first_run / "coordinator.log").unlink()
+    old = {k: v for k, v in json.loads(first_row).items() if k not in ("coordinator_rounds", "join_phase_ms", "assignment_ms")}
+    with (out / "cells.jsonl").open("a") as rows_file:
+        rows_file.write(json.dumps(old, sort_keys=True) + "\n")
     refigured = subprocess.run(sweep_command(path, out) + ["--refigure"], cwd=ROOT, env=env, capture_output=True,
                                text=True, timeout=600)
     assert refigured.returncode == 0, refigured.stderr[-3000:]
+    assert "1 of 2 finished cells lack a figure" in refigured.stderr
     assert (first_run / "coordinator.log").stat().st_size and containers_left() == []
     rows = [json.loads(line) for line in lines(out / "cells.jsonl")]
-    assert len(rows) == 4 and rows[2:] == rows[:2]  # the same figures, each in a row of its own (the latest counts)
+    assert len(rows) == 4 and rows[3] == rows[0]  # measured again: the same figures as when it ran
     nothing = subprocess.run(sweep_command(path, tmp_path / "none") + ["--refigure"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
     assert nothing.returncode == 2 and "holds no sweep" in nothing.stderr
