@@ -1,0 +1,48 @@
+"""Issue 39: the reproducer of the 500-member KIP-848 finding with three members (scenarios/kip848-lost-assignment.yaml,
+docs/upstream/librdkafka-kip848-lost-assignment.md). librdkafka loses the one heartbeat response that gives a
+released partition to a member at its unchanged epoch, never sends a full heartbeat after the time-out, and never
+fetches the partition; the Java client, its heartbeats timed out the same way, sends a full one and gets it."""
+import pytest
+
+from run_logs import rows
+from scenario_files import catalog
+
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
+
+
+def heartbeats(outcome) -> list[dict]:
+    [observe] = [f for f in rows(outcome.run_dir, "faults") if f["kind"] == "rpc" and f["params"]["action"] == "observe"]
+    return observe["hits"]
+
+
+def delay_healed_at(outcome) -> int:
+    [delay] = [f for f in rows(outcome.run_dir, "faults") if f["kind"] == "rpc" and f["params"]["action"] == "delay"]
+    return delay["healed_at_ms"]
+
+
+def test_librdkafka_never_applies_a_partition_given_in_a_heartbeat_response_it_timed_out(chaos_run):
+    outcome = chaos_run(catalog("kip848-lost-assignment"))
+    assert outcome.errors == [], outcome.errors
+    [stuck] = [a for a in outcome.summary["anomalies"] if a["type"] == "unsettled"]
+    assert stuck["last_described"]["state"] == "STABLE" and stuck["last_described"]["assigned"] == 6, stuck
+    [(partition, owner)] = stuck["coordinator_owner"].items()
+    assert owner == "member-3" and stuck["last_owner"][partition] == "member-2", stuck  # revoked by member-2
+    assigned = [e for e in rows(outcome.run_dir / "events") if e["member"] == "member-3" and e["kind"] == "assigned"
+                and partition in e["partitions"] and e["ts_ms"] < stuck["time_ms"][1]]
+    assert assigned == [], assigned  # the coordinator's owner never applied it
+    after = [h for h in heartbeats(outcome) if h["at_ms"] > delay_healed_at(outcome)]
+    assert after and all(h["owned"] is None for h in after), after  # partial: librdkafka never sent a full one
+
+
+def test_the_java_client_sends_a_full_heartbeat_after_a_time_out_and_gets_the_partition(chaos_run):
+    outcome = chaos_run(catalog("kip848-lost-assignment", client="java-member", config={"request.timeout.ms": 1000}))
+    assert outcome.errors == [] and outcome.drained, outcome.errors
+    assert outcome.summary["valid"] is True and outcome.summary["lost_records"] == 0
+    [freeze] = [f for f in rows(outcome.run_dir, "faults") if f["kind"] == "member_freeze"]
+    woke, healed = freeze["healed_at_ms"], delay_healed_at(outcome)
+    events = rows(outcome.run_dir / "events")
+    released = {p for e in events if e["member"] == "member-2" and e["kind"] == "revoked" and woke <= e["ts_ms"] <= healed
+                for p in e["partitions"]}
+    got = {p for e in events if e["member"] == "member-3" and e["kind"] == "assigned" and woke <= e["ts_ms"] <= healed + 10_000
+           for p in e["partitions"]}
+    assert released and released <= got, (released, got)  # what member-2 released on waking reached member-3
