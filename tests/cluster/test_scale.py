@@ -19,8 +19,10 @@ KNOWN_FINDINGS = {
     "librdkafka-500-classic": "librdkafka#4629 (PR 5014): after the crashed member's return the group stays in "
                               "CompletingRebalance while its leader computes the cooperative-sticky assignment",
     "librdkafka-500-consumer": "under KIP-848 one partition stayed assigned on the coordinator to a member that never "
-                               "applied it, in a stable group (the unsettled anomaly's coordinator_owner names it; "
-                               "likely a heartbeat response lost to librdkafka's request time-out, no upstream report)",
+                               "applied it, in a stable group (the unsettled anomaly's coordinator_owner names it): "
+                               "librdkafka timed out the one heartbeat response that gave it the partition at an "
+                               "unchanged epoch and sent no full heartbeat after it; reproduced with 3 members "
+                               "(scenarios/kip848-lost-assignment.yaml), docs/upstream/librdkafka-kip848-lost-assignment.md",
 }
 
 
