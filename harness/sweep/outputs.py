@@ -77,8 +77,9 @@ def _range(point: dict, metric: str) -> str:
     if median is None:
         return "–"
     low, high = point[f"{metric}_min"] / scale, point[f"{metric}_max"] / scale
-    spread = "" if low == high else f" [{low:.3g}–{high:.3g}]"
-    return f"{median / scale:.3g}{spread}"
+    shown = (lambda v: f"{v:,.0f}") if unit == "ms" else (lambda v: f"{v:.3g}")  # noqa: E731
+    spread = "" if low == high else f" [{shown(low)}–{shown(high)}]"
+    return f"{shown(median / scale)}{spread}"
 
 
 def markdown(points: list[dict]) -> str:

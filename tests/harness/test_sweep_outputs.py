@@ -7,7 +7,7 @@ def row(style, repeat, status="ok", stable=None, members=10):
     return {"cell": f"c-{style}-{members}-{repeat}", "client": "librdkafka", "partitions_per_member": 4, "style": style,
             "trigger": "join", "members": members, "repeat": repeat, "status": status, "time_to_stable_ms": stable,
             "unserved_longest_ms": stable, "unserved_partition_s": 1.0, "revoked": 3, "moved": 3, "needed": 3,
-            "latency_rise_p99_ms": 10.0}
+            "latency_rise_p99_ms": 10.0, "join_phase_ms": None if stable is None else stable + 740, "assignment_ms": 41}
 
 
 def test_a_point_is_the_median_of_its_settled_repeats_and_counts_the_unsettled_apart():
@@ -20,6 +20,7 @@ def test_a_point_is_the_median_of_its_settled_repeats_and_counts_the_unsettled_a
     assert (coop["time_to_stable_ms_median"], coop["time_to_stable_ms_min"], coop["time_to_stable_ms_max"]) == (2000, 1000, 3000)
     table = markdown(points)
     assert "| cooperative-sticky | 10 | 2 / 3 | 2 [1–3] |" in table and "| eager-range | 10 | 1 / 1 | 0.8 |" in table
+    assert "| 2,740 [1,740–3,740] | 41 |" in table  # milliseconds as whole numbers
 
 
 def test_a_point_whose_repeats_all_failed_to_settle_has_no_figures():
