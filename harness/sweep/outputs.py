@@ -135,7 +135,8 @@ def page(meta: dict, rows: list[dict], points: list[dict], images: list[str]) ->
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}} img{{max-width:100%}}
 details{{margin-top:1em}}</style></head><body>
 <h1>The cost of a rebalance: sweep {html.escape(meta['name'])}</h1>
-<p>Started {html.escape(meta['started'])} from {html.escape(meta['source'])}. {len(rows)} cells finished.
+<p>Started {html.escape(meta['started'])} from {html.escape(meta['source'])}. {len(rows)} cells finished, in
+{took(rows)}.
 Every cell: {html.escape(settings)}. A cell whose group did not settle within its window or limit is counted
 <em>unsettled</em> and drawn as a cross at the top of its plot; medians are over the settled repeats.</p>
 {pictures}
@@ -144,6 +145,16 @@ Every cell: {html.escape(settings)}. A cell whose group did not settle within it
 {cell_rows}</table></details>
 </body></html>
 """
+
+
+def took(rows: list[dict]) -> str:
+    """The cells' own time (each cell's run, analysis and measure): what the sweep took, its pauses left out."""
+    seconds = sum(r.get("seconds") or 0 for r in rows)
+    by_size: dict[int, float] = {}
+    for r in rows:
+        by_size[r["members"]] = by_size.get(r["members"], 0) + (r.get("seconds") or 0)
+    sizes = ", ".join(f"{m} members {s / 60:.1f} min" for m, s in sorted(by_size.items()))
+    return f"{seconds / 60:.1f} min of cells" + (f" ({sizes})" if sizes else "")
 
 
 def _report(run_dir: str) -> str:

@@ -1,6 +1,6 @@
 """Issue 40: the curve a sweep publishes from its cells: each point the median of its settled repeats with their
 range; an unsettled cell counted and left out of the medians; styles in the grid's order."""
-from harness.sweep.outputs import curve, markdown
+from harness.sweep.outputs import curve, markdown, took
 
 
 def row(style, repeat, status="ok", stable=None, members=10):
@@ -27,3 +27,9 @@ def test_a_point_whose_repeats_all_failed_to_settle_has_no_figures():
     [point] = curve([row("consumer-range", 1, "unsettled", members=500)])
     assert point["settled"] == 0 and point["time_to_stable_ms_median"] is None
     assert "| consumer-range | 500 | 0 / 1 | – |" in markdown([point])
+
+
+def test_the_time_a_sweep_took_is_its_cells_time_by_size():
+    rows = [{**row("eager-range", 1, stable=1), "seconds": 90.0}, {**row("eager-range", 2, stable=1), "seconds": 96.0},
+            {**row("eager-range", 1, stable=1, members=50), "seconds": 120.0}]
+    assert took(rows) == "5.1 min of cells (10 members 3.1 min, 50 members 2.0 min)"
