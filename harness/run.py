@@ -232,6 +232,7 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
     group starts to drain (the CLI starts its analysis service then: the faults are healed, nothing is timed).
     ``source`` (run.json) says what the scenario came from; the trend page keys its series by it."""
     run_id = new_run_id(plan.scenario.name)
+    started = time.time()
     try:
         run_dir = create_run_dir(runs_root, run_id)
     except OSError as exc:  # a file where a folder should be, no permission
@@ -260,7 +261,7 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
         with member_lanes_proxied(cluster, plan) as rpc_proxy:
             _run_on(cluster, plan, run_dir, outcome, phase, schedule, rpc_proxy, on_drain)
         with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
-            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome, plan.group_id)
+            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome, plan.group_id, started)
             if plan.scenario.run.log_format == "parquet":
                 with phase("compact logs"):
                     compact_logs(run_dir)
@@ -273,7 +274,7 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
         raise
     finally:
         if cluster is not None:  # a run that failed before its end
-            _let_go(cluster, own_cluster, run_dir, phase, outcome, plan.group_id)
+            _let_go(cluster, own_cluster, run_dir, phase, outcome, plan.group_id, started)
         write_json(run_dir / "run.json", outcome.to_json())
     return outcome
 
@@ -298,12 +299,13 @@ def refuse_a_cluster_unlike_the_plan(plan: Plan, cluster) -> None:
                             "of their own (disk_full fills one); run the scenario on its own cluster")
 
 
-def _let_go(cluster, own_cluster: bool, run_dir: Path, phase, outcome: RunOutcome, group_id: str) -> None:
-    """The containers' logs into the run directory, and the coordinator's lines about the group (coordinator.log);
+def _let_go(cluster, own_cluster: bool, run_dir: Path, phase, outcome: RunOutcome, group_id: str, started: float) -> None:
+    """The containers' logs from the run's start into the run directory, and the coordinator's lines about the group
+    (coordinator.log);
     the cluster removed if the run started it. Either failing (the Docker engine gone) is a harness error in
     run.json, and the other is still tried."""
     try:
-        cluster.save_logs(run_dir / "logs")
+        cluster.save_logs(run_dir / "logs", since=started)
         coordinator_log.write(run_dir, group_id)
     except Exception as exc:
         outcome.errors.append(f"the brokers' logs could not be saved: {one_line(exc)}")

@@ -209,5 +209,5 @@ class ExternalCluster(BrokerQueries[ExternalBroker]):
                              "client_proxy": b.client_proxy} for b in self.brokers],
                 "client_lanes": list(self.client_lanes), "allow_destructive": self.allow_destructive}
 
-    def save_logs(self, logs_dir: Path) -> None:
+    def save_logs(self, logs_dir: Path, since: float | None = None) -> None:
         """The brokers' logs are the cluster owner's."""

@@ -336,13 +336,16 @@ class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
             "start_s": self.start_s,
         }
 
-    def save_logs(self, logs_dir: Path) -> None:
+    def save_logs(self, logs_dir: Path, since: float | None = None) -> None:
+        """Each container's output into logs_dir; with ``since`` (epoch seconds), only what it wrote from then on: a
+        run on a shared cluster (a sweep's, the pytest fixture's) keeps its own stretch, not every run's before it."""
         logs_dir.mkdir(parents=True, exist_ok=True)
         for name, container in [(b.name, b.container) for b in self.brokers] + [("toxiproxy", self._toxiproxy_container)]:
             if container is None or container._container is None:
                 continue
             try:
-                stdout, stderr = container.get_logs()
-                (logs_dir / f"{name}.log").write_bytes(stdout + stderr)
+                text = container.get_wrapped_container().logs(stdout=True, stderr=True,
+                                                               since=int(since) if since else None)
+                (logs_dir / f"{name}.log").write_bytes(text)
             except docker.errors.APIError:
                 pass
