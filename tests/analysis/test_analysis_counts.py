@@ -61,7 +61,7 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
                    "duplicate_over_budget",
                    "unhealed_fault", "attribution", "rebalances", "duplicate_write", "lost_unplaced", "stall", "split_ownership",
                    "member_fatal",
-                   "unsettled"}
+                   "unsettled", "unapplied_assignment"}
     assert s["rebalances"] == 1
     assert s["faults"][0]["id"] == "pause-1" and s["faults"][0]["anomalies"] == {}
 

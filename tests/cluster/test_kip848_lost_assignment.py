@@ -30,6 +30,8 @@ def test_librdkafka_never_applies_a_partition_given_in_a_heartbeat_response_it_t
     assigned = [e for e in rows(outcome.run_dir / "events") if e["member"] == "member-3" and e["kind"] == "assigned"
                 and partition in e["partitions"] and e["ts_ms"] < stuck["time_ms"][1]]
     assert assigned == [], assigned  # the coordinator's owner never applied it
+    [unapplied] = [a for a in outcome.summary["anomalies"] if a["type"] == "unapplied_assignment"]
+    assert unapplied["members"] == ["member-3"] and f"{unapplied['topic']}:{unapplied['partition']}" == partition
     after = [h for h in heartbeats(outcome) if h["at_ms"] > delay_healed_at(outcome)]
     assert after and all(h["owned"] is None for h in after), after  # partial: librdkafka never sent a full one
 
@@ -38,6 +40,7 @@ def test_the_java_client_sends_a_full_heartbeat_after_a_time_out_and_gets_the_pa
     outcome = chaos_run(catalog("kip848-lost-assignment", client="java-member", config={"request.timeout.ms": 1000}))
     assert outcome.errors == [] and outcome.drained, outcome.errors
     assert outcome.summary["valid"] is True and outcome.summary["lost_records"] == 0
+    assert outcome.summary["anomaly_counts"]["unapplied_assignment"] == 0
     [freeze] = [f for f in rows(outcome.run_dir, "faults") if f["kind"] == "member_freeze"]
     woke, healed = freeze["healed_at_ms"], delay_healed_at(outcome)
     events = rows(outcome.run_dir / "events")
