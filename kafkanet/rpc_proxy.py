@@ -83,7 +83,7 @@ def request_facts(frame: bytes) -> dict:
         _, request = read_request(frame)
     except Exception:
         return {}
-    facts = {}
+    facts: dict[str, str | int | None] = {}
     for name, key in (("member_id", "member_id"), ("group_instance_id", "group_instance_id"),
                       ("generation_id", "generation"), ("member_epoch", "generation"),
                       ("generation_id_or_member_epoch", "generation")):  # OffsetCommit v9+
