@@ -27,7 +27,7 @@ class StandInCluster:
     client_lanes: tuple = ()
     logs_saved: int = 0
 
-    def save_logs(self, logs_dir) -> None:
+    def save_logs(self, logs_dir, since=None) -> None:
         self.logs_saved += 1
 
     def __getattr__(self, name):
