@@ -16,6 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from .history import History
+from .rebalance_cost import unserved
 
 MIN_MS = 15_000  # longer than any reconciliation of a live member: a heartbeat or a SyncGroup is answered in ms
 
@@ -43,21 +44,6 @@ def coordinator_stretches(rows: list[dict], end_ms: int) -> dict[tuple[str, str]
     return out
 
 
-def uncovered(stretch: tuple[int, int], owned: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of ``stretch`` no interval of ``owned`` (sorted) covers."""
-    lo, hi = stretch
-    out = []
-    for a, b in owned:
-        if b <= lo or a >= hi:
-            continue
-        if a > lo:
-            out.append((lo, a))
-        lo = max(lo, b)
-    if lo < hi:
-        out.append((lo, hi))
-    return out
-
-
 def unapplied(h: History, end_ms: int) -> list[dict]:
     """Every stretch the coordinator held a live member owned a partition its own events never applied (see the
     module's doc), longest first."""
@@ -73,10 +59,10 @@ def unapplied(h: History, end_ms: int) -> list[dict]:
         times.sort()
     out = []
     for (member, tp), stretches in coordinator_stretches(h.group_states, end_ms).items():
-        mine = sorted(owned.get((member, tp), []))
+        mine = sorted((a, b, member) for a, b in owned.get((member, tp), []))
         times = activity.get(member, [])
         for stretch in stretches:
-            for a, b in uncovered(stretch, mine):
+            for a, b in unserved(mine, *stretch):
                 if b - a < MIN_MS:
                     continue
                 alive = bisect_left(times, a + MIN_MS)
