@@ -30,6 +30,7 @@ from __future__ import annotations
 from . import coordinator_log
 from .figures import rounds
 from .history import Fault, History, Period
+from . import intervals
 
 CHANGE_KINDS = ("assigned", "revoked", "lost")
 
@@ -48,22 +49,6 @@ def served_spans(h: History, stopped: dict[str, int]) -> dict[tuple[str, int], l
     for spans in out.values():
         spans.sort()
     return out
-
-
-def unserved(spans: list[tuple[int, int, str]], lo: int, hi: int) -> list[tuple[int, int]]:
-    """The stretches of [lo, hi) no span covers."""
-    gaps, covered = [], lo
-    for start, end, _ in spans:
-        if end <= covered:
-            continue
-        if start > covered:
-            gaps.append((covered, min(start, hi)))
-        covered = max(covered, end)
-        if covered >= hi:
-            break
-    if covered < hi:
-        gaps.append((covered, hi))
-    return [(a, b) for a, b in gaps if b > a]
 
 
 def owner_at(spans: list[tuple[int, int, str]], ts: int) -> str | None:
@@ -99,7 +84,7 @@ def cost(h: History, fault: Fault, partitions: list[tuple[str, int]], members: i
     stopped = {fault.target: fault.injected_at_ms} if fault.ends_process else {}
     spans = served_spans(h, stopped)
     keys = sorted(set(partitions) | set(spans))
-    gaps = {k: unserved(spans.get(k, []), t0, window_end) for k in keys}
+    gaps = {k: intervals.gaps(spans.get(k, []), t0, window_end) for k in keys}
     changes = [e.ts for e in h.events if e.kind in CHANGE_KINDS and t0 <= e.ts < window_end]
     open_at_end = sum(1 for g in gaps.values() if g and g[-1][1] >= window_end)
     ends = [b for g in gaps.values() for _, b in g]

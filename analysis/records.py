@@ -43,6 +43,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .intervals import gaps_inclusive
+
 # the sides of a row (a produced row's by its status: ok or absent, fail, info, unplaced; contract.STATUSES)
 CONSUMED, PRODUCED, FAILED, INFO, UNPLACED, BAD_PRODUCED, BAD_CONSUMED = 0, 1, 2, 3, 4, 8, 9
 NO_EVENTS_PERIOD, OUTSIDE_PERIOD = -2, -1
@@ -700,20 +702,9 @@ def first_window_pieces(windows: list[DeliveryWindow]) -> list[tuple]:
     for w, t, p, a, b, lo, hi in windows:
         for m in dict.fromkeys((a, b)):
             held = taken.setdefault((t, p, m), [])
-            out += [(w, t, p, m, x, y) for x, y in uncovered(lo, hi, held)]
+            out += [(w, t, p, m, x, y) for x, y in gaps_inclusive(held, lo, hi)]
             held[:] = merged_ranges([*held, (lo, hi)] if lo <= hi else held)
     return out
-
-
-def uncovered(lo: int, hi: int, held: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """The parts of [lo, hi] outside the sorted, disjoint intervals ``held`` (all inclusive)."""
-    out = []
-    for a, z in held:
-        if z >= lo and a <= hi:
-            if a > lo:
-                out.append((lo, a - 1))
-            lo = z + 1
-    return out + [(lo, hi)] if lo <= hi else out
 
 
 def unacked_rows(consumed, keys):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from bisect import bisect_left
 
 from .history import History
-from .rebalance_cost import unserved
+from . import intervals
 
 MIN_MS = 15_000  # longer than any reconciliation of a live member: a heartbeat or a SyncGroup is answered in ms
 
@@ -62,7 +62,7 @@ def unapplied(h: History, end_ms: int) -> list[dict]:
         mine = sorted((a, b, member) for a, b in owned.get((member, tp), []))
         times = activity.get(member, [])
         for stretch in stretches:
-            for a, b in unserved(mine, *stretch):
+            for a, b in intervals.gaps(mine, *stretch):
                 if b - a < MIN_MS:
                     continue
                 alive = bisect_left(times, a + MIN_MS)

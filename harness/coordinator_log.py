@@ -11,17 +11,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from analysis.coordinator_log import STAMP  # a group coordinator's line, and its time: the reader's own rule
+
 FILE = "coordinator.log"
-# a broker's log line: "[2026-11-28 09:52:46,440] INFO [GroupCoordinator id=2 ...] ..." (log4j's default layout)
-STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] ")
-COORDINATOR = "[GroupCoordinator"
 
 
 def group_lines(text: str, group_id: str) -> list[str]:
     """The coordinator's lines of one broker's log that name ``group_id`` (as a whole word: chaos-group-1 is not
     chaos-group-12)."""
     named = re.compile(rf"(?<![\w.-]){re.escape(group_id)}(?![\w.-])")
-    return [line for line in text.splitlines() if COORDINATOR in line and STAMP.match(line) and named.search(line)]
+    return [line for line in text.splitlines() if STAMP.match(line) and named.search(line)]
 
 
 def write(run_dir: Path, group_id: str, logs_dir: str = "logs") -> int | None:
