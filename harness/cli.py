@@ -141,6 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--refigure", action="store_true", help="run no cell: measure again, from their run directories "
                        "and with no cluster, the finished cells in --out whose rows lack a figure the sweep now gives "
                        "(cells measured before the analysis gained it)")
+    sweep.add_argument("--publish", type=Path, default=None, metavar="PAGE",
+                       help="run no cell: copy the curve, CSVs and plots of --out beside PAGE (docs/x.md → docs/x/) and "
+                            "replace PAGE's '<!-- curve: ... -->' ... '<!-- /curve -->' block with the curve's tables")
     sweep.set_defaults(handler=cmd_sweep)
 
     clean = commands.add_parser("clean", help="remove containers and networks left by crashed runs; stop the analysis service",
@@ -325,6 +328,8 @@ def cmd_sweep(args) -> int:
     if args.refigure and not (out / "sweep.json").exists():
         print(f"kafka-chaos sweep: --refigure: {out} holds no sweep to measure again", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args.publish:
+        return _publish_sweep(spec, str(args.sweep_file), out, args.publish)
     if args.list:
         done = SweepDir(out).finished() if (out / "sweep.json").exists() else {}
         for cell in spec.cells():
@@ -339,6 +344,14 @@ def cmd_sweep(args) -> int:
     print(f"sweep: {out / 'index.html'} ({len(rows)} cells: {sum(r['status'] == 'ok' for r in rows)} settled, "
           f"{sum(r['status'] == 'unsettled' for r in rows)} unsettled, {len(failed)} failed)")
     return EXIT_HARNESS_FAILURE if failed else EXIT_OK
+
+
+def _publish_sweep(spec, source: str, out: Path, page: Path) -> int:
+    from harness.sweep.publish import publish, took_line
+    written = publish(spec, source, out, page)  # ScenarioError: exit 2 (main)
+    print(f"sweep: published {out} into {page} and {written[1].parent}/ ({len(written) - 1} files); "
+          f"the finished cells took {took_line(out)}")
+    return EXIT_OK
 
 
 def cmd_gate(args) -> int:

@@ -29,12 +29,7 @@ class SweepDir:
         file since changed, is refused (ScenarioError) and left as it is."""
         meta_path = self.path / SWEEP_FILE
         if meta_path.exists():
-            meta = json.loads(meta_path.read_text())
-            if meta.get("fingerprint") != spec.fingerprint():
-                raise ScenarioError(f"{source}: the sweep in {self.path} was started from a different sweep file "
-                                    f"({meta.get('source')}, fingerprint {meta.get('fingerprint')}, now "
-                                    f"{spec.fingerprint()}); its finished cells are kept there: give --out another "
-                                    "folder, or restore the file it was started with")
+            self.same_sweep(spec, source)
             self._drop_partial_line()
             return self.finished()
         if self.path.exists() and any(self.path.iterdir()):
@@ -44,6 +39,18 @@ class SweepDir:
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "spec": spec.model_dump(mode="json")}
         meta_path.write_text(json.dumps(meta, indent=2) + "\n")
         return {}
+
+    def same_sweep(self, spec: SweepSpec, source: str) -> None:
+        """ScenarioError unless this folder holds a sweep started from ``spec`` as it is now."""
+        meta_path = self.path / SWEEP_FILE
+        if not meta_path.exists():
+            raise ScenarioError(f"--out: {self.path} holds no sweep")
+        meta = json.loads(meta_path.read_text())
+        if meta.get("fingerprint") != spec.fingerprint():
+            raise ScenarioError(f"{source}: the sweep in {self.path} was started from a different sweep file "
+                                f"({meta.get('source')}, fingerprint {meta.get('fingerprint')}, now "
+                                f"{spec.fingerprint()}); its finished cells are kept there: give --out another "
+                                "folder, or restore the file it was started with")
 
     def _drop_partial_line(self) -> None:
         """A sweep killed while it wrote a row leaves half a line: cut it, so the next row starts a line of its own."""

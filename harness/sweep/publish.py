@@ -1,0 +1,45 @@
+"""Publish a sweep's curve into a documentation page: its tables, CSVs and plots copied beside the page, and the
+page's curve block (between ``<!-- curve: SOURCE -->`` and ``<!-- /curve -->``) replaced by the sweep's curve.md.
+The prose around the block is the author's; only the measured tables are rewritten, so the page never quotes a
+table by hand."""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from harness.scenario import ScenarioError
+
+from .outputs import took
+from .spec import SweepSpec
+from .store import SweepDir
+
+BLOCK = re.compile(r"(<!-- curve: [^>]*-->\n).*?(<!-- /curve -->)", re.S)
+COPIED = ("curve.md", "curve.csv", "cells.csv")
+
+
+def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
+    """Copy the sweep in ``out`` into ``page``'s folder (docs/x.md → docs/x/) and rewrite the page's curve block.
+    Returns the files written. ScenarioError (bad input), nothing written: ``out`` is not this sweep's, it has no
+    curve yet, or the page has no block."""
+    SweepDir(out).same_sweep(spec, source)
+    curve = out / "curve.md"
+    if not curve.is_file():
+        raise ScenarioError(f"--out: {out} holds no curve.md yet (no cell finished)")
+    text = page.read_text() if page.is_file() else ""
+    if not BLOCK.search(text):
+        raise ScenarioError(f"--publish: {page} has no '<!-- curve: ... -->' ... '<!-- /curve -->' block to fill")
+    folder = page.with_suffix("")
+    folder.mkdir(exist_ok=True)
+    written = []
+    for source in [out / name for name in COPIED] + sorted(out.glob("*.png")):
+        shutil.copyfile(source, folder / source.name)
+        written.append(folder / source.name)
+    table = curve.read_text().strip("\n")
+    page.write_text(BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1))
+    return [page, *written]
+
+
+def took_line(out: Path) -> str:
+    """What the finished cells took, for the page's prose (the sweep's index.html says the same)."""
+    return took(list(SweepDir(out).finished().values()))
