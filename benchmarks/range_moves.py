@@ -1,10 +1,16 @@
-"""The classic range assignor's moves, computed against measured (issue 40, docs/rebalance-cost.md).
+"""The range assignors' moves, computed against measured (issue 40, docs/rebalance-cost.md).
 
-The range assignor lays the members out in member-id order (a classic member id: its client.id, a dash, a UUID; ours
-are named member-1 … member-N) and gives each a run of partitions, the first (partitions mod members) one more. So
-how many partitions a join or a crash moves follows from the names alone. This prints, for every finished
-eager-range cell of a sweep, the partitions the rule moves and the partitions the sweep measured moving (its
-`moved`: served by another member at the window's end than before the trigger), and says whether they agree.
+A range assignor lays the members out in member-id order and gives each a run of partitions, the first (partitions
+mod members) one more. The classic one (eager-range cells): a classic member id is its client.id, a dash and a UUID,
+and ours are named member-1 … member-N, so how many partitions a join or a crash moves follows from the names
+alone. KIP-848's server-side range assignor (consumer-range cells; KAFKA-16944) does the same over the member ids
+the clients drew (random UUIDs: a dynamic member has no instance id to sort by first); they are read from the
+coordinator's own description (group-states.jsonl's member_ids), before the trigger and once the group is stable
+after it, in the cells sampled since the sampler records them.
+
+This prints, for every such finished cell of a sweep, the partitions the rule moves and the partitions the sweep
+measured moving (its `moved`: served by another member at the window's end than before the trigger), and says
+whether they agree.
 
     .venv/bin/python -m benchmarks.range_moves [--sweep sweeps/published]
 """
@@ -49,11 +55,35 @@ def changed_members(run_dir: Path, members: list[str]) -> tuple[list[str], list[
     return joined, crashed
 
 
-def compare(cell: dict) -> dict:
+def described_ids(run_dir: Path, trigger_ms: int) -> tuple[list[str], list[str]] | None:
+    """KIP-848: the member ids the coordinator listed in its last sample before the trigger and in its first Stable
+    sample with another member set after it; None when the run's samples carry no member ids."""
+    rows = [json.loads(line) for line in (run_dir / "group-states.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if r.get("member_ids")]
+    before = [r for r in rows if r["ts_ms"] < trigger_ms]
+    if not before:
+        return None
+    ids = sorted(before[-1]["member_ids"])
+    after = next((sorted(r["member_ids"]) for r in rows if r["ts_ms"] > trigger_ms and r.get("state") == "Stable"
+                  and sorted(r["member_ids"]) != ids), None)
+    return (ids, after) if after else None
+
+
+def trigger_ms(run_dir: Path) -> int:
+    return json.loads((run_dir / "faults.jsonl").read_text().splitlines()[0])["injected_at_ms"]
+
+
+def compare(cell: dict) -> dict | None:
+    run_dir = Path(cell["run_dir"])
     members = [f"member-{i}" for i in range(1, cell["members"] + 1)]
-    joined, crashed = changed_members(Path(cell["run_dir"]), members)
-    after = [m for m in members if m not in crashed] + joined
-    rule = moved_by_rule(members, after, cell["partitions"])
+    joined, crashed = changed_members(run_dir, members)
+    if cell["style"] == "consumer-range":
+        described = described_ids(run_dir, trigger_ms(run_dir))
+        if described is None:
+            return None
+        rule = moved_by_rule(*described, cell["partitions"])
+    else:
+        rule = moved_by_rule(members, [m for m in members if m not in crashed] + joined, cell["partitions"])
     return {"cell": cell["cell"], "members": cell["members"], "trigger": cell["trigger"], "changed": joined + crashed,
             "moved_by_rule": rule, "moved_measured": cell["moved"], "agree": rule == cell["moved"]}
 
@@ -67,12 +97,14 @@ def main(argv=None) -> int:
     for line in (a.sweep / "cells.jsonl").read_text().splitlines():
         row = json.loads(line)
         latest[row["cell"]] = row
-    cells = [r for r in latest.values() if r["style"] == "eager-range" and r["status"] == "ok"]
-    rows = [compare(r) for r in sorted(cells, key=lambda r: (r["trigger"], r["members"], r["cell"]))]
+    cells = [r for r in latest.values() if r["style"] in ("eager-range", "consumer-range") and r["status"] == "ok"]
+    compared = [compare(r) for r in sorted(cells, key=lambda r: (r["style"], r["trigger"], r["members"], r["cell"]))]
+    rows = [r for r in compared if r]
     for row in rows:
         print(f"{row['cell']:<50} {', '.join(row['changed']):<12} rule {row['moved_by_rule']:>4}  measured "
               f"{row['moved_measured']:>4}  {'agree' if row['agree'] else 'DIFFER'}")
-    print(f"{sum(r['agree'] for r in rows)} of {len(rows)} eager-range cells agree with the range rule")
+    print(f"{sum(r['agree'] for r in rows)} of {len(rows)} range cells agree with the range rule "
+          f"({len(compared) - len(rows)} consumer-range cells sampled before member ids were recorded)")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(rows, indent=2) + "\n")
     return 0 if all(r["agree"] for r in rows) else 1
