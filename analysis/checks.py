@@ -1205,16 +1205,20 @@ def unsettled(x: Facts):
         held = {tp: last_ownership(x.history, tp, row["ts_ms"]) for tp in lag}
         owners = {tp: p.member if p else None for tp, p in held.items()}
         coordinator = coordinator_owners(x.history.group_states, lag, row["ts_ms"])
+        unlisted = unlisted_members(x.history, row["ts_ms"])
         out.append({"type": "unsettled", "topic": None, "partition": None, "offsets": None, "count": 1,
-                    "members": sorted({m for m in [*owners.values(), *coordinator.values()] if m}), "generations": [],
+                    "members": sorted({m for m in [*owners.values(), *coordinator.values(), *unlisted] if m}),
+                    "generations": [],
                     "time_ms": [row["ts_ms"] - row["limit_ms"], row["ts_ms"]], "phase": row.get("phase"),
                     "limit_ms": row["limit_ms"], "expected_members": row.get("expected_members"),
                     "partitions_total": row.get("partitions"), "last_described": row.get("last_described"),
                     "lag": lag, "last_owner": owners,
                     "owned_until": {tp: None if p is None or p.end > row["ts_ms"] else p.end for tp, p in held.items()},
-                    "coordinator_owner": coordinator,
+                    "coordinator_owner": coordinator, "unlisted": unlisted,
                     "reason": ("not stable" if row.get("phase") == "join" else "not caught up") +
-                              f" within {row['limit_ms'] / 1000:g} s"})
+                              f" within {row['limit_ms'] / 1000:g} s" + (
+                                  f"; {', '.join(unlisted)}: started, alive, and not in the group the coordinator "
+                                  "described" if unlisted else "")})
     return CheckResult(out, len(out), {"observed": True})
 
 
@@ -1240,6 +1244,24 @@ def unapplied_assignment(x: Facts):
                     "reason": f"the coordinator held {s['member']} owned {s['partition']} for {held / 1000:.1f} s in a "
                               f"stable group; {s['member']} never applied it"})
     return CheckResult(out, len(out), {"observed": True, "min_ms": unapplied.MIN_MS})
+
+
+ENDED = ("stopped", "crashed", "fenced")
+
+
+def unlisted_members(h: History, at_ms: int) -> list[str]:
+    """The members that had started and not ended by `at_ms` (their own events) and that the coordinator's last
+    description before then did not list (group-states.jsonl's member_ids, client.id = the member's name): a member
+    that never joined, or was dropped. Empty when no sample listed the members."""
+    listed = [r for r in h.group_states or [] if r.get("member_ids") is not None and r["ts_ms"] <= at_ms]
+    if not listed:
+        return []
+    names = set(listed[-1]["member_ids"].values())
+    last: dict[str, str] = {}
+    for e in h.events:
+        if e.ts <= at_ms:
+            last[e.member] = e.kind if e.kind in ENDED or e.kind == "started" else last.get(e.member, "started")
+    return sorted((m for m, kind in last.items() if kind not in ENDED and m not in names))
 
 
 def last_ownership(h: History, tp: str, before_ms: int):
