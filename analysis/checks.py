@@ -21,7 +21,7 @@ from functools import cached_property
 from typing import Callable, NamedTuple
 
 from . import figures, unapplied
-from .history import OPEN, Commit, History, Period, commit_mode, parse_tp, periods_by_key, workload_stop
+from .history import ENDS, OPEN, Commit, History, Period, commit_mode, parse_tp, periods_by_key, workload_stop
 from .records import (LOG_ORDER_NOTE, NO_EVENTS_PERIOD, OUTSIDE_PERIOD, U64, UNPLACED, CommitAsked, DeliveryWindow,
                       OwnershipAsked, Span, Step, merge_spans, shared_runs, side_totals)
 from .records import bits_of as bits
@@ -967,7 +967,7 @@ def assignment_waits(x: Facts) -> list[dict]:
             elif e.kind == "assigned" and since is not None:
                 close(member, since, e.ts, False)
                 since = None
-            elif e.kind in ("stopped", "crashed", "fenced"):
+            elif e.kind in ENDS:
                 since = None
         if since is not None:
             close(member, since, x.observe_end, True)
@@ -1246,9 +1246,6 @@ def unapplied_assignment(x: Facts):
     return CheckResult(out, len(out), {"observed": True, "min_ms": unapplied.MIN_MS})
 
 
-ENDED = ("stopped", "crashed", "fenced")
-
-
 def unlisted_members(h: History, at_ms: int) -> list[str]:
     """The members that had started and not ended by `at_ms` (their own events) and that the coordinator's last
     description before then did not list (group-states.jsonl's member_ids, client.id = the member's name): a member
@@ -1257,11 +1254,13 @@ def unlisted_members(h: History, at_ms: int) -> list[str]:
     if not listed:
         return []
     names = set(listed[-1]["member_ids"].values())
-    last: dict[str, str] = {}
-    for e in h.events:
-        if e.ts <= at_ms:
-            last[e.member] = e.kind if e.kind in ENDED or e.kind == "started" else last.get(e.member, "started")
-    return sorted((m for m, kind in last.items() if kind not in ENDED and m not in names))
+    ended: dict[str, bool] = {}  # member -> whether its last start or end by at_ms was an end
+    for e in (e for e in h.events if e.ts <= at_ms):
+        if e.kind in ENDS or e.kind == "started":
+            ended[e.member] = e.kind in ENDS
+        else:
+            ended.setdefault(e.member, False)
+    return sorted(m for m, gone in ended.items() if not gone and m not in names)
 
 
 def last_ownership(h: History, tp: str, before_ms: int):

@@ -20,6 +20,7 @@ from .inputs import jsonl_objects, rel
 from .records import EpochRange
 
 OPEN = 2**62  # "still owned at the end of the history"
+ENDS = ("stopped", "crashed", "fenced")  # the events that end a member (its process, or its membership)
 STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
                  "librdkafka_version")
 COMMIT_FACTS = ("requested_at_ms", "commit_id")  # of a commit's events: when it was sent, and which commit it is
@@ -395,7 +396,7 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
                         owned[key] = p
             elif e.kind in ("revoked", "lost"):
                 close(owned.keys() if e.partitions is None else e.partitions, e.ts, e.kind)
-            elif e.kind in ("stopped", "crashed", "fenced"):
+            elif e.kind in ENDS:
                 close(owned.keys(), e.ts, e.kind)
             elif e.kind == "started":
                 close(owned.keys(), e.ts, "restarted")

@@ -32,9 +32,9 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     folder = page.with_suffix("")
     folder.mkdir(exist_ok=True)
     written = []
-    for source in [out / name for name in COPIED] + sorted(out.glob("*.png")):
-        shutil.copyfile(source, folder / source.name)
-        written.append(folder / source.name)
+    for made in [out / name for name in COPIED] + sorted(out.glob("*.png")):
+        shutil.copyfile(made, folder / made.name)
+        written.append(folder / made.name)
     table = curve.read_text().strip("\n")
     page.write_text(BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1))
     return [page, *written]
