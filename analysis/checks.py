@@ -1195,7 +1195,8 @@ def unsettled(x: Facts):
     each lagging partition's last owner (the member whose ownership began last, before then), when that ownership
     ended by the member's own events (`owned_until`: null while it still held it), and who the coordinator said held
     it at the time (`coordinator_owner`, from group-states.jsonl: under KIP-848 a partition can be assigned on the
-    coordinator to a member that never applied it)."""
+    coordinator to a member that never applied it), and the members that started, alive, that the coordinator did not
+    list (`unlisted`), with the group debug log each wrote when its join was overdue (`debug_logs`)."""
     rows = x.history.group
     if rows is None:
         return CheckResult([], 0, {"status": "ran", "observed": False})
@@ -1206,6 +1207,8 @@ def unsettled(x: Facts):
         owners = {tp: p.member if p else None for tp, p in held.items()}
         coordinator = coordinator_owners(x.history.group_states, lag, row["ts_ms"])
         unlisted = unlisted_members(x.history, row["ts_ms"])
+        debug_logs = {e.member: e.facts["debug_log"] for e in x.history.events
+                      if e.kind == "join_overdue" and e.member in unlisted and "debug_log" in e.facts}
         out.append({"type": "unsettled", "topic": None, "partition": None, "offsets": None, "count": 1,
                     "members": sorted({m for m in [*owners.values(), *coordinator.values(), *unlisted] if m}),
                     "generations": [],
@@ -1214,11 +1217,12 @@ def unsettled(x: Facts):
                     "partitions_total": row.get("partitions"), "last_described": row.get("last_described"),
                     "lag": lag, "last_owner": owners,
                     "owned_until": {tp: None if p is None or p.end > row["ts_ms"] else p.end for tp, p in held.items()},
-                    "coordinator_owner": coordinator, "unlisted": unlisted,
+                    "coordinator_owner": coordinator, "unlisted": unlisted, "debug_logs": debug_logs,
                     "reason": ("not stable" if row.get("phase") == "join" else "not caught up") +
                               f" within {row['limit_ms'] / 1000:g} s" + (
                                   f"; {', '.join(unlisted)}: started, alive, and not in the group the coordinator "
-                                  "described" if unlisted else "")})
+                                  "described" if unlisted else "") + (
+                                  f" (its client's group log: {', '.join(debug_logs.values())})" if debug_logs else "")})
     return CheckResult(out, len(out), {"observed": True})
 
 

@@ -14,7 +14,7 @@ from .errors import InputError
 STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info", "unplaced")  # produced status: docs/DESIGN.md, produced/
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed", "fenced",
-               "stopped", "crashed", "error", "admin_call")
+               "stopped", "crashed", "error", "admin_call", "join_overdue")
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
 RECORD_SUFFIXES = (".parquet", ".jsonl")
 EFFECT_FROM = ("inject", "first_hit", "never")  # a fault's window of effect opens at its inject, its first hit, never

@@ -22,8 +22,9 @@ The log's times are the brokers' (log4j, to the millisecond, UTC in the project'
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
 from pathlib import Path
+
+from .broker_logs import log4j_ms
 
 FILE = "coordinator.log"
 STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ \[GroupCoordinator[^\]]*\]:? ")
@@ -56,8 +57,7 @@ def read(run_dir: Path) -> list[tuple[int, str]] | None:
     for line in path.read_text(errors="replace").splitlines():
         m = STAMP.match(line)
         if m:
-            at = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=timezone.utc)
-            out.append((round(at.timestamp() * 1000), LOGGER.sub("", line[m.end():])))
+            out.append((log4j_ms(m.group(1)), LOGGER.sub("", line[m.end():])))
     return out
 
 
@@ -130,6 +130,18 @@ def epochs(lines: list[tuple[int, str]], ids: dict[str, str] | None = None) -> l
     return out
 
 
+def expired(lines: list[tuple[int, str]], names: dict[str, str] | None = None) -> list[dict]:
+    """The members the coordinator removed because their session expired (no heartbeat within session.timeout.ms):
+    classic ``Member M in group G has failed, removing it from the group``, KIP-848 ``Member M fenced from the group
+    because the member session expired``. Each: at_ms, member (named as member_name names it)."""
+    names = names or {}
+    out = []
+    for ts, text in lines:
+        if (m := FAILED.search(text)) or ((m := MEMBER_FENCED.search(text)) and "session expired" in m.group(2)):
+            out.append({"at_ms": ts, "member": member_name(m.group(1), names)})
+    return out
+
+
 def member_names(h) -> dict[str, str]:
     """member id or group.instance.id -> the harness's member name: every member id the sampler saw
     (group-states.jsonl's member_ids give client.ids, which are the members' names), and the members' ``started``
@@ -146,7 +158,8 @@ def summary(h) -> dict | None:
     if h.coordinator is None:
         return None
     names = member_names(h)
-    return {"rounds": rounds(h.coordinator, names), "epochs": epochs(h.coordinator, names), "lines": len(h.coordinator)}
+    return {"rounds": rounds(h.coordinator, names), "epochs": epochs(h.coordinator, names),
+            "expired": expired(h.coordinator, names), "lines": len(h.coordinator)}
 
 
 def in_window(found: dict | None, t0: int, t1: int) -> dict:
@@ -162,3 +175,9 @@ def in_window(found: dict | None, t0: int, t1: int) -> dict:
     assign = [r["sync_ms"] for r in rs if r["sync_ms"] is not None] + [e["assign_ms"] for e in es if e["assign_ms"] is not None]
     return {"coordinator_rounds": len(rs) + len(es), "join_phase_ms": sum(join) if rs else None,
             "assignment_ms": sum(assign) if rs or es else None}
+
+
+def expired_between(found: dict | None, t0: int, t1: int) -> int | None:
+    """How many members' sessions expired in [t0, t1) (a crash's own member's, and any a starved machine let lapse);
+    None where the run has no coordinator.log."""
+    return None if found is None else sum(1 for e in found["expired"] if t0 <= e["at_ms"] < t1)

@@ -27,6 +27,7 @@ COMMIT_FACTS = ("requested_at_ms", "commit_id")  # of a commit's events: when it
 COMMIT_KINDS = ("commit_sent", "committed", "commit_failed")
 END_FACTS = ("error", "fatal", "request", "signal")  # of a `fenced` or `error` event: the error, as the member logged
 # it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not send
+OVERDUE_FACTS = ("debug_log", "waited_ms")  # of `join_overdue`: the member's client debug log, and the wait it passed
 
 
 @dataclass
@@ -126,7 +127,8 @@ class Event:
     offsets: dict[tuple[str, int], int] | None
     detail: str | None
     order: int
-    facts: dict = field(default_factory=dict)  # started: STARTED_FACTS (as text); fenced, error: END_FACTS
+    # started: STARTED_FACTS (as text); fenced, error: END_FACTS; join_overdue: OVERDUE_FACTS
+    facts: dict = field(default_factory=dict)
     role: str = contract.MEMBER_ROLE  # who logged it: a group member, or a process beside the group (admin_probe)
 
 
@@ -253,6 +255,7 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
                 continue
             facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else \
                 {k: obj[k] for k in COMMIT_FACTS if obj.get(k) is not None} if kind in COMMIT_KINDS else \
+                {k: obj[k] for k in OVERDUE_FACTS if obj.get(k) is not None} if kind == "join_overdue" else \
                 {k: obj[k] for k in END_FACTS if obj.get(k) is not None}
             events.append(Event(ts, member, kind, generation, parts, offsets,
                                 None if detail is None else str(detail), order, facts,

@@ -108,7 +108,7 @@ class Sampler(threading.Thread):
 
 
 def scenario(members: int, per_host: int | None, client: str, protocol: str, seconds: int, rate: int,
-             rpc_proxy: bool = False, config: dict | None = None) -> dict:
+             rpc_proxy: bool = False, config: dict | None = None, join_watch: bool = True) -> dict:
     group = {"members": members, "client": client, "protocol": protocol, "config": config or {}}
     if protocol == "classic":
         group |= {"session_timeout_ms": 30_000, "heartbeat_interval_ms": 3000}
@@ -116,7 +116,7 @@ def scenario(members: int, per_host: int | None, client: str, protocol: str, sec
         group["members_per_host"] = per_host
     return {"name": f"bench-hosts-{members}", "topic": {"partitions": 4 * members, "replication_factor": 1},
             "producer": {"records": seconds * rate, "rate": rate}, "consumer_group": group,
-            "analysis": {"enabled": False}, "run": {"log_format": "jsonl", "rpc_proxy": rpc_proxy}}
+            "analysis": {"enabled": False}, "run": {"log_format": "jsonl", "rpc_proxy": rpc_proxy, "join_watch": join_watch}}
 
 
 def measure(data: dict, runs_root: Path) -> dict:
@@ -150,6 +150,7 @@ def measure(data: dict, runs_root: Path) -> dict:
             "threads_per_member": round(max(r["threads"] for r in steady) / members, 1),
             "cpu_pct_per_member": round(100 * cpu / members, 3), "cpu_pct_all": round(100 * cpu, 1),
             "harness_cpu_pct": round(100 * harness_cpu, 1), "cpu_pct_elsewhere": elsewhere, "rpc_proxy": data["run"].get("rpc_proxy", False),
+            "join_watch": data["run"].get("join_watch", True),
             "window_s": round(last["t"] - first["t"]), "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
 
 
@@ -164,18 +165,23 @@ def main(argv=None) -> int:
     ap.add_argument("--hosted-only", action="store_true", help="no one-process-a-member run (more than 32 members)")
     ap.add_argument("--proxy", action="store_true", help="the hosted run again with every member lane through the "
                     "request-aware proxy (what a hosted crash or cut needs): its cost in the harness process")
+    ap.add_argument("--join-watch", action="store_true", help="the hosted run again with run.join_watch false (no "
+                    "librdkafka debug=cgrp lines): what the join watch costs")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a consumer setting of every member (consumer_group.config), e.g. fetch.wait.max.ms=5000")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs/bench-member-hosts"))
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
     a = ap.parse_args(argv)
     config = dict(item.split("=", 1) for item in a.config)
-    cases = ([] if a.hosted_only else [("one process a member", None, False)]) + [(f"hosts of {a.per_host}", a.per_host, False)]
-    cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True)] if a.proxy else []
+    cases = ([] if a.hosted_only else [("one process a member", None, False, True)])
+    cases += [(f"hosts of {a.per_host}", a.per_host, False, True)]
+    cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True, True)] if a.proxy else []
+    cases += [(f"hosts of {a.per_host}, no join watch", a.per_host, False, False)] if a.join_watch else []
     got = {}
-    for label, per_host, proxy in cases:
+    for label, per_host, proxy, watch in cases:
         print(f"== {a.members} {a.client} members ({a.protocol}), {label}", flush=True)
-        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy, config), a.runs_dir)
+        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy, config, watch),
+                             a.runs_dir)
         print(json.dumps(got[label]), flush=True)
     if not a.hosted_only:
         one, hosted = list(got.values())[:2]

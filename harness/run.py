@@ -18,6 +18,7 @@ from faults.context import FaultContext
 from faults.nemesis import Nemesis, Step
 from faults.timeline import FaultTimeline
 from harness.cluster.kafka import ClusterError, KafkaCluster
+from harness.cpu_pressure import Stopwatch
 from harness.group import GroupWatcher
 from harness import coordinator_log
 from harness.group_sampler import GroupSampler
@@ -37,6 +38,7 @@ from workloads.services import (HostControl, HostedMember, WorkloadProcess, admi
                                 host_process, member_process, producer_process, stop_all)
 
 PROGRESS_EVERY_S = 5
+WORKLOAD_PHASE = "workload and faults"  # run.json names the phases by their progress lines
 SCHEDULE_FILE = "schedule.json"
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -51,6 +53,7 @@ def scenario_source(path) -> str:
 class RunOutcome:
     run_dir: Path
     phases: dict[str, float] = field(default_factory=dict)
+    cpu_pressure: dict[str, float | None] = field(default_factory=dict)  # per phase: harness/cpu_pressure.py
     drained: bool = False
     errors: list[str] = field(default_factory=list)     # the harness itself failed (exit 3)
     unsettled: list[str] = field(default_factory=list)  # findings: the group did not settle (harness.settling, exit 1)
@@ -59,27 +62,32 @@ class RunOutcome:
     source: str | None = None   # the scenario file (scenario_source) or the pytest test id that built it
 
     def to_json(self) -> dict:
-        return {"run_dir": str(self.run_dir), "source": self.source, "phases_s": self.phases, "drained": self.drained,
+        return {"run_dir": str(self.run_dir), "source": self.source, "phases_s": self.phases,
+                "cpu_pressure_pct": self.cpu_pressure, "drained": self.drained,
                 "errors": self.errors, "unsettled": self.unsettled, "skipped_faults": self.skipped_faults}
 
 
 @contextmanager
 def timed_phase(outcome: RunOutcome, name: str):
-    """Shows the phase as progress and records its duration in run.json."""
-    started = time.monotonic()
+    """Shows the phase as progress and records in run.json its duration and how starved for CPU the machine was."""
+    started, watch = time.monotonic(), Stopwatch()
     try:
         with progress(name):
             yield
     finally:
         outcome.phases[name] = round(time.monotonic() - started, 2)
+        outcome.cpu_pressure[name] = watch.pct()
 
 
 def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, *, member: str, run_dir: Path,
                   bootstrap: str, instance_id: str | None, host: str | None = None) -> MemberConfig:
     """One member's process config: `settings` its own (the plan's), `release` its client's; a hosted member's
-    names its host and the client settings hosting changes."""
+    names its host and the client settings hosting changes. A librdkafka member not assigned within the group's
+    stable limit writes its client's group debug log (workloads/client_debug.py)."""
+    watched = plan.scenario.run.join_watch and settings.client == "librdkafka"
     return MemberConfig(
         host=host, hosted_settings=hosted_settings(settings.client) if host else {},
+        join_watch_s=stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members)) if watched else None,
         member=member, run_dir=str(run_dir), client=settings.client, release=release, bootstrap_servers=bootstrap,
         group_id=plan.group_id, topics=[t.name for t in plan.topics], pattern=settings.pattern,
         metadata_refresh_ms=settings.metadata_refresh_ms, protocol=settings.protocol, assignor=settings.assignor,
@@ -423,7 +431,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
                     raise ClusterError(f"the group could not be described once in {limit_s:g} s "
                                        f"({watcher.describe_error or 'Kafka could not say'}); see {run_dir / 'logs'}")
                 unsettled(outcome, group_log, watcher, "join", limit_s, len(plan.members))
-        with phase("workload and faults"):
+        with phase(WORKLOAD_PHASE):
             nemesis = nemesis_for(plan, cluster, pool, timeline, topics, schedule, rpc_proxy)
             producer = producer_process(producer_config(plan, run_dir, cluster.lane_bootstrap_servers(plan.producer.lane))).start()
             if probe is not None:

@@ -349,6 +349,10 @@ class RunSpec(Strict):
         500, ge=50, le=60_000, description="how often the harness asks the group's coordinator for the group's state "
         "(state, members, KIP-848 epochs) for the whole run: group-states.jsonl, the report's state band. A state "
         "shorter than this may go unseen (the band infers CompletingRebalance from the members' events)")
+    join_watch: bool = Field(
+        True, description="librdkafka members keep their client's recent group debug lines (debug=cgrp) in memory and "
+        "write them to logs/<member>.cgrp.log if not assigned within stable_timeout_s (workloads/client_debug.py); "
+        "false: no debug lines at all")
 
 
 class AnalysisSpec(Strict):

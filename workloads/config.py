@@ -69,6 +69,8 @@ class MemberConfig:
     subscribed_topics: list[str] | None = None  # only these of `topics` (a member spec's own); None: all of them
     host: str | None = None  # the member host it runs in (HostConfig); None: a process of its own
     hosted_settings: dict = field(default_factory=dict)  # client settings a hosted member changes (harness/hosting.py)
+    join_watch_s: float | None = None  # librdkafka: no assignment this long after subscribing writes its group debug
+    #                                    log (workloads/client_debug.py); the harness passes the group's stable limit
 
 
 @dataclass(frozen=True)

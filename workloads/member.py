@@ -19,6 +19,7 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads import config as workload_config
+from workloads.client_debug import JoinWatch
 from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import JsonlLog, end_event, now_ms, started_facts
@@ -194,6 +195,10 @@ class Member:
         self.processing = Processing(cfg.processing, self.seed)
         self.control = ControlFile(control_path(run_dir, self.name))
         self._override, self._slow = None, None
+        self.join_watch = None  # a user's own `debug` setting goes to stderr as they asked, and no watch
+        if cfg.join_watch_s and "debug" not in settings:
+            self.join_watch = JoinWatch(self.name, run_dir, cfg.join_watch_s)
+            settings.update(self.join_watch.settings())
         self.consumer = Consumer(settings)
 
     def refresh_generation(self) -> int:
@@ -206,6 +211,8 @@ class Member:
 
     # Rebalance callbacks run inside consume(), between batches: the previous batch is already committed.
     def on_assign(self, consumer, partitions) -> None:
+        if self.join_watch is not None:
+            self.join_watch.joined()
         self.refresh_generation()
         self.event("assigned", partitions=partition_names(partitions), member_id=consumer.memberid())
 
@@ -220,8 +227,10 @@ class Member:
         cfg = self.cfg
         # typed facts of the client contract; the analysis reads these fields, detail is for people
         self.event("started", **librdkafka_facts(cfg), detail=f"commit={cfg.commit}")
+        subscribed_s = time.monotonic()
         try:
             while not self.stopping and not self.crashed:
+                self._watch_join(subscribed_s)
                 batch = self.consumer.consume(self.cfg.batch_size, timeout=0.5)
                 records = [m for m in batch if not self._is_error(m)]
                 if records:
@@ -236,6 +245,8 @@ class Member:
             return 3
         finally:
             self.consumed.close()
+            if self.join_watch is not None:
+                self.join_watch.close()
         if self.crashed:
             return 0
         self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
@@ -248,6 +259,12 @@ class Member:
         RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE: no final commit, no LeaveGroup of its own), its logs left as they are."""
         self.events.close()
         self.consumer = None
+
+    def _watch_join(self, subscribed_s: float) -> None:
+        watch = self.join_watch
+        if watch is not None and watch.overdue(subscribed_s, time.monotonic()):
+            self.event("join_overdue", debug_log=str(watch.path.relative_to(self.cfg.run_dir)),
+                       waited_ms=round(watch.watch_s * 1000))
 
     def _end_on(self, error: KafkaError, request: str | None) -> None:
         """The member's last event: the error it ends on, whether the client marked it fatal, and the request that

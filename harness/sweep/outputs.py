@@ -14,6 +14,7 @@ from harness.sweep.spec import STYLES
 from harness.sweep.store import SweepDir
 
 POINT = ("client", "partitions_per_member", "style", "trigger", "members")
+COUNTS = ("cells", "settled", "unsettled", "failed", "strained", "cpu_pressure_pct_median")  # a point's, beside its figures
 # the figures the curve carries, with the unit each is shown in
 METRICS = {
     "time_to_stable_ms": ("time from trigger to stable", "s", 1000),
@@ -26,19 +27,30 @@ METRICS = {
     "join_phase_ms": ("the coordinator's JoinGroup phases (classic)", "ms", 1),
     "assignment_ms": ("computing the assignment: the classic leader's, or the KIP-848 coordinator's", "ms", 1),
 }
+# what the machine was like in a cell's window: members whose session expired (a crash's own member is one), the
+# brokers' slow controller events (analysis/broker_logs.py), the machine's CPU pressure over the workload
+MACHINE = ("sessions_expired", "broker_stalls", "broker_stall_max_ms", "cpu_pressure_pct")
 STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}
 PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
                 "status", "valid", "lost", "duplicates", "time_to_stable_ms", "first_change_ms", "rebalances", "unserved_longest_ms",
                 "unserved_partition_s", "unserved_partitions", "revoked", "moved", "needed", "latency_steady_p99_ms",
                 "latency_window_p99_ms", "latency_window_max_ms", "latency_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
-                "assignment_ms", "seconds", "finding",
+                "assignment_ms", *MACHINE, "seconds", "finding",
                 "error", "run_dir")
 
 
+def strained(row: dict) -> bool:
+    """The machine, not only the trigger, shaped the cell: its brokers logged a slow controller event in the window,
+    or more members' sessions expired than the trigger's own (a crash's member)."""
+    expected = 1 if row.get("trigger") == "crash" else 0
+    return bool(row.get("broker_stalls")) or (row.get("sessions_expired") or 0) > expected
+
+
 def curve(rows: list[dict]) -> list[dict]:
-    """One point a (client, partitions per member, style, trigger, size): cells, how many settled, and for each
-    figure the median, min and max over the settled repeats."""
+    """One point a (client, partitions per member, style, trigger, size): cells, how many settled, how many the
+    machine strained, the median CPU pressure, and for each figure the median, min and max over the settled
+    repeats."""
     points: dict[tuple, list[dict]] = {}
     for row in rows:
         points.setdefault(tuple(row[k] for k in POINT), []).append(row)
@@ -48,7 +60,9 @@ def curve(rows: list[dict]) -> list[dict]:
         ok = [r for r in cells if r["status"] == "ok"]
         point = {**dict(zip(POINT, key)), "cells": len(cells), "settled": len(ok),
                  "unsettled": sum(r["status"] == "unsettled" for r in cells),
-                 "failed": sum(r["status"] == "failed" for r in cells)}
+                 "failed": sum(r["status"] == "failed" for r in cells), "strained": sum(map(strained, cells))}
+        pressure = [r["cpu_pressure_pct"] for r in cells if r.get("cpu_pressure_pct") is not None]
+        point["cpu_pressure_pct_median"] = statistics.median(pressure) if pressure else None
         for metric in METRICS:
             values = [r[metric] for r in ok if r.get(metric) is not None]
             point[f"{metric}_median"] = statistics.median(values) if values else None
@@ -91,15 +105,23 @@ def markdown(points: list[dict]) -> str:
         out += [f"### {client}, {ppm} partitions a member: {trigger}", "",
                 "| style | members | settled / cells | time to stable (s) | longest unserved (s) | unserved "
                 "(partition-s) | revoked | moved | had to move | p99 latency rise (s) | JoinGroup phase (ms) | assignment "
-                "(ms) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "(ms) | machine |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for p in (p for p in points if (p["client"], p["partitions_per_member"], p["trigger"]) == key):
             out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['cells']} | "
                        + " | ".join(_range(p, m) for m in ("time_to_stable_ms", "unserved_longest_ms",
                                                             "unserved_partition_s", "revoked", "moved", "needed",
                                                             "latency_rise_p99_ms", "join_phase_ms", "assignment_ms"))
-                       + " |")
+                       + f" | {_machine(p)} |")
         out.append("")
     return "\n".join(out)
+
+
+def _machine(point: dict) -> str:
+    """The machine column: the median CPU pressure, and how many cells it strained (see strained)."""
+    pressure = point.get("cpu_pressure_pct_median")
+    parts = ([f"CPU {pressure:.0f} %"] if pressure is not None else []) + (
+        [f"strained {point['strained']} / {point['cells']}"] if point.get("strained") else [])
+    return ", ".join(parts) or "–"
 
 
 def _csv(path: Path, rows: list[dict], columns) -> None:
@@ -120,9 +142,9 @@ def _cell(value) -> str:
 def page(meta: dict, rows: list[dict], points: list[dict], images: list[str]) -> str:
     spec = meta["spec"]
     settings = ", ".join(f"{k} {v}" for k, v in spec["cell"].items() if v is not None)
-    head = ("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in POINT + ("cells", "settled", "unsettled", "failed"))
+    head = ("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in POINT + COUNTS)
             + "".join(f"<th>{html.escape(METRICS[m][0])} (median)</th>" for m in METRICS) + "</tr>")
-    body = "".join("<tr>" + "".join(f"<td>{_cell(p[c])}</td>" for c in POINT + ("cells", "settled", "unsettled", "failed"))
+    body = "".join("<tr>" + "".join(f"<td>{_cell(p[c])}</td>" for c in POINT + COUNTS)
                    + "".join(f"<td>{_cell(p[f'{m}_median'])}</td>" for m in METRICS) + "</tr>" for p in points)
     cell_rows = "".join(
         "<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in CELL_COLUMNS[:-1])
@@ -138,7 +160,10 @@ details{{margin-top:1em}}</style></head><body>
 <p>Started {html.escape(meta['started'])} from {html.escape(meta['source'])}. {len(rows)} cells finished, in
 {took(rows)}.
 Every cell: {html.escape(settings)}. A cell whose group did not settle within its window or limit is counted
-<em>unsettled</em> and drawn as a cross at the top of its plot; medians are over the settled repeats.</p>
+<em>unsettled</em> and drawn as a cross at the top of its plot; medians are over the settled repeats. A cell is
+<em>strained</em> when the machine, not only the trigger, shaped it: its brokers logged a slow controller event in
+the window, or more members' sessions expired than the trigger's own; <em>cpu_pressure_pct</em> is the share of the
+workload's time some task waited for a CPU (the whole machine's).</p>
 {pictures}
 <h2>The curve</h2><table>{head}{body}</table>
 <details><summary>Every cell ({len(rows)})</summary><table><tr>{''.join(f'<th>{c}</th>' for c in CELL_COLUMNS)}</tr>

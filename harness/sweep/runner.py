@@ -53,28 +53,33 @@ def run_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
 
 def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     """Measure again, from its run directory and with no cluster, every finished cell whose row lacks a figure the
-    sweep now gives (outputs.METRICS): a cell measured before the analysis gained it. A cell that ran before
-    coordinator.log existed gets it from the brokers' logs its run kept. Each cell's new row is appended (the latest
-    row of a cell is its row); returns every row."""
+    sweep now gives (outputs.METRICS, outputs.MACHINE): a cell measured before the analysis gained it. A cell that
+    ran before coordinator.log existed gets it from the brokers' logs its run kept; one that lacks only figures of
+    its history is measured without Spark (history_figures). Each cell's new row is appended (the latest row of a
+    cell is its row); returns every row."""
     import json
     from analysis.spark import get_session
     from harness import coordinator_log
-    from harness.sweep.outputs import METRICS, write_outputs
+    from harness.sweep.outputs import MACHINE, METRICS, write_outputs
     folder = SweepDir(out)
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}
-    spark = get_session()
+    lacks = lambda row, figures: any(f not in row for f in figures)  # noqa: E731
     todo = [row for row in done.values() if row.get("run_dir") and Path(row["run_dir"]).is_dir() and row["cell"] in cells
-            and row["status"] != "failed" and any(metric not in row for metric in METRICS)]
-    say(f"sweep {spec.name}: {len(todo)} of {len(done)} finished cells lack a figure; measuring them again")
+            and row["status"] != "failed" and lacks(row, (*METRICS, *MACHINE))]
+    spark = get_session() if any(lacks(row, METRICS) for row in todo) else None
+    say(f"sweep {spec.name}: {len(todo)} of {len(done)} finished cells lack a figure; measuring them again"
+        + ("" if spark or not todo else " from their histories, without Spark"))
     for i, row in enumerate(todo):
         run_dir = Path(row["run_dir"])
         say(f"sweep refigure {i + 1} of {len(todo)}: {row['cell']}")
         plan = json.loads((run_dir / "plan.json").read_text())
         if not (run_dir / coordinator_log.FILE).exists():
             coordinator_log.write(run_dir, plan["group_id"])
+        cell, topic = cells[row["cell"]], plan["topics"][0]["name"]
         try:
-            figures = measure(spec, cells[row["cell"]], run_dir, plan["topics"][0]["name"], spark)
+            figures = (measure(spec, cell, run_dir, topic, spark) if lacks(row, METRICS)
+                       else history_figures(spec, cell, run_dir, topic)[0])
         except Exception as exc:  # the row stays as it was measured
             say(f"sweep cell {row['cell']}: not measured again ({one_line(exc)})")
             continue
@@ -153,17 +158,11 @@ def _delete_topics(cluster, names: list[str]) -> None:
 
 
 def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> dict:
-    """The cell's figures: the analysis's verdict and counts, the trigger's cost, the latency around it."""
-    from analysis import analyze, history, latency, rebalance_cost
+    """The cell's figures: the analysis's verdict and counts, the trigger's cost and the machine's state in its
+    window (history_figures), the latency around it."""
+    from analysis import analyze, latency
     summary = analyze(run_dir, spark=spark)
-    h = history.build(run_dir)
-    fault = h.faults[0]
-    window_end = fault.injected_at_ms + round(spec.cell.observe_s * 1000)
-    if cell.trigger == "crash" and fault.healed_at_ms is not None:  # its restart is another rebalance
-        window_end = min(window_end, fault.healed_at_ms)
-    window_end = min(window_end, history.workload_stop(h))
-    final = cell.partitions + (cell.members if cell.trigger == "partitions_add" else 0)
-    figures = rebalance_cost.cost(h, fault, [(topic, p) for p in range(final)], cell.members, window_end)
+    figures, window_end = history_figures(spec, cell, run_dir, topic)
     t0 = figures["trigger_ms"]
     lat = latency.delivery_latency(spark, run_dir, {"steady": (t0 - STEADY_S * 1000, t0), "window": (t0, window_end)})
     steady, window = lat["steady"], lat["window"]
@@ -173,4 +172,29 @@ def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> di
             "latency_window_max_ms": window["max_ms"],
             "latency_rise_p99_ms": None if None in (steady["p99_ms"], window["p99_ms"])
             else round(window["p99_ms"] - steady["p99_ms"], 1)}
+
+
+def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> tuple[dict, int]:
+    """The figures the run directory gives without Spark, and the window's end: the trigger's cost
+    (analysis.rebalance_cost, the coordinator's rounds with it), the brokers' slow controller
+    events and the members whose session expired, in the window and the steady state before it (analysis.broker_logs,
+    analysis.coordinator_log), and the machine's CPU pressure over the workload (run.json)."""
+    import json
+    from analysis import broker_logs, coordinator_log, history, rebalance_cost
+    from harness.run import WORKLOAD_PHASE
+    h = history.build(run_dir)
+    fault = h.faults[0]
+    window_end = fault.injected_at_ms + round(spec.cell.observe_s * 1000)
+    if cell.trigger == "crash" and fault.healed_at_ms is not None:  # its restart is another rebalance
+        window_end = min(window_end, fault.healed_at_ms)
+    window_end = min(window_end, history.workload_stop(h))
+    final = cell.partitions + (cell.members if cell.trigger == "partitions_add" else 0)
+    figures = rebalance_cost.cost(h, fault, [(topic, p) for p in range(final)], cell.members, window_end)
+    # the machine over all the cell measured: the window and the steady state before it (the latency's baseline)
+    since = min(figures["trigger_ms"], fault.injected_at_ms) - STEADY_S * 1000
+    figures |= broker_logs.stalls_in(broker_logs.slow_controller_events(run_dir), since, window_end)
+    figures["sessions_expired"] = coordinator_log.expired_between(coordinator_log.summary(h), since, window_end)
+    run = json.loads((run_dir / "run.json").read_text())
+    figures["cpu_pressure_pct"] = (run.get("cpu_pressure_pct") or {}).get(WORKLOAD_PHASE)
+    return figures, window_end
 

@@ -2,12 +2,9 @@
 import re
 import subprocess
 
-import pytest
-
 from analysis import analyze
 from analysis_runs import Run
-from browser import CHROMIUM, chromium
-
+from browser import chromium, in_chromium
 
 
 def eventful_run(root):
@@ -30,9 +27,7 @@ def eventful_run(root):
     return r
 
 
-@pytest.mark.browser
-@pytest.mark.needs_setup
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+@in_chromium
 def test_report_renders_in_headless_chromium(tmp_path, spark):
     rd = eventful_run(tmp_path / "run").write()
     s = analyze(rd, spark=spark, grace_ms=500)

@@ -97,6 +97,23 @@ def test_the_summary_names_members_from_the_sampler_and_the_window_sums_the_phas
     cost = coordinator_log.in_window(found, start, start + 800)  # the first round, the second (at 700), the epochs (0-1 ms)
     assert cost == {"coordinator_rounds": 2 + 2, "join_phase_ms": 600 + 250, "assignment_ms": 40 + 12}
     assert coordinator_log.in_window(None, 0, 1) == {"coordinator_rounds": None, "join_phase_ms": None, "assignment_ms": None}
+    assert coordinator_log.expired_between(found, start, start + 800) == 0  # member-2's session expired at 900
+    assert coordinator_log.expired_between(found, start, start + 1000) == 1
+    assert coordinator_log.expired_between(None, 0, 1) is None
+
+
+def test_an_expired_session_is_read_from_either_protocols_sentence_and_a_leave_is_not_one(tmp_path):
+    lines = parsed(tmp_path, [
+        line(0, f"Member member-25{U} in group {G} has failed, removing it from the group."),  # classic, Kafka 4.3
+        line(5, f"[GroupId {G}] Member NFeN6ekCQ3WCqCF1mjvO1Q fenced from the group because the member session expired."),
+        line(9, f"[GroupId {G}] Member 8HuPqnIyT42JeDRAvr0WZA left the consumer group."),
+        line(9, f"[GroupId {G}] Member lSYYCHjWQCCy0FJUe0Aimw fenced from the group because it failed to transition "
+                f"from epoch 5 within 30000ms."),  # the rebalance timeout: not a session
+        line(12, f"[GroupId {G}] Member 8HuPqnIyT42JeDRAvr0WZA fenced from the group because its session expired."),  # 3.7's
+    ])
+    found = coordinator_log.expired(lines, {"NFeN6ekCQ3WCqCF1mjvO1Q": "member-7"})
+    assert [e["member"] for e in found] == ["member-25", "member-7", "8HuPqnIyT42JeDRAvr0WZA"]
+    assert found[1]["at_ms"] - found[0]["at_ms"] == 5
 
 
 def test_a_run_without_the_file_has_no_rounds(tmp_path):

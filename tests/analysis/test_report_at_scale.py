@@ -7,11 +7,9 @@ from datetime import datetime, timezone
 import re
 import subprocess
 
-import pytest
-
 from analysis import analyze
 from analysis_runs import T0, Run
-from browser import CHROMIUM, chromium
+from browser import chromium, in_chromium
 
 MEMBERS, PER_MEMBER = 500, 10
 MEASURE = """<script>
@@ -94,9 +92,7 @@ def first_screen(run_dir, tmp_path) -> tuple[dict, str]:
     return json.loads(found.group(1).replace("&quot;", '"')), dom
 
 
-@pytest.mark.browser
-@pytest.mark.needs_setup
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+@in_chromium
 def test_the_first_screen_shows_the_group_not_partition_rows_at_500_members_and_5000_partitions(tmp_path, spark):
     run_dir = big_group(tmp_path / "run").write()
     coordinator_log(run_dir)
@@ -148,9 +144,7 @@ def kip848_group(root) -> Run:
     return r
 
 
-@pytest.mark.browser
-@pytest.mark.needs_setup
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+@in_chromium
 def test_a_kip848_group_of_500_shows_its_epochs_and_folds_each_members_strip(tmp_path, spark):
     run_dir = kip848_group(tmp_path / "run").write()
     summary = analyze(run_dir, spark=spark)

@@ -2,7 +2,6 @@
 their series' last nights marked on the page and listed in trend.json; checks that did not run shown as not run;
 the page in headless Chromium."""
 import json
-import shutil
 import subprocess
 
 import pytest
@@ -12,8 +11,7 @@ from analysis.errors import InputError
 from analysis.trend import collect, outliers, write
 from harness.cli import main as kafka_chaos
 from harness.scenario import load_scenario, unique_names
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from browser import chromium, in_chromium
 
 
 def night(root, day: int, scenario: str, valid=True, lost=0, dups=0, stable_ms=4000, assignor="range", source=None,
@@ -173,14 +171,11 @@ def test_out_on_a_folder_or_a_file_is_bad_input(tmp_path, capsys):
     assert "--out" in err and "is a file" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.browser
-@pytest.mark.needs_setup
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium")
+@in_chromium
 def test_the_trend_page_renders_in_headless_chromium(tmp_path):
     page = tmp_path / "out" / "trend.html"
     assert kafka_chaos(["trend", *map(str, nights(tmp_path / "runs")), "--out", str(page)]) == 0
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-           "--user-data-dir=" + str(tmp_path / "profile"), "--dump-dom", page.resolve().as_uri()]
+    cmd = chromium(tmp_path / "profile", "--dump-dom", page.resolve().as_uri())
     dom = subprocess.run(cmd, capture_output=True, text=True, timeout=120).stdout
     assert 'id="trend"' in dom and dom.count('class="series"') == 2
     static = dom.split('data-source="static-bounce"')[1]

@@ -76,13 +76,18 @@ def test_a_group_not_stable_at_its_join_is_an_anomaly(tmp_path, spark):
     assert s["valid"] is False
 
 
-def test_a_member_that_never_joined_is_named(tmp_path, spark):
+@pytest.mark.parametrize("overdue", [False, True], ids=["no-debug-log", "its-debug-log"])
+def test_a_member_that_never_joined_is_named(tmp_path, spark, overdue):
     """The 200-member sweep cell of 2026-11-28: one hosted librdkafka member started and polled, and the coordinator
     never listed it (199 of 200). The anomaly names it from the coordinator's described member ids (client.id is the
-    member's name); a member that had ended is not named."""
+    member's name); a member that had ended is not named. A librdkafka member not assigned within the group's stable
+    limit writes its client's group debug lines (workloads/client_debug.py) and logs `join_overdue`: the anomaly
+    points at the file."""
     r = caught_up_until(tmp_path / "run")
     r.event("m3", "started", 0, client="librdkafka", protocol="classic", assignor="range", commit="sync")
     r.event("m3", "stopped", 1000)
+    if overdue:
+        r.event("m2", "join_overdue", 2900, debug_log="logs/m2.cgrp.log", waited_ms=2900)
     r.group_state(0, "sampler", interval_ms=500, protocol="classic", api="DescribeGroups v5")
     r.group_state(2500, state="Stable", members=1, assigned=2, member_ids={"m1-5b1e": "m1"}, since=2000)
     rd = r.write()
@@ -91,8 +96,10 @@ def test_a_member_that_never_joined_is_named(tmp_path, spark):
     s = analyze(rd, spark=spark)
     [a] = [a for a in s["anomalies"] if a["type"] == "unsettled"]
     assert a["unlisted"] == ["m2"] and a["members"] == ["m2"]
+    assert a["debug_logs"] == ({"m2": "logs/m2.cgrp.log"} if overdue else {})
     assert a["reason"] == ("not stable within 3 s; m2: started, alive, and not in the group the coordinator "
-                           "described")
+                           "described" + (" (its client's group log: logs/m2.cgrp.log)" if overdue else ""))
+    assert not any("unknown kind" in w for w in s.get("warnings") or []), s.get("warnings")
 
 
 def test_a_settled_group_and_a_run_without_group_jsonl_are_valid(tmp_path, spark):

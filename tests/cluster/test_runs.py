@@ -44,6 +44,11 @@ def test_default_scenario_loses_nothing_and_the_summary_agrees_with_the_logs(cha
     assert fault["kind"] == "broker_freeze" and fault["healed_at_ms"] - fault["injected_at_ms"] >= 11_000
     assert (outcome.run_dir / "report" / "index.html").stat().st_size > 0
     assert (outcome.run_dir / "logs" / f"{fault['target']}.log").read_text().count("INFO") > 10  # brokers really log
+    # its librdkafka members joined in time: none kept its group debug lines (workloads/client_debug.py), and their
+    # process logs carry no debug line (the watch keeps them in memory only)
+    assert list((outcome.run_dir / "logs").glob("*.cgrp.log")) == []
+    member_logs = [p.read_text() for p in (outcome.run_dir / "logs").glob("member-*.log")]
+    assert member_logs and not any("%7|" in text for text in member_logs)
 
 
 def test_sigterm_mid_fault_heals_and_removes_everything(tmp_path):

@@ -90,6 +90,19 @@ def test_a_sweep_killed_mid_cell_keeps_its_finished_cells_and_resumes_with_the_k
     assert (first_run / "coordinator.log").stat().st_size and containers_left() == []
     rows = [json.loads(line) for line in lines(out / "cells.jsonl")]
     assert len(rows) == 4 and rows[3] == rows[0]  # measured again: the same figures as when it ran
+    assert {"sessions_expired", "broker_stalls", "cpu_pressure_pct"} <= rows[0].keys()
+    assert rows[0]["sessions_expired"] == 0 and rows[0]["broker_stalls"] == 0, rows[0]  # a join on a calm machine
+    assert 0 <= rows[0]["cpu_pressure_pct"] <= 100
+
+    # a row that lacks only what its history gives (a cell measured before the machine's figures) needs no Spark
+    older = {k: v for k, v in rows[3].items() if k not in ("sessions_expired", "broker_stalls", "broker_stall_max_ms")}
+    with (out / "cells.jsonl").open("a") as rows_file:
+        rows_file.write(json.dumps(older, sort_keys=True) + "\n")
+    again = subprocess.run(sweep_command(path, out) + ["--refigure"], cwd=ROOT, env=env, capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0 and "1 of 2 finished cells lack a figure" in again.stderr, again.stderr[-3000:]
+    assert "measuring them again from their histories, without Spark" in again.stderr
+    assert json.loads(lines(out / "cells.jsonl")[-1]) == rows[0]
     nothing = subprocess.run(sweep_command(path, tmp_path / "none") + ["--refigure"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
     assert nothing.returncode == 2 and "holds no sweep" in nothing.stderr

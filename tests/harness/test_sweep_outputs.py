@@ -1,6 +1,9 @@
 """Issue 40: the curve a sweep publishes from its cells: each point the median of its settled repeats with their
-range; an unsettled cell counted and left out of the medians; styles in the grid's order."""
-from harness.sweep.outputs import curve, markdown, took
+range; an unsettled cell counted and left out of the medians; styles in the grid's order; the cells the machine
+strained counted, with the median CPU pressure."""
+import pytest
+
+from harness.sweep.outputs import curve, markdown, strained, took
 
 
 def row(style, repeat, status="ok", stable=None, members=10):
@@ -33,3 +36,25 @@ def test_the_time_a_sweep_took_is_its_cells_time_by_size():
     rows = [{**row("eager-range", 1, stable=1), "seconds": 90.0}, {**row("eager-range", 2, stable=1), "seconds": 96.0},
             {**row("eager-range", 1, stable=1, members=50), "seconds": 120.0}]
     assert took(rows) == "5.1 min of cells (10 members 3.1 min, 50 members 2.0 min)"
+
+
+@pytest.mark.parametrize("trigger, expired, stalls, expect", [
+    ("crash", 1, 0, False),   # the crashed member's own session: the trigger's
+    ("crash", 2, 0, True),    # one more: the machine let a live member's session lapse
+    ("join", 1, 0, True),
+    ("join", 0, 3, True),     # the brokers' controller stalled in the window
+    ("join", None, None, False),  # measured before these figures existed: not known, not strained
+])
+def test_a_cell_is_strained_when_more_sessions_expired_than_its_trigger_explains_or_the_brokers_stalled(
+        trigger, expired, stalls, expect):
+    assert strained({"trigger": trigger, "sessions_expired": expired, "broker_stalls": stalls}) is expect
+
+
+def test_a_point_counts_its_strained_cells_and_shows_the_median_cpu_pressure():
+    rows = [{**row("consumer-uniform", r, stable=1000, members=500), "sessions_expired": e, "broker_stalls": 0,
+             "cpu_pressure_pct": p} for r, e, p in ((1, 430, 91.0), (2, 0, 85.5), (3, 0, 88.0))]
+    [point] = curve(rows)
+    assert point["strained"] == 1 and point["cpu_pressure_pct_median"] == 88.0
+    assert markdown([point]).splitlines()[4].endswith("| CPU 88 %, strained 1 / 3 |")
+    [calm] = curve([{**row("eager-range", 1, stable=800), "cpu_pressure_pct": None}])
+    assert markdown([calm]).splitlines()[4].endswith("| 41 | – |")
