@@ -64,8 +64,10 @@ class JoinWatch(logging.Handler):
         return True
 
     def joined(self) -> None:
-        """Assigned: keep no more debug lines (a file already written gets its last line)."""
+        """Assigned: keep no more debug lines (a file already written gets its last line). librdkafka still writes
+        them (its `debug` is fixed at the client's creation), but the logger drops them before any record is made."""
         self.ring = None
+        self.logger.setLevel(logging.INFO)
         if self.file is not None:
             self.file.write(f"# {self.member}: assigned\n")
             self.file.close()
