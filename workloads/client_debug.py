@@ -22,8 +22,10 @@ SYSLOG_LEVEL = {logging.CRITICAL: 2, logging.ERROR: 3, logging.WARNING: 4, loggi
 
 
 def stderr_line(record: logging.LogRecord) -> str:
-    """librdkafka's own stderr format: %level|seconds|FACILITY|client| message."""
-    facility, client, text = record.args
+    """librdkafka's own stderr format: %level|seconds|FACILITY|client| message (confluent-kafka hands over the
+    three parts; anything else is kept as its message says)."""
+    parts = record.args if isinstance(record.args, tuple) and len(record.args) == 3 else ("LOG", "?", record.getMessage())
+    facility, client, text = parts
     return f"%{SYSLOG_LEVEL.get(record.levelno, 6)}|{record.created:.3f}|{facility}|{client}| {text}"
 
 
