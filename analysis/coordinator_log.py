@@ -24,10 +24,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from .broker_logs import STAMP as LOG4J_STAMP
 from .broker_logs import log4j_ms
 
 FILE = "coordinator.log"
-STAMP = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ \[GroupCoordinator[^\]]*\]:? ")
+STAMP = re.compile(LOG4J_STAMP.pattern + r"\w+ \[GroupCoordinator[^\]]*\]:? ")  # a broker line, of the group coordinator
 UUID_TAIL = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 LOGGER = re.compile(r"\s*\((?:org\.apache\.)?kafka\.[\w.$]+\)\s*$")  # log4j's " (the.logging.Class)" at a line's end
 PARTITION = r"(?: \(__consumer_offsets-\d+\))?"  # Kafka 3.x names the offsets partition in the sentence

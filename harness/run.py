@@ -70,12 +70,12 @@ class RunOutcome:
 @contextmanager
 def timed_phase(outcome: RunOutcome, name: str):
     """Shows the phase as progress and records in run.json its duration and how starved for CPU the machine was."""
-    started, watch = time.monotonic(), Stopwatch()
+    watch = Stopwatch()
     try:
         with progress(name):
             yield
     finally:
-        outcome.phases[name] = round(time.monotonic() - started, 2)
+        outcome.phases[name] = round(time.monotonic() - watch.started_s, 2)
         outcome.cpu_pressure[name] = watch.pct()
 
 

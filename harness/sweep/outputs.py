@@ -27,8 +27,9 @@ METRICS = {
     "join_phase_ms": ("the coordinator's JoinGroup phases (classic)", "ms", 1),
     "assignment_ms": ("computing the assignment: the classic leader's, or the KIP-848 coordinator's", "ms", 1),
 }
-# what the machine was like in a cell's window: members whose session expired (a crash's own member is one), the
-# brokers' slow controller events (analysis/broker_logs.py), the machine's CPU pressure over the workload
+# what the machine was like while a cell was measured (its window and the 20 s before it): members whose session
+# expired (a crash's own member is one), the brokers' slow controller events (analysis/broker_logs.py); and the
+# machine's CPU pressure over the workload
 MACHINE = ("sessions_expired", "broker_stalls", "broker_stall_max_ms", "cpu_pressure_pct")
 STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}
 PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
@@ -41,8 +42,8 @@ CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partition
 
 
 def strained(row: dict) -> bool:
-    """The machine, not only the trigger, shaped the cell: its brokers logged a slow controller event in the window,
-    or more members' sessions expired than the trigger's own (a crash's member)."""
+    """The machine, not only the trigger, shaped the cell: its brokers logged a slow controller event in the window or
+    the 20 s before it, or more members' sessions expired then than the trigger's own (a crash's member)."""
     expected = 1 if row.get("trigger") == "crash" else 0
     return bool(row.get("broker_stalls")) or (row.get("sessions_expired") or 0) > expected
 
@@ -162,7 +163,7 @@ details{{margin-top:1em}}</style></head><body>
 Every cell: {html.escape(settings)}. A cell whose group did not settle within its window or limit is counted
 <em>unsettled</em> and drawn as a cross at the top of its plot; medians are over the settled repeats. A cell is
 <em>strained</em> when the machine, not only the trigger, shaped it: its brokers logged a slow controller event in
-the window, or more members' sessions expired than the trigger's own; <em>cpu_pressure_pct</em> is the share of the
+the window or the 20 s before it, or more members' sessions expired then than the trigger's own; <em>cpu_pressure_pct</em> is the share of the
 workload's time some task waited for a CPU (the whole machine's).</p>
 {pictures}
 <h2>The curve</h2><table>{head}{body}</table>

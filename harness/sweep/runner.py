@@ -79,7 +79,7 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
         cell, topic = cells[row["cell"]], plan["topics"][0]["name"]
         try:
             figures = (measure(spec, cell, run_dir, topic, spark) if lacks(row, METRICS)
-                       else history_figures(spec, cell, run_dir, topic)[0])
+                       else history_figures(spec, cell, run_dir, topic))
         except Exception as exc:  # the row stays as it was measured
             say(f"sweep cell {row['cell']}: not measured again ({one_line(exc)})")
             continue
@@ -162,8 +162,8 @@ def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> di
     window (history_figures), the latency around it."""
     from analysis import analyze, latency
     summary = analyze(run_dir, spark=spark)
-    figures, window_end = history_figures(spec, cell, run_dir, topic)
-    t0 = figures["trigger_ms"]
+    figures = history_figures(spec, cell, run_dir, topic)
+    t0, window_end = figures["trigger_ms"], figures["window_end_ms"]
     lat = latency.delivery_latency(spark, run_dir, {"steady": (t0 - STEADY_S * 1000, t0), "window": (t0, window_end)})
     steady, window = lat["steady"], lat["window"]
     return {**figures, "valid": summary.get("valid"), "lost": summary.get("lost_records"),
@@ -174,8 +174,8 @@ def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> di
             else round(window["p99_ms"] - steady["p99_ms"], 1)}
 
 
-def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> tuple[dict, int]:
-    """The figures the run directory gives without Spark, and the window's end: the trigger's cost
+def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> dict:
+    """The figures the run directory gives without Spark: the trigger's cost
     (analysis.rebalance_cost, the coordinator's rounds with it), the brokers' slow controller
     events and the members whose session expired, in the window and the steady state before it (analysis.broker_logs,
     analysis.coordinator_log), and the machine's CPU pressure over the workload (run.json)."""
@@ -196,5 +196,5 @@ def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> t
     figures["sessions_expired"] = coordinator_log.expired_between(coordinator_log.summary(h), since, window_end)
     run = json.loads((run_dir / "run.json").read_text())
     figures["cpu_pressure_pct"] = (run.get("cpu_pressure_pct") or {}).get(WORKLOAD_PHASE)
-    return figures, window_end
+    return figures
 
