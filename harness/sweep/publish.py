@@ -1,7 +1,7 @@
 """Publish a sweep's curve into a documentation page: its tables, CSVs and plots copied beside the page, and the
-page's curve block (between ``<!-- curve: SOURCE -->`` and ``<!-- /curve -->``) replaced by the sweep's curve.md.
-The prose around the block is the author's; only the measured tables are rewritten, so the page never quotes a
-table by hand."""
+page's curve block (between ``<!-- curve: SOURCE -->`` and ``<!-- /curve -->``) replaced by the sweep's curve.md,
+and any compare block rewritten from the curves it names (harness/sweep/compare.py). The prose around the blocks is
+the author's; only the measured tables are rewritten, so the page never quotes a table by hand."""
 from __future__ import annotations
 
 import re
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness.scenario import ScenarioError
 
+from .compare import check, fill
 from .outputs import took
 from .spec import SweepSpec
 from .store import SweepDir
@@ -21,7 +22,7 @@ COPIED = ("curve.md", "curve.csv", "cells.csv")
 def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     """Copy the sweep in ``out`` into ``page``'s folder (docs/x.md → docs/x/) and rewrite the page's curve block.
     Returns the files written. ScenarioError (bad input), nothing written: ``out`` is not this sweep's, it has no
-    curve yet, or the page has no block."""
+    curve yet, the page has no curve block, or a compare block names a curve that is not there."""
     SweepDir(out).same_sweep(spec, source)
     curve = out / "curve.md"
     if not curve.is_file():
@@ -30,13 +31,15 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     if not BLOCK.search(text):
         raise ScenarioError(f"--publish: {page} has no '<!-- curve: ... -->' ... '<!-- /curve -->' block to fill")
     folder = page.with_suffix("")
+    check(page, text, {folder / name for name in COPIED})
     folder.mkdir(exist_ok=True)
     written = []
     for made in [out / name for name in COPIED] + sorted(out.glob("*.png")):
         shutil.copyfile(made, folder / made.name)
         written.append(folder / made.name)
     table = curve.read_text().strip("\n")
-    page.write_text(BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1))
+    text = BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1)
+    page.write_text(fill(page, text))
     return [page, *written]
 
 

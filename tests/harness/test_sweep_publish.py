@@ -66,3 +66,35 @@ def test_a_page_without_the_block_or_a_sweep_without_a_curve_is_refused(tmp_path
                                                                           "triggers": ["join"], "clients": ["librdkafka"]}}))
     assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 2
     assert "was started from a different sweep file" in capsys.readouterr().err
+
+
+CURVE_HEAD = "client,partitions_per_member,style,trigger,members,cells,settled,time_to_stable_ms_median,unserved_longest_ms_median,unserved_partition_s_median,latency_rise_p99_ms_median\n"
+
+
+def test_a_compare_block_is_rewritten_from_the_two_curves_it_names(tmp_path):
+    """The Java page compares itself with librdkafka's: the block names the other page's published curve and its own
+    (copied by this publish), and only the points both hold are compared."""
+    out = sweep_out(tmp_path)
+    (out / "curve.csv").write_text(CURVE_HEAD + "java,4,eager-range,join,10,3,3,2000,1000,3.0,-5\n"
+                                   + "java,4,eager-range,join,50,3,2,,,,\n")
+    docs = tmp_path / "docs"
+    (docs / "other").mkdir(parents=True)
+    (docs / "other" / "curve.csv").write_text(CURVE_HEAD + "librdkafka,4,eager-range,join,10,3,3,1000,1000,6.0,12\n"
+                                              + "librdkafka,4,eager-range,join,500,3,3,9000,9000,90,0\n")
+    page = docs / "cost.md"
+    page.write_text(PAGE + "<!-- compare: other/curve.csv cost/curve.csv -->\nstale\n<!-- /compare -->\n")
+    assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 0
+    block = page.read_text().split("<!-- compare: other/curve.csv cost/curve.csv -->\n")[1]
+    assert "stale" not in block and block.count("| eager-range |") == 1  # 50 (Java only) and 500 (librdkafka only) left out
+    assert "| eager-range | 10 | 3/3 · 3/3 | 1 | 2 | 2× | 1 | 1 | 1× | 6 | 3 | 0.5× | 0.012 | -0.005 |" in block
+    assert "| to stable (s): librdkafka | java | ÷ |" in block
+
+
+def test_a_compare_block_naming_a_missing_curve_is_refused_before_anything_is_written(tmp_path, capsys):
+    out = sweep_out(tmp_path)
+    page = tmp_path / "docs" / "cost.md"
+    page.parent.mkdir()
+    page.write_text(PAGE + "<!-- compare: gone/curve.csv cost/curve.csv -->\n<!-- /compare -->\n")
+    assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 2
+    assert "compare block names gone/curve.csv, which is not there" in capsys.readouterr().err
+    assert not (tmp_path / "docs" / "cost").exists() and "| old | table |" in page.read_text()

@@ -1,0 +1,103 @@
+"""Two published curves side by side, point by point (the Java client's against librdkafka's): a page's compare block,
+``<!-- compare: A/curve.csv B/curve.csv -->`` ... ``<!-- /compare -->`` (the paths relative to the page), is
+rewritten from the two curve.csv files each time the page is published, so the comparison never quotes a figure by
+hand. Only the points both curves hold are compared."""
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from harness.scenario import ScenarioError
+
+from .outputs import METRICS, STYLE_ORDER
+
+BLOCK = re.compile(r"(<!-- compare: (\S+) (\S+) -->\n).*?(<!-- /compare -->)", re.S)
+MATCHED = ("partitions_per_member", "trigger", "style", "members")  # a point's key, less its client
+RATIOS = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s")  # the figures whose ratio means something
+SIDE_BY_SIDE = ("latency_rise_p99_ms",)  # near zero and of either sign: shown, never divided
+HEADS = {"time_to_stable_ms": "to stable (s)", "unserved_longest_ms": "longest unserved (s)",
+         "unserved_partition_s": "unserved (partition-s)", "latency_rise_p99_ms": "p99 latency rise (s)"}
+
+
+def read_curve(path: Path) -> list[dict]:
+    """A curve.csv as the sweep wrote it, its numbers numbers again and its empty cells None."""
+    with path.open(newline="", encoding="utf-8") as source:
+        return [{k: _number(v) for k, v in row.items()} for row in csv.DictReader(source)]
+
+
+def _number(text: str):
+    if text == "":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """b over a; None when either is missing or a is not above zero."""
+    return b / a if a is not None and b is not None and a > 0 else None
+
+
+def compare(a: list[dict], b: list[dict]) -> str:
+    """Markdown: one table a (partitions per member, trigger); a row a style and size both curves hold, with each
+    client's settled repeats and medians, and b's median over a's (÷) for the figures in RATIOS."""
+    name_a, name_b = _client(a), _client(b)
+    by_key = {tuple(p[k] for k in MATCHED): p for p in b}
+    pairs = [(p, by_key[key]) for p in a if (key := tuple(p[k] for k in MATCHED)) in by_key]
+    pairs.sort(key=lambda pair: (pair[0]["partitions_per_member"], pair[0]["trigger"],
+                                 STYLE_ORDER.get(pair[0]["style"], len(STYLE_ORDER)), pair[0]["members"]))
+    out = [f"Each figure the median of a point's settled repeats; ÷ is {name_b}'s over {name_a}'s.", ""] if pairs else []
+    for ppm, trigger in dict.fromkeys((p["partitions_per_member"], p["trigger"]) for p, _ in pairs):
+        head = ["style", "members", f"settled: {name_a} · {name_b}"]
+        for metric in RATIOS + SIDE_BY_SIDE:
+            head += [f"{HEADS[metric]}: {name_a}", name_b] + (["÷"] if metric in RATIOS else [])
+        out += [f"### {ppm} partitions a member: {trigger}", "", "| " + " | ".join(head) + " |",
+                "|" + "---|" * len(head)]
+        for pa, pb in ((pa, pb) for pa, pb in pairs if (pa["partitions_per_member"], pa["trigger"]) == (ppm, trigger)):
+            cells = [pa["style"], str(pa["members"]), f"{pa['settled']}/{pa['cells']} · {pb['settled']}/{pb['cells']}"]
+            for metric in RATIOS + SIDE_BY_SIDE:
+                va, vb = pa.get(f"{metric}_median"), pb.get(f"{metric}_median")
+                cells += [_shown(metric, va), _shown(metric, vb)]
+                if metric in RATIOS:
+                    r = ratio(va, vb)
+                    cells.append("–" if r is None else f"{r:.2g}×")
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out).strip("\n") or "(no point both curves hold)"
+
+
+def _client(curve: list[dict]) -> str:
+    clients = {p["client"] for p in curve}
+    return clients.pop() if len(clients) == 1 else " + ".join(sorted(map(str, clients))) or "?"
+
+
+def _shown(metric: str, value: float | None) -> str:
+    if value is None:
+        return "–"
+    _, unit, scale = METRICS[metric]
+    return f"{value / scale:,.0f}" if unit == "ms" else f"{value / scale:.3g}"
+
+
+def named_curves(page: Path, text: str) -> list[tuple[str, Path]]:
+    """The curves ``text``'s compare blocks name, each as written and as a path."""
+    return [(name, page.parent / name) for match in BLOCK.finditer(text) for name in match.group(2, 3)]
+
+
+def check(page: Path, text: str, written: set[Path] = frozenset()) -> None:
+    """ScenarioError unless every curve a compare block names is there, or among the files about to be ``written``."""
+    coming = {path.resolve() for path in written}
+    for name, path in named_curves(page, text):
+        if not path.is_file() and path.resolve() not in coming:
+            raise ScenarioError(f"--publish: {page}'s compare block names {name}, which is not there ({path})")
+
+
+def fill(page: Path, text: str) -> str:
+    """``text`` (the page's) with every compare block rewritten from the curves it names (see check)."""
+    def table(match: re.Match) -> str:
+        a, b = (read_curve(page.parent / name) for name in match.group(2, 3))
+        return f"{match.group(1)}{compare(a, b)}\n{match.group(4)}"
+    return BLOCK.sub(table, text)
