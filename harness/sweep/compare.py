@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness.scenario import ScenarioError
 
-from .outputs import METRICS, STYLE_ORDER
+from .outputs import STYLE_ORDER, shown
 
 BLOCK = re.compile(r"(<!-- compare: (\S+) (\S+) -->\n).*?(<!-- /compare -->)", re.S)
 MATCHED = ("partitions_per_member", "trigger", "style", "members")  # a point's key, less its client
@@ -61,7 +61,7 @@ def compare(a: list[dict], b: list[dict]) -> str:
             cells = [pa["style"], str(pa["members"]), f"{pa['settled']}/{pa['cells']} · {pb['settled']}/{pb['cells']}"]
             for metric in RATIOS + SIDE_BY_SIDE:
                 va, vb = pa.get(f"{metric}_median"), pb.get(f"{metric}_median")
-                cells += [_shown(metric, va), _shown(metric, vb)]
+                cells += ["–" if v is None else shown(metric, v) for v in (va, vb)]
                 if metric in RATIOS:
                     r = ratio(va, vb)
                     cells.append("–" if r is None else f"{r:.2g}×")
@@ -73,13 +73,6 @@ def compare(a: list[dict], b: list[dict]) -> str:
 def _client(curve: list[dict]) -> str:
     clients = {p["client"] for p in curve}
     return clients.pop() if len(clients) == 1 else " + ".join(sorted(map(str, clients))) or "?"
-
-
-def _shown(metric: str, value: float | None) -> str:
-    if value is None:
-        return "–"
-    _, unit, scale = METRICS[metric]
-    return f"{value / scale:,.0f}" if unit == "ms" else f"{value / scale:.3g}"
 
 
 def named_curves(page: Path, text: str) -> list[tuple[str, Path]]:

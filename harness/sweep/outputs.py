@@ -87,14 +87,18 @@ def write_outputs(folder: SweepDir) -> None:
 
 def _range(point: dict, metric: str) -> str:
     """median [min-max] of a figure, in its unit; "–" when no repeat settled."""
-    _, unit, scale = METRICS[metric]
     median = point[f"{metric}_median"]
     if median is None:
         return "–"
-    low, high = point[f"{metric}_min"] / scale, point[f"{metric}_max"] / scale
-    shown = (lambda v: f"{v:,.0f}") if unit == "ms" else (lambda v: f"{v:.3g}")  # noqa: E731
-    spread = "" if low == high else f" [{shown(low)}–{shown(high)}]"
-    return f"{shown(median / scale)}{spread}"
+    low, high = point[f"{metric}_min"], point[f"{metric}_max"]
+    spread = "" if low == high else f" [{shown(metric, low)}–{shown(metric, high)}]"
+    return f"{shown(metric, median)}{spread}"
+
+
+def shown(metric: str, value: float) -> str:
+    """A figure in its unit: whole milliseconds with thousands separators, anything else to 3 significant digits."""
+    _, unit, scale = METRICS[metric]
+    return f"{value / scale:,.0f}" if unit == "ms" else f"{value / scale:.3g}"
 
 
 def markdown(points: list[dict]) -> str:
