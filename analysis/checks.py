@@ -391,12 +391,12 @@ class LostOffset(NamedTuple):
 
 
 def crashes(h: History) -> dict[str, list[int]]:
-    """member -> times its process was killed (a fault that ends its target's process, or a ``crashed`` event it
-    logged)."""
+    """member -> times its process was killed (a fault that ends its target's process, when it really stopped, or a
+    ``crashed`` event it logged)."""
     out = defaultdict(list)
     for f in h.faults:
         if f.ends_process:
-            out[f.target].append(f.injected_at_ms)
+            out[f.target].append(f.stop_ms)
     for e in h.events:
         if e.kind == "crashed":
             out[e.member].append(e.ts)

@@ -70,6 +70,7 @@ FAULTS = (
     # what the fault is, so that the analysis names no kind (issue 24; a row without them: history.fault_facts)
     Column("ends_process", BOOL), Column("effect_from", STRING, values=EFFECT_FROM), Column("label", STRING),
     Column("group_change", STRING, values=GROUP_CHANGES),
+    Column("stopped_at_ms", INT64),  # a fault that ends a process: when it really stopped (faults/process.py)
 )
 GROUP_KINDS = ("described", "unsettled")
 GROUP = (  # group.jsonl: what the harness saw of the group (harness/settling.py)

@@ -87,6 +87,12 @@ class Fault:
     effect_from: str = "inject"     # inject, first_hit or never (see cause_window)
     label: str = ""                 # what it did, for people
     group_change: str | None = None  # what it changed of the group's members or partitions (contract.GROUP_CHANGES)
+    stopped_at_ms: int | None = None  # ends_process: when its target really stopped (None: not recorded)
+
+    @property
+    def stop_ms(self) -> int:
+        """When the process this fault ends stopped: as recorded, else its injection (a run before the field)."""
+        return self.injected_at_ms if self.stopped_at_ms is None else self.stopped_at_ms
 
     def cause_window(self, open_end: int) -> tuple[int, int] | None:
         """From when to when this fault can have caused what follows (before any grace): inject to heal, or from
@@ -321,12 +327,14 @@ def read_faults(run_dir: Path, warnings: list[str]) -> list[Fault] | None:
             f.params.update(params)
             f.hits = obj.get("hits") or f.hits
             f.expected_fatal = [str(m) for m in obj.get("expected_fatal") or []] or f.expected_fatal
+            f.stopped_at_ms = obj.get("stopped_at_ms", f.stopped_at_ms)
             for k in FAULT_FACTS:
                 if obj.get(k) is not None:
                     setattr(f, k, obj[k])
         else:
             merged[fid] = Fault(fid, kind, target, injected, healed, dict(params), list(obj.get("hits") or []),
-                                [str(m) for m in obj.get("expected_fatal") or []], **fault_facts(obj))
+                                [str(m) for m in obj.get("expected_fatal") or []], **fault_facts(obj),
+                                stopped_at_ms=obj.get("stopped_at_ms"))
     return sorted(merged.values(), key=lambda f: (f.injected_at_ms, f.id))
 
 

@@ -12,14 +12,18 @@ from .records import OK_ACKED
 QUANTILES = (0.5, 0.99)
 
 
-def delivery_latency(spark, run_dir, windows: dict[str, tuple[int, int]]) -> dict[str, dict]:
+def delivery_latency(spark, run_dir, windows: dict[str, tuple[int, int]],
+                     partitions: list[tuple[str, int]] | None = None) -> dict[str, dict]:
     """name -> {records, p50_ms, p99_ms, max_ms} of the records first delivered in [lo, hi) of each named window
-    (records 0 and the rest None when none was)."""
+    (records 0 and the rest None when none was); only those of ``partitions`` (topic, partition) when given."""
     from pyspark.sql import functions as F
     lo = min(a for a, _ in windows.values())
     hi = max(b for _, b in windows.values())
     produced = inputs.load(spark, run_dir, "produced").df.where(OK_ACKED).select("topic", "partition", "offset",
                                                                                    "acked_at_ms")
+    if partitions is not None:
+        chosen = spark.createDataFrame([(t, int(p)) for t, p in partitions], "topic string, partition int")
+        produced = produced.join(F.broadcast(chosen), ["topic", "partition"])
     first = (inputs.load(spark, run_dir, "consumed").df.where("_bad IS NULL")
              .groupBy("topic", "partition", "offset").agg({"consumed_at_ms": "min"})
              .withColumnRenamed("min(consumed_at_ms)", "first_ms")

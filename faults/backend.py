@@ -194,7 +194,7 @@ class HostedMemberHandle(MemberHandle, Protocol):
     def leave_guard(self) -> bool: ...  # whether its crash first keeps its leaves from the brokers (the request-aware proxy)
 
     @property
-    def down_at_ms(self) -> int | None: ...  # when its host said it was down, the last time it was crashed
+    def down_at_ms(self) -> int | None: ...  # when its consumer was destroyed, as its host said, the last time it was crashed
 
     @property
     def sent_while_down(self) -> list[dict]: ...  # what it sent from that guard to its restart (the proxy's record)

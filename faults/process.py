@@ -48,15 +48,19 @@ class MemberCrash(MemberFault):
     destroy sends no LeaveGroup and no leave heartbeat). In a run whose lanes cross the request-aware proxy, its
     leaves are kept from the brokers from just before the crash to the restart, and the row says what it sent:
     `swallowed` (leaves kept, which a killed process could not have sent) and `sent_after_crash` (any request once
-    its host said it was down: no heartbeat, no commit, is what a killed process sends)."""
+    its host said it was down: no heartbeat, no commit, is what a killed process sends). The row's `stopped_at_ms` is
+    when the member really stopped: its process dead, or a hosted member's consumer destroyed as its host says (the
+    host first finishes the member's batch; at 500 members a destroy took over 30 s)."""
     kind = "member_crash"
     ends_process = True
     group_change = "member_ends"  # for the window it is down: its restart at the heal is a new start
 
     def _inject(self) -> None:
-        if is_hosted(self._process):
+        hosted = is_hosted(self._process)
+        if hosted:
             self.note(host=self._process.lane, leave_guard=self._process.leave_guard)
         self._process.kill()
+        self.note(stopped_at_ms=self._process.down_at_ms if hosted else self.timeline.now_ms())
 
     def _heal(self) -> None:
         if not self._process.alive():

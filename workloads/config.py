@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import TypeVar, get_args, get_origin, get_type_hints
 
 ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG"
+# How long a member waits for a batch: librdkafka's consume() time-out, the Java member program's poll (Member.POLL)
+BATCH_WAIT_MS = 500
 T = TypeVar("T")
 
 
@@ -82,7 +84,8 @@ class HostConfig:
     {"crashed": [names], "stopped": [names]}, the members that must be down: crashed as if its process was killed
     (no commit, no leave, nothing more logged), or stopped by a graceful close (a leave). A name taken off both
     lists starts again under the same name. The host answers in control/<host>.ack.json ({"crashed": [...],
-    "stopped": [...], "running": [...]}) once it has done so. SIGTERM stops every member cleanly; SIGSTOP freezes
+    "down_at_ms": {name: ms}, "stopped": [...], "running": [...]}; down_at_ms: when each crashed member's consumer
+    was destroyed) once it has done so. SIGTERM stops every member cleanly; SIGSTOP freezes
     them all (a GC pause of the whole process)."""
     host: str
     run_dir: str

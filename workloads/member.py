@@ -231,7 +231,7 @@ class Member:
         try:
             while not self.stopping and not self.crashed:
                 self._watch_join(subscribed_s)
-                batch = self.consumer.consume(self.cfg.batch_size, timeout=0.5)
+                batch = self.consumer.consume(self.cfg.batch_size, timeout=workload_config.BATCH_WAIT_MS / 1000)
                 records = [m for m in batch if not self._is_error(m)]
                 if records:
                     self._handle(records)

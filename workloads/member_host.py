@@ -22,6 +22,7 @@ from pathlib import Path
 from workloads import config as workload_config
 from workloads.config import HostConfig, MemberConfig
 from workloads.control import ControlFile, host_ack_path, host_control_path, write_atomically
+from workloads.history import now_ms
 from workloads.member import Member
 
 CONTROL_EVERY_S = 0.1
@@ -39,6 +40,7 @@ class MemberThread:
 
     def __init__(self, cfg: MemberConfig) -> None:
         self.cfg, self.exit_code = cfg, None
+        self.destroyed_at_ms: int | None = None  # a crash's real stop: its consumer destroyed
         self.member = Member(cfg)
         self.thread = threading.Thread(target=self._run, name=cfg.member, daemon=True)
 
@@ -52,6 +54,7 @@ class MemberThread:
         finally:
             if self.member.crashed:
                 self.member.abandon()
+                self.destroyed_at_ms = now_ms()
 
     def stop(self) -> None:
         self.member.stopping = True
@@ -71,6 +74,7 @@ class MemberHost:
         self.configs = {m.member: m for m in cfg.members}
         self.members: dict[str, MemberThread] = {}
         self.down: dict[str, str] = {}  # member -> crashed or stopped, as the harness asked
+        self.down_at_ms: dict[str, int] = {}  # a crashed member -> when its consumer was destroyed
         self.acked: dict | None = None
 
     def run(self) -> int:
@@ -101,14 +105,17 @@ class MemberHost:
             (self.members[name].crash if down[name] == "crashed" else self.members[name].stop)()
         for name in going:
             self.members[name].thread.join()
+            if down[name] == "crashed":
+                self.down_at_ms[name] = self.members[name].destroyed_at_ms or now_ms()
         for name in sorted(set(self.down) - set(down)):
             self.members[name] = MemberThread(self.configs[name]).start()
         self.down = down
 
     def _ack(self) -> None:
-        """What is down as asked, and which members' threads run (one that ended on its own error runs no more);
-        written when it changes."""
-        state = {"crashed": sorted(n for n, how in self.down.items() if how == "crashed"),
+        """What is down as asked, when each crashed member's consumer was destroyed, and which members' threads run
+        (one that ended on its own error runs no more); written when it changes."""
+        crashed = sorted(n for n, how in self.down.items() if how == "crashed")
+        state = {"crashed": crashed, "down_at_ms": {n: self.down_at_ms[n] for n in crashed},
                  "stopped": sorted(n for n, how in self.down.items() if how == "stopped"),
                  "running": sorted(n for n, m in self.members.items() if n not in self.down and m.running())}
         if state != self.acked:

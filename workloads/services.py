@@ -247,7 +247,7 @@ class HostedMember:
     host: HostControl
     guard: Callable[[str], object] | None = None  # keeps its leaves from the brokers (the request-aware proxy's cut)
     unguard: Callable[[str], list[dict]] | None = None  # lifts it: what the member sent meanwhile
-    down_at_ms: int | None = None  # when its host said it was down, the last time it was crashed
+    down_at_ms: int | None = None  # when its consumer was destroyed, as its host said, the last time it was crashed
     sent_while_down: list[dict] = field(default_factory=list)  # what it sent from the guard to its restart
 
     @property
@@ -285,9 +285,9 @@ class HostedMember:
         if self.guard is not None:
             self.guard(self.name)
         # the host destroys the consumer before it answers; on a saturated machine (500 members on 2 cores) that
-        # took over 30 s: the row's inject_done_ms says when it was down
+        # took over 30 s: its answer says when the consumer was destroyed (an older host's, when it answered)
         self.host.ask(self.name, "crashed", timeout_s=CRASH_TIMEOUT_S)
-        self.down_at_ms = now_ms()
+        self.down_at_ms = (self.host.state().get("down_at_ms") or {}).get(self.name) or now_ms()
         return None
 
     def freeze(self) -> None:

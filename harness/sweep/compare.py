@@ -10,14 +10,15 @@ from pathlib import Path
 
 from harness.scenario import ScenarioError
 
-from .outputs import STYLE_ORDER, shown
+from .outputs import STYLE_ORDER, figure_text
 
 BLOCK = re.compile(r"(<!-- compare: (\S+) (\S+) -->\n).*?(<!-- /compare -->)", re.S)
 MATCHED = ("partitions_per_member", "trigger", "style", "members")  # a point's key, less its client
 RATIOS = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s")  # the figures whose ratio means something
-SIDE_BY_SIDE = ("latency_rise_p99_ms",)  # near zero and of either sign: shown, never divided
+SIDE_BY_SIDE = ("latency_hit_rise_p99_ms",)  # of either sign, and saturated on a busy machine: shown, never divided
 HEADS = {"time_to_stable_ms": "to stable (s)", "unserved_longest_ms": "longest unserved (s)",
-         "unserved_partition_s": "unserved (partition-s)", "latency_rise_p99_ms": "p99 latency rise (s)"}
+         "unserved_partition_s": "unserved (partition-s)",
+         "latency_hit_rise_p99_ms": "p99 latency rise, moved or unserved partitions (s)"}
 
 
 def read_curve(path: Path) -> list[dict]:
@@ -44,26 +45,27 @@ def ratio(a: float | None, b: float | None) -> float | None:
 
 def compare(a: list[dict], b: list[dict]) -> str:
     """Markdown: one table a (partitions per member, trigger); a row a style and size both curves hold, with each
-    client's settled repeats and medians, and b's median over a's (÷) for the figures in RATIOS."""
+    client's valid repeats and figures (outputs.figure_text: n beside each), and b's median over a's (÷) for the
+    figures in RATIOS where both have a median (outputs.FEW values or more)."""
     name_a, name_b = _client(a), _client(b)
     by_key = {tuple(p[k] for k in MATCHED): p for p in b}
     pairs = [(p, by_key[key]) for p in a if (key := tuple(p[k] for k in MATCHED)) in by_key]
     pairs.sort(key=lambda pair: (pair[0]["partitions_per_member"], pair[0]["trigger"],
                                  STYLE_ORDER.get(pair[0]["style"], len(STYLE_ORDER)), pair[0]["members"]))
-    out = [f"Each figure the median of a point's settled repeats; ÷ is {name_b}'s over {name_a}'s.", ""] if pairs else []
+    out = [f"Each figure over a point's settled and valid repeats, with their count n (the median [range] from 3, "
+           f"the values under 3); ÷ is {name_b}'s median over {name_a}'s.", ""] if pairs else []
     for ppm, trigger in dict.fromkeys((p["partitions_per_member"], p["trigger"]) for p, _ in pairs):
-        head = ["style", "members", f"settled: {name_a} · {name_b}"]
+        head = ["style", "members", f"valid / cells: {name_a} · {name_b}"]
         for metric in RATIOS + SIDE_BY_SIDE:
             head += [f"{HEADS[metric]}: {name_a}", name_b] + (["÷"] if metric in RATIOS else [])
         out += [f"### {ppm} partitions a member: {trigger}", "", "| " + " | ".join(head) + " |",
                 "|" + "---|" * len(head)]
         for pa, pb in ((pa, pb) for pa, pb in pairs if (pa["partitions_per_member"], pa["trigger"]) == (ppm, trigger)):
-            cells = [pa["style"], str(pa["members"]), f"{pa['settled']}/{pa['cells']} · {pb['settled']}/{pb['cells']}"]
+            cells = [pa["style"], str(pa["members"]), f"{pa['valid']}/{pa['cells']} · {pb['valid']}/{pb['cells']}"]
             for metric in RATIOS + SIDE_BY_SIDE:
-                va, vb = pa.get(f"{metric}_median"), pb.get(f"{metric}_median")
-                cells += ["–" if v is None else shown(metric, v) for v in (va, vb)]
+                cells += [figure_text(p, metric) for p in (pa, pb)]
                 if metric in RATIOS:
-                    r = ratio(va, vb)
+                    r = ratio(pa.get(f"{metric}_median"), pb.get(f"{metric}_median"))
                     cells.append("–" if r is None else f"{r:.2g}×")
             out.append("| " + " | ".join(cells) + " |")
         out.append("")

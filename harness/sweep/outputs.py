@@ -1,6 +1,12 @@
 """What a sweep writes from its rows (written again after every cell, so a sweep cut short still has them):
-cells.csv and cells.json (one row a cell), curve.csv (each point of the curve: the median of its repeats, with its
-range), PNG plots, and index.html."""
+cells.csv and cells.json (one row a cell), curve.csv (each point of the curve: its usable repeats' figures),
+PNG plots, and index.html.
+
+A point's figures come from its usable cells only (status ``ok``: settled and valid, analysis.rebalance_cost.status);
+each figure carries n, its values' count. With 3 values or more it is shown as their median [range]; with fewer,
+as the values themselves (a median of two is their mean). A latency figure of a cell whose steady state before the
+trigger was already slow (its p99 above SATURATED_MS, twice the members' batch wait) measures the machine, not the
+trigger: it is counted as saturated and never shown as a number."""
 from __future__ import annotations
 
 import csv
@@ -12,33 +18,53 @@ from pathlib import Path
 from harness.sweep.plots import draw
 from harness.sweep.spec import STYLES
 from harness.sweep.store import SweepDir
+from workloads.config import BATCH_WAIT_MS
 
 POINT = ("client", "partitions_per_member", "style", "trigger", "members")
-COUNTS = ("cells", "settled", "unsettled", "failed", "strained", "cpu_pressure_pct_median")  # a point's, beside its figures
+COUNTS = ("cells", "settled", "valid", "unsettled", "invalid", "failed", "strained",
+          "cpu_pressure_pct_median")  # a point's, beside its figures; valid counts the settled and valid (usable) cells
 # the figures the curve carries, with the unit each is shown in
 METRICS = {
     "time_to_stable_ms": ("time from trigger to stable", "s", 1000),
     "unserved_longest_ms": ("longest time a partition had no live owner", "s", 1000),
     "unserved_partition_s": ("partition-seconds without a live owner", "partition-s", 1),
-    "latency_rise_p99_ms": ("rise of p99 end-to-end latency in the window", "s", 1000),
+    "latency_hit_rise_p99_ms": ("rise of p99 end-to-end latency on the partitions moved or unserved", "s", 1000),
+    "latency_rise_p99_ms": ("rise of p99 end-to-end latency over every partition", "s", 1000),
     "revoked": ("partitions revoked", "partitions", 1),
     "moved": ("partitions moved", "partitions", 1),
     "needed": ("partitions that had to move", "partitions", 1),
     "join_phase_ms": ("the coordinator's JoinGroup phases (classic)", "ms", 1),
     "assignment_ms": ("computing the assignment: the classic leader's, or the KIP-848 coordinator's", "ms", 1),
 }
+SATURATED_MS = 2 * BATCH_WAIT_MS  # a steady-state p99 above it: the members were already behind before the trigger
+BASELINE = {"latency_hit_rise_p99_ms": "latency_hit_steady_p99_ms", "latency_rise_p99_ms": "latency_steady_p99_ms"}
+FEW = 3  # under this many values a figure is shown as its values, not as a median and a range
 # what the machine was like while a cell was measured (its window and the 20 s before it): members whose session
 # expired (a crash's own member is one), the brokers' slow controller events (analysis/broker_logs.py); and the
 # machine's CPU pressure over the workload
 MACHINE = ("sessions_expired", "broker_stalls", "broker_stall_max_ms", "cpu_pressure_pct")
 STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}
-PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_rise_p99_ms")
+PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_hit_rise_p99_ms")
+TABLED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "revoked", "moved", "needed",
+          "latency_hit_rise_p99_ms", "latency_rise_p99_ms", "join_phase_ms", "assignment_ms")
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
-                "status", "valid", "lost", "duplicates", "time_to_stable_ms", "first_change_ms", "rebalances", "unserved_longest_ms",
-                "unserved_partition_s", "unserved_partitions", "revoked", "moved", "needed", "latency_steady_p99_ms",
-                "latency_window_p99_ms", "latency_window_max_ms", "latency_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
-                "assignment_ms", *MACHINE, "seconds", "finding",
-                "error", "run_dir")
+                "status", "settled", "valid", "anomalies", "lost", "duplicates", "trigger_from", "time_to_stable_ms",
+                "first_change_ms", "rebalances", "unserved_longest_ms", "unserved_partition_s", "unserved_partitions",
+                "revoked", "moved", "needed", "latency_steady_p99_ms", "latency_window_p99_ms", "latency_window_max_ms",
+                "latency_rise_p99_ms", "latency_hit_steady_p99_ms", "latency_hit_window_p99_ms",
+                "latency_hit_window_max_ms", "latency_hit_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
+                "assignment_ms", *MACHINE, "seconds", "finding", "error", "run_dir")
+
+
+def usable(row: dict) -> bool:
+    """A cell whose figures enter the curve: settled and valid (its status by analysis.rebalance_cost.status)."""
+    return row["status"] == "ok"
+
+
+def saturated(row: dict, metric: str) -> bool:
+    """The cell's latency figure measures a machine already behind: its baseline's p99 is above SATURATED_MS."""
+    baseline = row.get(BASELINE[metric]) if metric in BASELINE else None
+    return baseline is not None and baseline > SATURATED_MS
 
 
 def strained(row: dict) -> bool:
@@ -49,32 +75,42 @@ def strained(row: dict) -> bool:
 
 
 def curve(rows: list[dict]) -> list[dict]:
-    """One point a (client, partitions per member, style, trigger, size): cells, how many settled, how many the
-    machine strained, the median CPU pressure, and for each figure the median, min and max over the settled
-    repeats."""
+    """One point a (client, partitions per member, style, trigger, size): how many cells, settled, valid (settled and
+    valid: usable), unsettled, invalid, failed and strained, the median CPU pressure, and for each figure over the
+    usable cells: n, the median (from FEW values on), min and max, and for a latency figure how many cells it left
+    out as saturated."""
     points: dict[tuple, list[dict]] = {}
     for row in rows:
         points.setdefault(tuple(row[k] for k in POINT), []).append(row)
     out = []
     for key in sorted(points, key=lambda k: (k[0], k[1], STYLE_ORDER.get(k[2], len(STYLE_ORDER)), k[3], k[4])):
         cells = points[key]
-        ok = [r for r in cells if r["status"] == "ok"]
-        point = {**dict(zip(POINT, key)), "cells": len(cells), "settled": len(ok),
-                 "unsettled": sum(r["status"] == "unsettled" for r in cells),
-                 "failed": sum(r["status"] == "failed" for r in cells), "strained": sum(map(strained, cells))}
+        ok = [r for r in cells if usable(r)]
+        point = {**dict(zip(POINT, key)), "cells": len(cells),
+                 "settled": sum(r["status"] in ("ok", "invalid") for r in cells), "valid": len(ok),
+                 **{status: sum(r["status"] == status for r in cells) for status in ("unsettled", "invalid", "failed")},
+                 "strained": sum(map(strained, cells))}
         pressure = [r["cpu_pressure_pct"] for r in cells if r.get("cpu_pressure_pct") is not None]
         point["cpu_pressure_pct_median"] = statistics.median(pressure) if pressure else None
         for metric in METRICS:
-            values = [r[metric] for r in ok if r.get(metric) is not None]
-            point[f"{metric}_median"] = statistics.median(values) if values else None
-            point[f"{metric}_min"] = min(values, default=None)
-            point[f"{metric}_max"] = max(values, default=None)
+            point |= summarised(metric, [r for r in ok if not saturated(r, metric)])
+            if metric in BASELINE:
+                point[f"{metric}_saturated"] = sum(saturated(r, metric) for r in ok)
         out.append(point)
     return out
 
 
+def summarised(metric: str, rows: list[dict]) -> dict:
+    """<metric>_n, _median (None under FEW values: shown as the values), _min and _max over the rows that have it."""
+    values = [r[metric] for r in rows if r.get(metric) is not None]
+    return {f"{metric}_n": len(values),
+            f"{metric}_median": statistics.median(values) if len(values) >= FEW else None,
+            f"{metric}_min": min(values, default=None), f"{metric}_max": max(values, default=None)}
+
+
 def write_outputs(folder: SweepDir) -> None:
-    rows = sorted(folder.finished().values(), key=lambda r: r["cell"])
+    rows = sorted(({**r, "run_dir": folder.relative(r["run_dir"]) if r.get("run_dir") else None}
+                   for r in folder.finished().values()), key=lambda r: r["cell"])
     points = curve(rows)
     _csv(folder.path / "cells.csv", rows, CELL_COLUMNS)
     (folder.path / "cells.json").write_text(json.dumps({"sweep": folder.meta(), "cells": rows, "curve": points},
@@ -85,14 +121,19 @@ def write_outputs(folder: SweepDir) -> None:
     (folder.path / "index.html").write_text(page(folder.meta(), rows, points, images))
 
 
-def _range(point: dict, metric: str) -> str:
-    """median [min-max] of a figure, in its unit; "–" when no repeat settled."""
-    median = point[f"{metric}_median"]
-    if median is None:
-        return "–"
+def figure_text(point: dict, metric: str) -> str:
+    """A point's figure as the tables show it, with its n: ``median [min–max] n=N`` from FEW values on, the values
+    themselves under that, "saturated" for a latency figure whose every usable cell was, "–" with no value."""
+    n, saturated_n = point[f"{metric}_n"], point.get(f"{metric}_saturated") or 0
     low, high = point[f"{metric}_min"], point[f"{metric}_max"]
-    spread = "" if low == high else f" [{shown(metric, low)}–{shown(metric, high)}]"
-    return f"{shown(metric, median)}{spread}"
+    if n == 0:
+        return "saturated" if saturated_n else "–"
+    if n >= FEW:
+        spread = "" if low == high else f" [{shown(metric, low)}–{shown(metric, high)}]"
+        text = f"{shown(metric, point[f'{metric}_median'])}{spread} n={n}"
+    else:
+        text = ", ".join(shown(metric, v) for v in ([low] if n == 1 else [low, high])) + f" n={n}"
+    return text + (f", {saturated_n} saturated" if saturated_n else "")
 
 
 def shown(metric: str, value: float) -> str:
@@ -103,20 +144,18 @@ def shown(metric: str, value: float) -> str:
 
 def markdown(points: list[dict]) -> str:
     """The curve as Markdown tables, one a client, partitions per member and trigger (docs/rebalance-cost.md takes
-    them): a row a style and size, each figure the median of the settled repeats [their range]."""
+    them): a row a style and size, each figure as figure_text gives it."""
     out = []
     for key in sorted({(p["client"], p["partitions_per_member"], p["trigger"]) for p in points}):
         client, ppm, trigger = key
         out += [f"### {client}, {ppm} partitions a member: {trigger}", "",
-                "| style | members | settled / cells | time to stable (s) | longest unserved (s) | unserved "
-                "(partition-s) | revoked | moved | had to move | p99 latency rise (s) | JoinGroup phase (ms) | assignment "
-                "(ms) | machine |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "| style | members | settled / valid / cells | time to stable (s) | longest unserved (s) | unserved "
+                "(partition-s) | revoked | moved | had to move | p99 latency rise, moved or unserved partitions (s) | "
+                "p99 latency rise, every partition (s) | JoinGroup phase (ms) | assignment (ms) | machine |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for p in (p for p in points if (p["client"], p["partitions_per_member"], p["trigger"]) == key):
-            out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['cells']} | "
-                       + " | ".join(_range(p, m) for m in ("time_to_stable_ms", "unserved_longest_ms",
-                                                            "unserved_partition_s", "revoked", "moved", "needed",
-                                                            "latency_rise_p99_ms", "join_phase_ms", "assignment_ms"))
-                       + f" | {_machine(p)} |")
+            out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['valid']} / {p['cells']} | "
+                       + " | ".join(figure_text(p, m) for m in TABLED) + f" | {_machine(p)} |")
         out.append("")
     return "\n".join(out)
 
@@ -133,12 +172,21 @@ def _csv(path: Path, rows: list[dict], columns) -> None:
     with path.open("w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: _csv_value(v) for k, v in row.items()} for row in rows)
+
+
+def _csv_value(value):
+    """A row's value in a CSV cell: a mapping (the anomaly counts) as "name N; name N"."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k} {v}" for k, v in value.items())
+    return value
 
 
 def _cell(value) -> str:
     if value is None:
         return "–"
+    if isinstance(value, dict):
+        return html.escape(_csv_value(value))
     if isinstance(value, float):
         return f"{value:g}"
     return html.escape(str(value))
@@ -148,9 +196,9 @@ def page(meta: dict, rows: list[dict], points: list[dict], images: list[str]) ->
     spec = meta["spec"]
     settings = ", ".join(f"{k} {v}" for k, v in spec["cell"].items() if v is not None)
     head = ("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in POINT + COUNTS)
-            + "".join(f"<th>{html.escape(METRICS[m][0])} (median)</th>" for m in METRICS) + "</tr>")
+            + "".join(f"<th>{html.escape(METRICS[m][0])} ({METRICS[m][1]})</th>" for m in METRICS) + "</tr>")
     body = "".join("<tr>" + "".join(f"<td>{_cell(p[c])}</td>" for c in POINT + COUNTS)
-                   + "".join(f"<td>{_cell(p[f'{m}_median'])}</td>" for m in METRICS) + "</tr>" for p in points)
+                   + "".join(f"<td>{html.escape(figure_text(p, m))}</td>" for m in METRICS) + "</tr>" for p in points)
     cell_rows = "".join(
         "<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in CELL_COLUMNS[:-1])
         + (f"<td><a href=\"{html.escape(_report(r['run_dir']))}\">report</a></td>" if r.get("run_dir") else "<td>–</td>")
@@ -165,7 +213,10 @@ details{{margin-top:1em}}</style></head><body>
 <p>Started {html.escape(meta['started'])} from {html.escape(meta['source'])}. {len(rows)} cells finished, in
 {took(rows)}.
 Every cell: {html.escape(settings)}. A cell whose group did not settle within its window or limit is counted
-<em>unsettled</em> and drawn as a cross at the top of its plot; medians are over the settled repeats. A cell is
+<em>unsettled</em>, one that settled in a run the analysis found invalid <em>invalid</em>; either is drawn as a cross
+at the top of its plot and enters no figure. Each figure is over the settled and valid repeats, with its n: their
+median [range] from {FEW} on, the values themselves under that; a latency figure whose steady state before the trigger
+was already over {SATURATED_MS} ms at the p99 is <em>saturated</em>, never a number. A cell is
 <em>strained</em> when the machine, not only the trigger, shaped it: its brokers logged a slow controller event in
 the window or the 20 s before it, or more members' sessions expired then than the trigger's own; <em>cpu_pressure_pct</em> is the share of the
 workload's time some task waited for a CPU (the whole machine's).</p>
@@ -188,8 +239,10 @@ def took(rows: list[dict]) -> str:
 
 
 def _report(run_dir: str) -> str:
-    """The cell's report, relative to the sweep's folder when it is inside it."""
+    """The cell's report, relative to the sweep's folder (a row's run_dir is, but for rows written before)."""
     path = Path(run_dir) / "report" / "index.html"
+    if not path.is_absolute():
+        return str(path)
     try:
         return str(path.relative_to(Path(run_dir).parents[1]))
     except ValueError:

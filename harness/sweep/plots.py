@@ -1,6 +1,7 @@
 """The sweep's curves as PNG: one figure a (client, partitions per member, figure), a panel a trigger, a line a style
-against the group's size; the median of the settled repeats with their range, and an unsettled cell as a cross at
-the top of its panel."""
+against the group's size. A point with 3 usable repeats or more is their median with their range; with fewer, its
+values as open circles (no line through them); a cell that counted for nothing (unsettled or invalid) is a cross at the
+top of its panel, a point whose latency figure was saturated a square there (never a value)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,17 +41,25 @@ def _panel(ax, points: list[dict], metric: str, scale: float) -> None:
     for style in sorted({p["style"] for p in points}):
         line = sorted((p for p in points if p["style"] == style), key=lambda p: p["members"])
         drawn = [p for p in line if p[f"{metric}_median"] is not None]
-        xs = [p["members"] for p in drawn]
         ys = [p[f"{metric}_median"] / scale for p in drawn]
         low = [y - p[f"{metric}_min"] / scale for p, y in zip(drawn, ys)]
         high = [p[f"{metric}_max"] / scale - y for p, y in zip(drawn, ys)]
-        bars = ax.errorbar(xs, ys, yerr=[low, high], marker="o", capsize=3, label=style)
-        stuck = [p["members"] for p in line if p["unsettled"]]
-        if stuck:
-            ax.scatter(stuck, [top * 1.05] * len(stuck), marker="x", s=60, color=bars[0].get_color())
+        bars = ax.errorbar([p["members"] for p in drawn], ys, yerr=[low, high], marker="o", capsize=3, label=style)
+        colour = bars[0].get_color()
+        few = [(p["members"], p[f"{metric}_{end}"] / scale) for p in line
+               if p[f"{metric}_median"] is None and p[f"{metric}_n"] for end in ("min", "max")]
+        if few:
+            ax.scatter(*zip(*few), marker="o", facecolors="none", edgecolors=colour)
+        uncounted = [p["members"] for p in line if p["unsettled"] or p["invalid"]]
+        if uncounted:
+            ax.scatter(uncounted, [top * 1.05] * len(uncounted), marker="x", s=60, color=colour)
+        saturated = [p["members"] for p in line if p.get(f"{metric}_saturated")]
+        if saturated:
+            ax.scatter(saturated, [top * 1.09] * len(saturated), marker="s", s=30, facecolors="none", edgecolors=colour)
     ax.set_xscale("log")
     sizes = sorted({p["members"] for p in points})
     ax.set_xticks(sizes, [str(n) for n in sizes])
     ax.minorticks_off()
-    ax.set_ylim(bottom=0, top=top * 1.12)
+    ax.set_ylim(bottom=min([0] + [p[f"{metric}_min"] / scale for p in points if p[f"{metric}_min"] is not None]),
+                top=top * 1.14)
     ax.grid(True, alpha=0.3)

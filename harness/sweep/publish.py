@@ -1,28 +1,35 @@
 """Publish a sweep's curve into a documentation page: its tables, CSVs and plots copied beside the page, and the
 page's curve block (between ``<!-- curve: SOURCE -->`` and ``<!-- /curve -->``) replaced by the sweep's curve.md,
-and any compare block rewritten from the curves it names (harness/sweep/compare.py). The prose around the blocks is
-the author's; only the measured tables are rewritten, so the page never quotes a table by hand."""
+any compare block rewritten from the curves it names (harness/sweep/compare.py) and every figure slot of its prose
+from the curve (harness/sweep/prose.py). The prose around the blocks is
+the author's; only the measured tables are rewritten, so the page never quotes a table by hand. The sweep's record
+(sweep.json and cells.jsonl, every run_dir relative to the sweep's folder) is kept beside the page too: a sweep on
+another machine starts from it (`kafka-chaos sweep --adopt`)."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
 
 from harness.scenario import ScenarioError
 
-from .compare import check, fill
+from . import prose
+from .compare import check, fill, read_curve
 from .outputs import took
 from .spec import SweepSpec
 from .store import SweepDir
 
 BLOCK = re.compile(r"(<!-- curve: [^>]*-->\n).*?(<!-- /curve -->)", re.S)
-COPIED = ("curve.md", "curve.csv", "cells.csv")
+COPIED = ("curve.md", "curve.csv", "cells.csv", "sweep.json")
+RECORD = "cells.jsonl"  # written, not copied: every run_dir relative to the sweep's folder
 
 
 def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     """Copy the sweep in ``out`` into ``page``'s folder (docs/x.md → docs/x/) and rewrite the page's curve block.
     Returns the files written. ScenarioError (bad input), nothing written: ``out`` is not this sweep's, it has no
-    curve yet, the page has no curve block, or a compare block names a curve that is not there."""
+    curve yet, the page has no curve block, a compare block names a curve that is not there, or a figure slot
+    (harness/sweep/prose.py) is not of its form or selects nothing."""
     SweepDir(out).same_sweep(spec, source)
     curve = out / "curve.md"
     if not curve.is_file():
@@ -32,13 +39,18 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
         raise ScenarioError(f"--publish: {page} has no '<!-- curve: ... -->' ... '<!-- /curve -->' block to fill")
     folder = page.with_suffix("")
     check(page, text, {folder / name for name in COPIED})
+    table = curve.read_text().strip("\n")
+    text = BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1)
+    text = prose.fill(page, text, read_curve(out / "curve.csv"))  # a bad figure slot: refused before any write
     folder.mkdir(exist_ok=True)
     written = []
     for made in [out / name for name in COPIED] + sorted(out.glob("*.png")):
         shutil.copyfile(made, folder / made.name)
         written.append(folder / made.name)
-    table = curve.read_text().strip("\n")
-    text = BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1)
+    sweep = SweepDir(out)
+    rows = [{**row, "run_dir": sweep.relative(row["run_dir"]) if row.get("run_dir") else None} for row in sweep.rows()]
+    (folder / RECORD).write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
+    written.append(folder / RECORD)
     page.write_text(fill(page, text))
     return [page, *written]
 

@@ -2,8 +2,9 @@
 
 A cell is an ordinary run (harness.run.run_scenario: the same plan, faults, settling rule and run directory), analysed
 as any run is, then measured by analysis.rebalance_cost over its trigger's window and analysis.latency. Its topics
-are deleted once it ends (the brokers' replica bound). A cell whose group did not settle is a result (`unsettled`);
-one the harness could not finish is `failed` and runs again when the sweep resumes.
+are deleted once it ends (the brokers' replica bound). A cell's status follows one rule (rebalance_cost.status):
+`ok` (settled and valid: only such a cell's figures enter the curve), `invalid` (settled, the run invalid) or
+`unsettled`, each a result; one the harness could not finish is `failed` and runs again when the sweep resumes.
 """
 from __future__ import annotations
 
@@ -14,9 +15,8 @@ from pathlib import Path
 
 from harness.progress import one_line, say
 from harness.scenario import parse_scenario, unique_names
-from harness.settling import settled
 from harness.sweep.spec import Cell, SweepSpec
-from harness.sweep.store import SweepDir
+from harness.sweep.store import SweepDir, utc_now
 
 CONSECUTIVE_FAILURES = 3  # the cluster is likely gone: stop rather than fail every cell left
 STEADY_S = 20             # the latency's steady state: this long before the trigger
@@ -34,13 +34,16 @@ def lanes_for(spec: SweepSpec) -> tuple[str, ...]:
     return tuple(lanes)
 
 
-def run_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
-    """Run the cells not finished yet in `out` (all of them for a new folder) on a cluster of the sweep's own;
-    returns every row."""
+def run_sweep(spec: SweepSpec, source: str, out: Path, rerun: str | None = None) -> list[dict]:
+    """Run the cells not finished yet in `out` (all of them for a new folder) on a cluster of the sweep's own, and
+    those ``rerun`` names again (SweepDir.stale: a pattern of cell ids, e.g. '*-crash-*'; their new rows replace the
+    old, and a rerun cut short resumes with the same pattern); returns every row."""
     folder = SweepDir(out)
     done = folder.open(spec, source)
-    todo = [cell for cell in spec.cells() if cell.id not in done]
-    say(f"sweep {spec.name}: {len(spec.cells())} cells, {len(done)} finished before, {len(todo)} to run; in {out}")
+    again = folder.stale(rerun, [cell.id for cell in spec.cells() if cell.id in done]) if rerun else set()
+    todo = [cell for cell in spec.cells() if cell.id not in done or cell.id in again]
+    say(f"sweep {spec.name}: {len(spec.cells())} cells, {len(done)} finished before, {len(todo)} to run"
+        + (f" ({len(again)} again: {rerun})" if rerun else "") + f"; in {out}")
     if todo:
         from harness.cluster.kafka import KafkaCluster
         with KafkaCluster(spec.cluster, run_id=f"sweep-{spec.name}-{secrets.token_hex(3)}",
@@ -65,13 +68,17 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}
     lacks = lambda row, figures: any(f not in row for f in figures)  # noqa: E731
-    todo = [row for row in done.values() if row.get("run_dir") and Path(row["run_dir"]).is_dir() and row["cell"] in cells
-            and row["status"] != "failed" and lacks(row, (*METRICS, *MACHINE))]
+    stale = [row for row in done.values() if row["cell"] in cells and row["status"] != "failed"
+             and lacks(row, (*METRICS, *MACHINE))]
+    todo = [row for row in stale if folder.run_dir(row) is not None]
+    gone = len(stale) - len(todo)
     spark = get_session() if any(lacks(row, METRICS) for row in todo) else None
-    say(f"sweep {spec.name}: {len(todo)} of {len(done)} finished cells lack a figure; measuring them again"
-        + ("" if spark or not todo else " from their histories, without Spark"))
+    say(f"sweep {spec.name}: {len(stale)} of {len(done)} finished cells lack a figure; measuring {len(todo)} again"
+        + ("" if spark or not todo else " from their histories, without Spark")
+        + (f"; {gone} kept as measured: their run directories are gone (a sweep resumed from published rows)"
+           if gone else ""))
     for i, row in enumerate(todo):
-        run_dir = Path(row["run_dir"])
+        run_dir = folder.run_dir(row)
         say(f"sweep refigure {i + 1} of {len(todo)}: {row['cell']}")
         plan = json.loads((run_dir / "plan.json").read_text())
         if not (run_dir / coordinator_log.FILE).exists():
@@ -79,11 +86,11 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
         cell, topic = cells[row["cell"]], plan["topics"][0]["name"]
         try:
             figures = (measure(spec, cell, run_dir, topic, spark) if lacks(row, METRICS)
-                       else history_figures(spec, cell, run_dir, topic))
+                       else history_figures(spec, cell, run_dir, topic)[0])
         except Exception as exc:  # the row stays as it was measured
             say(f"sweep cell {row['cell']}: not measured again ({one_line(exc)})")
             continue
-        folder.append({**row, **figures})
+        folder.append(judged({**row, **figures}))
     write_outputs(folder)
     return list(folder.finished().values())
 
@@ -97,8 +104,9 @@ def _run_cells(spec: SweepSpec, todo: list[Cell], folder: SweepDir, cluster) -> 
     for i, cell in enumerate(todo):
         say(f"sweep cell {i + 1} of {len(todo)}: {cell.id}; {time_left(todo[i:], took)}")
         started = time.monotonic()
-        row = run_cell(spec, cell, cluster, folder.runs, spark)
+        row = run_cell(spec, cell, cluster, folder, spark)
         row["seconds"] = round(time.monotonic() - started, 1)
+        row["measured_at"] = utc_now()
         folder.append(row)
         took.setdefault(cell.members, []).append(row["seconds"])
         say(f"sweep cell {cell.id}: {row['status']}" + (f" ({row['error']})" if row.get("error") else
@@ -111,7 +119,7 @@ def _run_cells(spec: SweepSpec, todo: list[Cell], folder: SweepDir, cluster) -> 
 
 
 def _seconds(ms) -> str:
-    return "none (not settled in the window)" if ms is None else f"{ms / 1000:.1f} s"
+    return "none (not settled)" if ms is None else f"{ms / 1000:.1f} s"
 
 
 def time_left(todo: list[Cell], took: dict[int, list[float]]) -> str:
@@ -125,21 +133,20 @@ def time_left(todo: list[Cell], took: dict[int, list[float]]) -> str:
     return f"about {left / 60:.0f} min left" + (" (larger groups not measured yet: longer)" if guessed else "")
 
 
-def run_cell(spec: SweepSpec, cell: Cell, cluster, runs_root: Path, spark) -> dict:
+def run_cell(spec: SweepSpec, cell: Cell, cluster, folder: SweepDir, spark) -> dict:
     """One cell: run, analyse, measure. Any failure is the row's `error` (status `failed`)."""
     from harness.run import run_scenario
     row = {**cell.to_json(), "status": "failed", "run_dir": None}
     scenario = parse_scenario(unique_names(spec.cell_scenario(cell), secrets.token_hex(3)), f"cell {cell.id}")
     try:
         cluster.reset_faults()
-        outcome = run_scenario(scenario, runs_root, cluster=cluster, source=f"sweep:{spec.name}")
-        row["run_dir"] = str(outcome.run_dir)
+        outcome = run_scenario(scenario, folder.runs, cluster=cluster, source=f"sweep:{spec.name}")
+        row["run_dir"] = folder.relative(outcome.run_dir)
         _delete_topics(cluster, [t.name for t in scenario.topics])
         if outcome.errors:
             row["error"] = f"harness: {outcome.errors[0].splitlines()[0]}"
             return row
-        row.update(measure(spec, cell, outcome.run_dir, scenario.topics[0].name, spark))
-        row["status"] = "ok" if settled(outcome.to_json()) and row["settled"] else "unsettled"
+        row = judged({**row, **measure(spec, cell, outcome.run_dir, scenario.topics[0].name, spark)})
         if outcome.unsettled:
             row["finding"] = outcome.unsettled[0]
     except KeyboardInterrupt:
@@ -157,44 +164,60 @@ def _delete_topics(cluster, names: list[str]) -> None:
         say(f"the cell's topics could not be deleted ({one_line(exc)}); they stay on the sweep's cluster")
 
 
+def judged(row: dict) -> dict:
+    """The row with its status by the one rule (analysis.rebalance_cost.status: settled and valid, or not)."""
+    from analysis.rebalance_cost import status
+    return {**row, "status": status(row.get("settled") is True, row.get("valid"))}
+
+
 def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> dict:
     """The cell's figures: the analysis's verdict and counts, the trigger's cost and the machine's state in its
-    window (history_figures), the latency around it."""
+    window (history_figures), the latency around it: over every partition, and over those the trigger moved or left
+    unserved, each against its own steady state before the trigger."""
     from analysis import analyze, latency
     summary = analyze(run_dir, spark=spark)
-    figures = history_figures(spec, cell, run_dir, topic)
-    t0, window_end = figures["trigger_ms"], figures["window_end_ms"]
-    lat = latency.delivery_latency(spark, run_dir, {"steady": (t0 - STEADY_S * 1000, t0), "window": (t0, window_end)})
-    steady, window = lat["steady"], lat["window"]
+    figures, hit = history_figures(spec, cell, run_dir, topic)
+    t0 = figures["trigger_ms"]
+    windows = {"steady": (t0 - STEADY_S * 1000, t0), "window": (t0, figures["window_end_ms"])}
+    counts = summary.get("anomaly_counts") or {}
     return {**figures, "valid": summary.get("valid"), "lost": summary.get("lost_records"),
             "duplicates": summary.get("duplicate_extra_deliveries"),
-            "latency_steady_p99_ms": steady["p99_ms"], "latency_window_p99_ms": window["p99_ms"],
-            "latency_window_max_ms": window["max_ms"],
-            "latency_rise_p99_ms": None if None in (steady["p99_ms"], window["p99_ms"])
-            else round(window["p99_ms"] - steady["p99_ms"], 1)}
+            "anomalies": {kind: n for kind, n in sorted(counts.items()) if n},
+            **latency_figures("", latency.delivery_latency(spark, run_dir, windows)),
+            **latency_figures("hit_", latency.delivery_latency(spark, run_dir, windows, partitions=hit) if hit
+                              else None)}
 
 
-def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> dict:
+def latency_figures(prefix: str, lat: dict | None) -> dict:
+    """latency_<prefix>steady_p99_ms, _window_p99_ms, _window_max_ms and _rise_p99_ms of one latency measure (None:
+    nothing to measure)."""
+    steady, window = (lat or {}).get("steady", {}), (lat or {}).get("window", {})
+    low, high = steady.get("p99_ms"), window.get("p99_ms")
+    return {f"latency_{prefix}steady_p99_ms": low, f"latency_{prefix}window_p99_ms": high,
+            f"latency_{prefix}window_max_ms": window.get("max_ms"),
+            f"latency_{prefix}rise_p99_ms": None if None in (low, high) else round(high - low, 1)}
+
+
+def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> tuple[dict, list]:
     """The figures the run directory gives without Spark: the trigger's cost
     (analysis.rebalance_cost, the coordinator's rounds with it), the brokers' slow controller
     events and the members whose session expired, in the window and the steady state before it (analysis.broker_logs,
-    analysis.coordinator_log), and the machine's CPU pressure over the workload (run.json)."""
+    analysis.coordinator_log), and the machine's CPU pressure over the workload (run.json); and the partitions the
+    trigger moved or left unserved."""
     import json
     from analysis import broker_logs, coordinator_log, history, rebalance_cost
     from harness.run import WORKLOAD_PHASE
     h = history.build(run_dir)
     fault = h.faults[0]
-    window_end = fault.injected_at_ms + round(spec.cell.observe_s * 1000)
-    if cell.trigger == "crash" and fault.healed_at_ms is not None:  # its restart is another rebalance
-        window_end = min(window_end, fault.healed_at_ms)
-    window_end = min(window_end, history.workload_stop(h))
+    window_end = rebalance_cost.window_end(h, fault, round(spec.cell.observe_s * 1000))
     final = cell.partitions + (cell.members if cell.trigger == "partitions_add" else 0)
     figures = rebalance_cost.cost(h, fault, [(topic, p) for p in range(final)], cell.members, window_end)
+    hit = figures.pop("hit_partitions")
     # the machine over all the cell measured: the window and the steady state before it (the latency's baseline)
     since = min(figures["trigger_ms"], fault.injected_at_ms) - STEADY_S * 1000
     figures |= broker_logs.stalls_in(broker_logs.slow_controller_events(run_dir), since, window_end)
     figures["sessions_expired"] = coordinator_log.expired_between(coordinator_log.summary(h), since, window_end)
     run = json.loads((run_dir / "run.json").read_text())
     figures["cpu_pressure_pct"] = (run.get("cpu_pressure_pct") or {}).get(WORKLOAD_PHASE)
-    return figures
+    return figures, hit
 

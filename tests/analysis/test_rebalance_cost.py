@@ -1,7 +1,7 @@
 """Issue 40: what one trigger cost the group (analysis/rebalance_cost.py) and the latency around it
 (analysis/latency.py), on planted histories; the latency through a real Spark."""
 from analysis import history, latency, rebalance_cost
-from analysis_runs import T0, Run
+from analysis_runs import T0, Run, write_jsonl
 
 P = [("t", p) for p in range(4)]
 
@@ -115,3 +115,65 @@ def test_latency_is_first_delivery_minus_ack_in_each_window(tmp_path):
     assert got["steady"] == {"records": 100, "p50_ms": 5.0, "p99_ms": 5.0, "max_ms": 5}
     assert got["window"]["records"] == 100 and got["window"]["p50_ms"] == 5.0
     assert got["window"]["max_ms"] == 22_000 - 19_000 and got["window"]["p99_ms"] > 2_000
+
+
+def test_a_hosted_crash_is_timed_from_the_member_s_real_stop_not_from_the_injection(tmp_path):
+    """Issue 51: b's host is asked to crash it at 10 s, finishes b's batch (b delivers t:2 until 10.4 s) and destroys
+    its consumer at 10.5 s (the row's stopped_at_ms). The cost starts there: 10.5 s to the move at 21 s."""
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True,
+            stopped_at_ms=T0 + 10_500)
+    r.event("a", "assigned", 21_000, ["t:2", "t:3"], generation=2)
+    h = history.build(r.write())
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 40_000)
+    assert (cost["trigger_ms"], cost["trigger_from"]) == (T0 + 10_500, "stop")
+    assert cost["time_to_stable_ms"] == 10_500 and cost["unserved_partition_s"] == 21.0
+    old = two_members(Run(tmp_path / "old"))  # a row written before the field: from the injection, and it says so
+    old.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True)
+    h_old = history.build(old.write())
+    assert rebalance_cost.trigger_time(h_old, h_old.faults[0]) == (T0 + 10_000, "injection")
+
+
+def test_a_crash_window_ends_at_the_restart_and_a_join_window_runs_its_length(tmp_path):
+    """The crashed member restarts at its heal (15 s), another rebalance: the window stops there, not 60 s on; a
+    join's window (no member ended) runs its whole length; both are cut at the workload's stop."""
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_crash-1", 10_000, 15_000, kind="member_crash", target="b", ends_process=True,
+            group_change="member_ends")
+    r.fault("member_join-1", 20_000, 21_000, kind="member_join", target="group", group_change="member_starts")
+    for m in ("a", "b"):
+        r.event(m, "stopped", 50_000)
+    h = history.build(r.write())
+    crash, join = h.faults
+    assert rebalance_cost.window_end(h, crash, 60_000) == T0 + 15_000
+    assert rebalance_cost.window_end(h, join, 60_000) == T0 + 50_000  # the workload stopped before 80 s
+    assert rebalance_cost.window_end(h, join, 20_000) == T0 + 40_000
+
+
+def test_a_cell_the_harness_found_unsettled_has_no_time_to_stable_whatever_its_window_shows(tmp_path):
+    """The 200-member 'never joined' cell: every partition served in the window, but the group was not stable within
+    its limit (group.jsonl's unsettled row). THE rule (rebalance_cost.settled) says unsettled: no time to stable,
+    and its status is unsettled, as a settled one the analysis found invalid is `invalid`."""
+    r = two_members(Run(tmp_path / "run"))
+    r.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True)
+    r.event("a", "assigned", 21_000, ["t:2", "t:3"], generation=2)
+    run_dir = r.write()
+    write_jsonl(run_dir / "group.jsonl", [{"ts_ms": T0 + 60_000, "kind": "unsettled", "phase": "join",
+                                            "limit_ms": 160_000, "expected_members": 2, "partitions": 4}])
+    h = history.build(run_dir)
+    cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 40_000)
+    assert cost["unserved_at_end"] == 0 and not cost["settled"] and cost["time_to_stable_ms"] is None
+    assert rebalance_cost.status(cost["settled"], True) == "unsettled"
+    assert rebalance_cost.status(True, False) == "invalid" and rebalance_cost.status(True, None) == "invalid"
+    assert rebalance_cost.status(True, True) == "ok"
+
+
+def test_latency_on_chosen_partitions_leaves_the_others_out(tmp_path):
+    """The rise where the cost bites: only t:1's records (which waited 3 s), not t:0's."""
+    r = Run(tmp_path / "run")
+    r.produce("t", 0, range(100), at=0, step=100).produce("t", 1, range(100), at=0, step=100)
+    r.consume("m", "t", 0, range(100), at=5, step=100)
+    r.consume("m", "t", 1, range(100), at=3_000, step=100)
+    from analysis.spark import get_session
+    got = latency.delivery_latency(get_session(), r.write(), {"all": (T0, T0 + 20_000)}, partitions=[("t", 1)])
+    assert got["all"]["records"] == 100 and got["all"]["p50_ms"] == 3_000.0

@@ -32,7 +32,8 @@ def sweep_out(tmp_path):
     (out / "curve.csv").write_text("style,members\neager-range,10\n")
     (out / "cells.csv").write_text("cell\nc1\n")
     (out / "librdkafka-4ppm-time_to_stable_ms.png").write_bytes(b"\x89PNG")
-    (out / "cells.jsonl").write_text(json.dumps({"cell": "c1", "status": "ok", "members": 10, "seconds": 90.0}) + "\n")
+    (out / "cells.jsonl").write_text(json.dumps({"cell": "c1", "status": "ok", "members": 10, "seconds": 90.0,
+                                                 "run_dir": str(out / "runs" / "c1-run")}) + "\n")
     return out
 
 
@@ -46,7 +47,10 @@ def test_publish_rewrites_the_block_and_copies_the_files_beside_the_page(tmp_pat
     assert "| old | table |" not in text and "| eager-range | 10 |\n<!-- /curve -->" in text
     assert text.startswith("# The cost\n\nProse the author wrote.") and text.endswith("More prose.\n")
     copied = sorted(p.name for p in (tmp_path / "docs" / "cost").iterdir())
-    assert copied == ["cells.csv", "curve.csv", "curve.md", "librdkafka-4ppm-time_to_stable_ms.png"]
+    assert copied == ["cells.csv", "cells.jsonl", "curve.csv", "curve.md", "librdkafka-4ppm-time_to_stable_ms.png",
+                      "sweep.json"]
+    [kept] = [json.loads(line) for line in (tmp_path / "docs" / "cost" / "cells.jsonl").read_text().splitlines()]
+    assert kept["run_dir"] == "runs/c1-run"  # relative to the sweep's folder: no path of the machine that ran it
     assert "1.5 min of cells (10 members 1.5 min)" in capsys.readouterr().out
     assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 0
     assert page.read_text() == text  # twice is once
@@ -68,26 +72,57 @@ def test_a_page_without_the_block_or_a_sweep_without_a_curve_is_refused(tmp_path
     assert "was started from a different sweep file" in capsys.readouterr().err
 
 
-CURVE_HEAD = "client,partitions_per_member,style,trigger,members,cells,settled,time_to_stable_ms_median,unserved_longest_ms_median,unserved_partition_s_median,latency_rise_p99_ms_median\n"
+FIGURES = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_hit_rise_p99_ms")
+CURVE_HEAD = ("client,partitions_per_member,style,trigger,members,cells,valid,"
+              + ",".join(f"{m}_{part}" for m in FIGURES for part in ("n", "median", "min", "max")) + "\n")
+
+
+def point(client, members, valid, *figures):
+    """A curve.csv line: each figure given as (n, median, min, max)."""
+    return ",".join([client, "4", "eager-range", "join", str(members), "3", str(valid)]
+                    + ["" if v is None else str(v) for figure in figures for v in figure]) + "\n"
 
 
 def test_a_compare_block_is_rewritten_from_the_two_curves_it_names(tmp_path):
     """The Java page compares itself with librdkafka's: the block names the other page's published curve and its own
-    (copied by this publish), and only the points both hold are compared."""
+    (copied by this publish), and only the points both hold are compared; each side shows its n, and a ratio needs
+    a median on both sides (3 values or more)."""
     out = sweep_out(tmp_path)
-    (out / "curve.csv").write_text(CURVE_HEAD + "java,4,eager-range,join,10,3,3,2000,1000,3.0,-5\n"
-                                   + "java,4,eager-range,join,50,3,2,,,,\n")
+    (out / "curve.csv").write_text(CURVE_HEAD + point("java", 10, 3, (3, 2000, 1900, 2100), (3, 1000, 900, 1000),
+                                                      (3, 3.0, 3.0, 3.0), (2, None, -5, 5))
+                                   + point("java", 50, 2, *[(0, None, None, None)] * 4))
     docs = tmp_path / "docs"
     (docs / "other").mkdir(parents=True)
-    (docs / "other" / "curve.csv").write_text(CURVE_HEAD + "librdkafka,4,eager-range,join,10,3,3,1000,1000,6.0,12\n"
-                                              + "librdkafka,4,eager-range,join,500,3,3,9000,9000,90,0\n")
+    (docs / "other" / "curve.csv").write_text(
+        CURVE_HEAD + point("librdkafka", 10, 3, (3, 1000, 1000, 1000), (1, None, 1000, 1000), (3, 6.0, 5.0, 7.0),
+                           (3, 12, 10, 14))
+        + point("librdkafka", 500, 3, *[(3, 9000, 9000, 9000)] * 4))
     page = docs / "cost.md"
     page.write_text(PAGE + "<!-- compare: other/curve.csv cost/curve.csv -->\nstale\n<!-- /compare -->\n")
     assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 0
     block = page.read_text().split("<!-- compare: other/curve.csv cost/curve.csv -->\n")[1]
     assert "stale" not in block and block.count("| eager-range |") == 1  # 50 (Java only) and 500 (librdkafka only) left out
-    assert "| eager-range | 10 | 3/3 · 3/3 | 1 | 2 | 2× | 1 | 1 | 1× | 6 | 3 | 0.5× | 0.012 | -0.005 |" in block
+    assert ("| eager-range | 10 | 3/3 · 3/3 | 1 n=3 | 2 [1.9–2.1] n=3 | 2× | 1 n=1 | 1 [0.9–1] n=3 | – "
+            "| 6 [5–7] n=3 | 3 n=3 | 0.5× | 0.012 [0.01–0.014] n=3 | -0.005, 0.005 n=2 |") in block
     assert "| to stable (s): librdkafka | java | ÷ |" in block
+
+
+def test_a_sweep_starts_from_the_record_a_page_keeps_on_a_machine_without_its_folder(tmp_path, capsys):
+    """--adopt: the published sweep.json and cells.jsonl become a new folder's, which then publishes and refigures
+    as the original did; its rows' run directories stayed on the machine that ran them, and refigure says so."""
+    out = sweep_out(tmp_path)
+    page = tmp_path / "docs" / "cost.md"
+    page.parent.mkdir()
+    page.write_text(PAGE)
+    assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 0
+    fresh = tmp_path / "elsewhere"
+    assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(fresh), "--adopt", str(tmp_path / "docs" / "cost"),
+                 "--list"]) == 0
+    listed = capsys.readouterr().out
+    assert "starts from the 1 rows published in" in listed
+    assert (fresh / "cells.jsonl").read_text() == (tmp_path / "docs" / "cost" / "cells.jsonl").read_text()
+    assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(fresh), "--adopt", str(tmp_path / "docs" / "cost")]) == 2
+    assert "is not empty" in capsys.readouterr().err
 
 
 def test_a_compare_block_naming_a_missing_curve_is_refused_before_anything_is_written(tmp_path, capsys):

@@ -275,15 +275,20 @@ def test_a_host_crashes_stops_restarts_its_members_through_its_control_file_and_
     run_dir, jvm = start_host(tmp_path, kafka_libs, jar, silent_broker, "classic", names)
     try:
         wait_for(lambda: all(kinds(run_dir, n) == ["started"] for n in names), 30, "every member started")
-        wait_for(lambda: acked(run_dir) == {"crashed": [], "stopped": [], "running": names}, 5, "the first ack")
+        wait_for(lambda: acked(run_dir) == {"crashed": [], "down_at_ms": {}, "stopped": [], "running": names}, 5,
+                 "the first ack")
         started = read_jsonl(run_dir / "events" / "member-2.jsonl")[0]
         assert {k: started[k] for k in ("client", "protocol", "commit", "host", "client_version")} == \
             {"client": "java-member", "protocol": "classic", "commit": "sync", "host": "host-1",
              "client_version": KAFKA_CLIENTS}
 
+        asked = time.time() * 1000
         write_atomically(host_control_path(run_dir, "host-1"), {"crashed": ["member-2"], "stopped": ["member-3"]})
-        wait_for(lambda: acked(run_dir) == {"crashed": ["member-2"], "stopped": ["member-3"], "running": ["member-1"]},
+        wait_for(lambda: {k: v for k, v in acked(run_dir).items() if k != "down_at_ms"} ==
+                 {"crashed": ["member-2"], "stopped": ["member-3"], "running": ["member-1"]},
                  20, "the crash and the stop acked")
+        down = acked(run_dir)["down_at_ms"]
+        assert list(down) == ["member-2"] and asked <= down["member-2"] <= time.time() * 1000  # its consumer brought down
         assert kinds(run_dir, "member-2") == ["started"]  # killed: nothing more, not even `stopped`
         assert kinds(run_dir, "member-3") == ["started", "stopped"]  # a clean close
 
@@ -315,7 +320,7 @@ def test_a_consumer_protocol_member_crashes_at_once_with_its_network_thread_stop
         assert "member-2: crashed: network thread stopped" in (tmp_path / "host.log").read_text()
         write_atomically(host_control_path(run_dir, "host-1"), {"crashed": []})
         wait_for(lambda: kinds(run_dir, "member-2") == ["started", "started"], 20, "member-2 started again")
-        assert acked(run_dir) == {"crashed": [], "stopped": [], "running": names}
+        assert acked(run_dir) == {"crashed": [], "down_at_ms": {}, "stopped": [], "running": names}
     finally:
         jvm.kill()  # a clean close waits 30 s for the silent broker's answer to its leave
         jvm.wait(30)

@@ -11,6 +11,7 @@ import pytest
 
 from workloads.config import ClientRelease, HostConfig, MemberConfig, ProcessingConfig
 from workloads.control import host_ack_path
+from workloads.history import now_ms
 from workloads.services import HostControl, HostedMember, host_process
 
 
@@ -50,8 +51,12 @@ def test_each_member_writes_its_own_started_event_with_its_host(host, tmp_path):
 
 def test_a_crash_ends_one_member_without_a_stopped_event_and_a_restart_brings_it_back(host, tmp_path):
     process, control, (m1, m2, m3) = host
+    asked = now_ms()
     m2.kill()
-    assert control.state() == {"crashed": ["member-2"], "stopped": [], "running": ["member-1", "member-3"]}
+    down = control.state()["down_at_ms"]["member-2"]
+    assert control.state() == {"crashed": ["member-2"], "down_at_ms": {"member-2": down}, "stopped": [],
+                               "running": ["member-1", "member-3"]}
+    assert asked <= down <= now_ms() and m2.down_at_ms == down  # its consumer's destruction, as the host saw it
     assert not m2.alive() and m1.alive() and m3.alive()
     assert [e["kind"] for e in events(tmp_path, "member-2")] == ["started"]  # no stopped: as a killed process
     m2.start()

@@ -44,7 +44,7 @@ import java.util.zip.CRC32;
  */
 final class Member implements ConsumerRebalanceListener {
     static final String CLIENT = "java-member";
-    static final Duration POLL = Duration.ofMillis(500);  // member.py: consume(timeout=0.5)
+    static final Duration POLL = Duration.ofMillis(500);  // workloads/config.py BATCH_WAIT_MS
     static final long ERROR_PAUSE_MS = 100;
     /** How the group refuses a duplicated group.instance.id (workloads/history.py FENCING): a `fenced` end. */
     static final Set<String> FENCING = Set.of("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID");

@@ -21,8 +21,8 @@ import java.util.TreeSet;
  * <p>The harness brings members down and up through control/&lt;host&gt;.host.json ({"crashed": [...], "stopped":
  * [...]}: crashed as if its process was killed, {@link Crash}; stopped by a clean close, a leave; a name taken off
  * both lists starts again under the same name), polled every 100 ms, and this host answers in
- * control/&lt;host&gt;.ack.json ({"crashed", "stopped", "running"}) once it has done so, as workloads/member_host.py
- * does. SIGTERM (or SIGINT, or the harness's death) stops every member cleanly; the exit code is 0, or the highest
+ * control/&lt;host&gt;.ack.json ({"crashed", "down_at_ms", "stopped", "running"}: down_at_ms, when each crashed
+ * member's consumer was brought down) once it has done so, as workloads/member_host.py does. SIGTERM (or SIGINT, or the harness's death) stops every member cleanly; the exit code is 0, or the highest
  * a member ended with (3: an error ended it).
  */
 public final class MemberHost {
@@ -34,6 +34,7 @@ public final class MemberHost {
     private final Map<String, Slot> members = new LinkedHashMap<>();
     private final ControlFile control;
     private Map<String, String> down = new TreeMap<>();  // member -> crashed or stopped, as the harness asked
+    private final Map<String, Long> downAtMs = new TreeMap<>();  // a crashed member -> when its consumer went down
     private Map<String, Object> acked;
     private volatile boolean stopping;
 
@@ -107,7 +108,11 @@ public final class MemberHost {
             }
         }
         for (String n : going) {
-            members.get(n).join();
+            Slot slot = members.get(n);
+            slot.join();
+            if ("crashed".equals(wanted.get(n))) {
+                downAtMs.put(n, slot.endedAtMs);
+            }
         }
         for (String n : new TreeSet<>(down.keySet())) {
             if (!wanted.containsKey(n)) {
@@ -129,7 +134,10 @@ public final class MemberHost {
         List<String> stopped = new ArrayList<>();
         down.forEach((n, how) -> ("crashed".equals(how) ? crashed : stopped).add(n));
         running.sort(null);
-        Map<String, Object> state = Json.obj("crashed", crashed, "stopped", stopped, "running", running);
+        Map<String, Object> crashedAt = new TreeMap<>();
+        crashed.forEach(n -> crashedAt.put(n, downAtMs.get(n)));
+        Map<String, Object> state = Json.obj("crashed", crashed, "down_at_ms", crashedAt, "stopped", stopped,
+                "running", running);
         if (!state.equals(acked)) {
             try {
                 ControlFile.writeAtomically(ControlFile.path(cfg.runDir(), cfg.host() + ".ack"), state);
@@ -190,6 +198,7 @@ public final class MemberHost {
         private volatile Member member;
         private Thread thread;
         volatile int exitCode;
+        volatile long endedAtMs;  // when its thread ended: a crashed member's consumer is down by then
 
         Slot(Config.Member cfg) {
             this.cfg = cfg;
@@ -209,6 +218,8 @@ public final class MemberHost {
                 System.err.println(cfg.member() + ": " + e);
                 e.printStackTrace();
                 exitCode = 1;
+            } finally {
+                endedAtMs = System.currentTimeMillis();
             }
         }
 
