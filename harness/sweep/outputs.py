@@ -137,9 +137,13 @@ def figure_text(point: dict, metric: str) -> str:
 
 
 def shown(metric: str, value: float) -> str:
-    """A figure in its unit: whole milliseconds with thousands separators, anything else to 3 significant digits."""
+    """A figure in its unit: whole milliseconds with thousands separators, anything else to 3 significant digits
+    (from 1,000 on as a whole number with separators, never in exponent form)."""
     _, unit, scale = METRICS[metric]
-    return f"{value / scale:,.0f}" if unit == "ms" else f"{value / scale:.3g}"
+    if unit == "ms":
+        return f"{value / scale:,.0f}"
+    rounded = float(f"{value / scale:.3g}")
+    return f"{rounded:,.0f}" if abs(rounded) >= 1000 else f"{value / scale:.3g}"
 
 
 def markdown(points: list[dict]) -> str:

@@ -5,11 +5,13 @@ a figure by hand (a test reads each published page against its curve.csv: tests/
 A query is ``TRIGGER STYLES MEMBERS METRIC [STAT]``:
 - TRIGGER, STYLES: a name, names joined by commas, or ``*``; MEMBERS: a size, ``A-B`` (the sizes from A to B), or
   ``*``: the points of the page's own curve they select.
-- METRIC: a figure of the curve (outputs.METRICS), or a count (``cells``, ``settled``, ``valid``, ``unsettled``,
-  ``invalid``, ``strained``).
+- METRIC: a figure of the curve (outputs.METRICS), a count (``cells``, ``settled``, ``valid``, ``unsettled``,
+  ``invalid``, ``strained``), or ``cpu_pressure_pct_median`` (a point's median CPU pressure, quoted as a range).
 - STAT: ``value`` (the default; one point: its median, or its values under outputs.FEW), ``range`` (lowest to
-  highest over the points, each point's median or values), ``sum`` (a count, summed), or ``ratio`` (this curve's
-  median over the other curve's, for the same points: the first curve of the page's compare block).
+  highest over the points, each point's median or values), ``spread`` (lowest to highest of every value of the
+  points, their repeats' own ranges included), ``sum`` (a count, summed), ``ratio`` (this curve's median over the
+  other curve's, for the same points: the first curve of the page's compare block), or ``theirs`` (as ``range``,
+  over the other curve's points).
 
 A latency figure whose points were all saturated reads "saturated"; a figure with no value reads "–"."""
 from __future__ import annotations
@@ -24,7 +26,8 @@ from .outputs import FEW, METRICS, shown
 
 SLOT = re.compile(r"(<!-- fig: ([^>]*?) -->)(.*?)(<!-- /fig -->)", re.S)
 COUNTED = ("cells", "settled", "valid", "unsettled", "invalid", "strained")
-STATS = ("value", "range", "sum", "ratio")
+POINTWISE = {"cpu_pressure_pct_median": "{:.0f}"}  # a point's own figure, not its cells': quoted as a range
+STATS = ("value", "range", "spread", "sum", "ratio", "theirs")
 
 
 def fill(page: Path, text: str, curve: list[dict]) -> str:
@@ -49,22 +52,25 @@ def answer(query: str, curve: list[dict], other=lambda: []) -> str:
         raise ScenarioError(f"figure slot '{query}': give TRIGGER STYLES MEMBERS METRIC [STAT]")
     trigger, styles, members, metric = words[:4]
     stat = words[4] if len(words) == 5 else "value"
-    if metric not in METRICS and metric not in COUNTED:
+    if metric not in METRICS and metric not in COUNTED and metric not in POINTWISE:
         raise ScenarioError(f"figure slot '{query}': {metric} is no figure or count of the curve")
     if stat not in STATS:
         raise ScenarioError(f"figure slot '{query}': {stat} is not one of {', '.join(STATS)}")
-    points = [p for p in curve if chosen(p, trigger, styles, members)]
+    points = [p for p in (other() if stat == "theirs" else curve) if chosen(p, trigger, styles, members)]
     if not points or (stat == "value" and len(points) != 1):
         raise ScenarioError(f"figure slot '{query}': selects {len(points)} points of the curve"
                             + ("; 'value' takes one" if points else ""))
     if metric in COUNTED:
         return str(sum(p[metric] for p in points))
+    if metric in POINTWISE:
+        known = [p[metric] for p in points if p.get(metric) is not None]
+        return spread(known, POINTWISE[metric].format) if known else "–"
     if stat == "ratio":
         theirs = {tuple(p[k] for k in MATCHED): p for p in other()}
         found = [r for p in points if (key := tuple(p[k] for k in MATCHED)) in theirs
                  and (r := ratio(theirs[key][f"{metric}_median"], p[f"{metric}_median"])) is not None]
         return spread(found, lambda v: f"{v:.2g}") + "×" if found else "–"
-    values = [v for p in points for v in typical(p, metric)]
+    values = [v for p in points for v in (extremes(p, metric) if stat == "spread" else typical(p, metric))]
     if not values:
         return "saturated" if any(p.get(f"{metric}_saturated") for p in points) else "–"
     return spread(values, lambda v: shown(metric, v))
@@ -87,6 +93,10 @@ def typical(point: dict, metric: str) -> list[float]:
     if n >= FEW:
         return [point[f"{metric}_median"]]
     return [] if n == 0 else [point[f"{metric}_min"], point[f"{metric}_max"]][:n]
+
+
+def extremes(point: dict, metric: str) -> list[float]:
+    return [] if not point.get(f"{metric}_n") else [point[f"{metric}_min"], point[f"{metric}_max"]]
 
 
 def spread(values: list[float], text) -> str:

@@ -26,6 +26,8 @@ CURVE = curve([cell("eager-range", 10, r, s) for r, s in ((1, 10_900), (2, 11_00
     ("crash eager-range 50 time_to_stable_ms", "11.1–11.4"),        # 2 valid repeats: their values (the invalid left out)
     ("crash eager-range 10-50 time_to_stable_ms range", "10.9–11.4"),
     ("crash * 10 time_to_stable_ms range", "10.3–10.9"),
+    ("crash eager-range 10-50 time_to_stable_ms spread", "10.9–11.4"),   # every repeat's value, not the medians
+    ("crash eager-range 10 time_to_stable_ms spread", "10.9–11"),
     ("crash eager-range,consumer-uniform 10 time_to_stable_ms range", "10.3–10.9"),
     ("crash * * cells sum", "9"), ("crash * * valid sum", "8"), ("crash eager-range 50 invalid sum", "1"),
     ("crash consumer-uniform 10 latency_hit_rise_p99_ms", "saturated"),
@@ -40,6 +42,7 @@ def test_a_ratio_is_this_curve_s_median_over_the_other_s_for_the_same_points():
               p["time_to_stable_ms_median"] / 2} for p in CURVE]
     assert answer("crash eager-range 10 time_to_stable_ms ratio", CURVE, lambda: other) == "2×"
     assert answer("crash eager-range 50 time_to_stable_ms ratio", CURVE, lambda: other) == "–"  # no median of 2
+    assert answer("crash eager-range 10 time_to_stable_ms theirs", CURVE, lambda: other) == "5.47"  # 10,950 ms / 2
 
 
 @pytest.mark.parametrize("query, error", [
