@@ -99,6 +99,8 @@ def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, client, protocol)
     clean(run)
     row = fault_row(run, "member_crash")
     assert row["host"] == "host-1" and row["leave_guard"] is True, row
+    # issue 51: the row says when member-2 really stopped (its host finished its batch, then destroyed its consumer)
+    assert row["injected_at_ms"] <= row["stopped_at_ms"] <= row["inject_done_ms"], row
     group_requests = [r for r in row["sent_after_crash"] if r["api"] in GROUP_APIS]  # heartbeats, commits, leaves
     assert row["swallowed"] == [] and group_requests == [], row
     events = [e for e in jsonl(run.run_dir / "events" / "member-2.jsonl") if e["ts_ms"] < row["injected_at_ms"]]
