@@ -66,9 +66,12 @@ def test_a_sweep_killed_mid_cell_keeps_its_finished_cells_and_resumes_with_the_k
     assert first_row == kept  # the finished cell was not run again, nor its row touched
     second = json.loads(second_row)
     assert second["cell"] == "librdkafka-3m-2ppm-cooperative-sticky-join-r1" and second["status"] == "ok"
-    assert second["run_dir"] != str(killed_run) and killed_run.exists()  # the killed cell's run is kept, not used
+    assert out / second["run_dir"] != killed_run and killed_run.exists()  # the killed cell's run is kept, not used
+    assert not Path(second["run_dir"]).is_absolute()  # relative to the sweep's folder: a published row names no machine
     assert second["time_to_stable_ms"] > 0 and second["moved"] >= second["needed"] == 1 and second["valid"] is True
-    assert "(2 cells: 2 settled, 0 unsettled, 0 failed)" in again.stdout
+    assert "(2 cells: 2 ok, 0 invalid, 0 unsettled, 0 failed)" in again.stdout
+    # issue 51: a join is timed from the new member's start; the latency where it bites, against its own baseline
+    assert second["trigger_from"] == "member_start" and second["latency_hit_steady_p99_ms"] is not None, second
     assert len(list(csv.DictReader((out / "cells.csv").open()))) == 2
     assert len(list(csv.DictReader((out / "curve.csv").open()))) == 2
     page = (out / "index.html").read_text()
@@ -78,7 +81,7 @@ def test_a_sweep_killed_mid_cell_keeps_its_finished_cells_and_resumes_with_the_k
 
     # --refigure: a cell measured before the coordinator's figures existed (its row without them, its run without
     # coordinator.log) is measured again from its run directory, no cluster, and comes out as measured today
-    first_run = Path(json.loads(first_row)["run_dir"])
+    first_run = out / json.loads(first_row)["run_dir"]
     (first_run / "coordinator.log").unlink()
     old = {k: v for k, v in json.loads(first_row).items() if k not in ("coordinator_rounds", "join_phase_ms", "assignment_ms")}
     with (out / "cells.jsonl").open("a") as rows_file:
@@ -101,7 +104,7 @@ def test_a_sweep_killed_mid_cell_keeps_its_finished_cells_and_resumes_with_the_k
     again = subprocess.run(sweep_command(path, out) + ["--refigure"], cwd=ROOT, env=env, capture_output=True,
                            text=True, timeout=300)
     assert again.returncode == 0 and "1 of 2 finished cells lack a figure" in again.stderr, again.stderr[-3000:]
-    assert "measuring them again from their histories, without Spark" in again.stderr
+    assert "measuring 1 again from their histories, without Spark" in again.stderr
     assert json.loads(lines(out / "cells.jsonl")[-1]) == rows[0]
     nothing = subprocess.run(sweep_command(path, tmp_path / "none") + ["--refigure"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=120)
