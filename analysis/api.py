@@ -448,6 +448,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
     rounds = fig.get("rounds") or []
     no_owner = fig.get("no_owner") or {}
     valid = _verdict(checks, counts) if res else "unknown"
+    coordinator = coordinator_log.summary(hist)
     summary = {
         "summary_version": SUMMARY_VERSION,
         "run_dir": str(run_dir),
@@ -481,8 +482,8 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
             "outside_ownership_by_member": fig.get("outside_ownership_by_member"),
             "protocols": fig.get("protocols"),
         },
-        "group_state_band": state_band.band(hist, res.get("t1") or 0),
-        "coordinator_rounds": coordinator_log.summary(hist),
+        "group_state_band": state_band.band(hist, res.get("t1") or 0, coordinator and coordinator["rounds"]),
+        "coordinator_rounds": coordinator,
         "partitions": [{k: r[k] for k in ("topic", "partition", "produced", "consumed_rows", "consumed_distinct",
                                           "extra", "lost", "unseen", "unacked")} for r in res.get("partitions", [])],
         "members": sorted({s["member"] for s in res.get("period_summaries", [])} | set(hist.members_with_events)),

@@ -10,7 +10,8 @@ The members' events say when each member was assigned; only the coordinator says
   dynamic members who haven't joined: [...]``);
 - the end of the JoinGroup phase: ``Stabilized group G generation N+1 with K members``;
 - the leader and the end of the SyncGroup phase: ``Assignment received from leader M for group G for generation
-  N+1``. From Stabilized to it is the leader's assignment: the cost that grows with the group (librdkafka#4629).
+  N+1``. From Stabilized to it is the leader's assignment: the cost that grows with the group (librdkafka#4629);
+- or, when no member was left to wait for, its end in an empty group: ``Group G with generation N+1 is now empty``.
 
 A new member admitted while a round was completing (after its JoinGroup phase, ``... joins group G in
 CompletingRebalance state``) missed it: it is the round's ``late``, and starts the next one. For KIP-848 there are no rounds: each ``Bumped group epoch to N`` has a cause
@@ -39,6 +40,7 @@ STABLE = re.compile(rf"Stabilized group \S+ generation (\d+){PARTITION} with (\d
 ASSIGNED = re.compile(r"Assignment received from leader (?:client )?(\S+) for group \S+ for generation (\d+)\. "
                       r"The group has (\d+) members, (\d+) of which are static")
 ADMITTED = re.compile(r"Pending dynamic member with id (\S+) joins group \S+ in (\w+) state")
+EMPTIED = re.compile(r"Group \S+ with generation \d+ is now empty")
 NOT_REJOINED = re.compile(r"Group \S+ removed dynamic members who haven't joined: \[(.*)\]")
 FAILED = re.compile(r"Member (\S+) in group \S+ has failed")
 LEFT = re.compile(r"Member (\S+) has left group through explicit")
@@ -74,7 +76,7 @@ def member_name(member_id: str, names: dict[str, str]) -> str:
 def rounds(lines: list[tuple[int, str]], names: dict[str, str] | None = None) -> list[dict]:
     """The classic rounds, in order (see the module's doc; ``names``: see member_name). A round still open at the
     log's end has no ``stable_ms`` (or no ``assigned_ms``); one superseded before its leader's assignment, no
-    ``assigned_ms``."""
+    ``assigned_ms``; one that ended with no member left, ``emptied_ms`` and no ``stable_ms``."""
     names = names or {}
     name = lambda member_id: member_name(member_id, names)  # noqa: E731
     out: list[dict] = []
@@ -83,7 +85,8 @@ def rounds(lines: list[tuple[int, str]], names: dict[str, str] | None = None) ->
         if m := PREPARE.search(text):
             current = {"began_ms": ts, "reason": _reason(m.group(2), name), "old_generation": int(m.group(1)),
                        "generation": None, "stable_ms": None, "members": None, "leader": None, "assigned_ms": None,
-                       "static": None, "joined": [], "not_rejoined": [], "late": [], "join_ms": None, "sync_ms": None}
+                       "static": None, "joined": [], "not_rejoined": [], "late": [], "join_ms": None, "sync_ms": None,
+                       "emptied_ms": None}
             out.append(current)
         elif current is None:
             continue
@@ -93,6 +96,8 @@ def rounds(lines: list[tuple[int, str]], names: dict[str, str] | None = None) ->
         elif (m := ASSIGNED.search(text)) and int(m.group(2)) == current["generation"]:
             current.update(leader=name(m.group(1)), assigned_ms=ts, static=int(m.group(4)),
                            sync_ms=ts - current["stable_ms"])
+        elif EMPTIED.search(text) and current["stable_ms"] is None:
+            current["emptied_ms"] = ts
         elif m := ADMITTED.search(text):
             if m.group(2) == "PreparingRebalance" and current["stable_ms"] is None:
                 current["joined"].append(name(m.group(1)))

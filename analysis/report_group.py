@@ -71,6 +71,18 @@ def _label(segment: dict) -> str:
     return "" if segment.get("generation") is None else f"g{segment['generation']}"
 
 
+def _detail(seg: dict, label: str, axis: Axis) -> str:
+    """A segment's tooltip: what it was, and where it comes from (the coordinator's log, or samples)."""
+    at = lambda ms: f"{(ms - axis.t0) / 1000:.3f}s"  # noqa: E731
+    if seg["source"] == "log":
+        return (f"{seg['state']} {label} · from the coordinator's log, {at(seg['from_ms'])}–{at(seg['to_ms'])}"
+                + (f" · {seg['members']} members" if seg.get("members") is not None else "")
+                + (f" · reason: {seg['reason']}" if seg.get("reason") else ""))
+    return (f"{seg['state']} {label} · {seg.get('members')} members, {seg.get('assigned')} partitions assigned"
+            + (f", {seg['behind']} members behind the target epoch" if seg.get("behind") else "")
+            + f" · sampled, seen {at(seg['from_ms'])}–{at(seg['last_seen_ms'])}")
+
+
 def state_band(band: dict | None, x, axis: Axis) -> str:
     if not band:
         return "<p id=state-band-none class=muted>The group's state was not sampled in this run (no group-states.jsonl).</p>"
@@ -82,12 +94,13 @@ def state_band(band: dict | None, x, axis: Axis) -> str:
     for seg in band["segments"]:
         xa, xb = axis.x(seg["from_ms"]), axis.x(seg["to_ms"])
         label = _label(seg)
-        detail = (f"{seg['state']} {label} · {seg.get('members')} members, {seg.get('assigned')} partitions assigned"
-                  + (f", {seg['behind']} members behind the target epoch" if seg.get("behind") else "")
-                  + f" · seen {(seg['from_ms'] - axis.t0) / 1000:.2f}s–{(seg['last_seen_ms'] - axis.t0) / 1000:.2f}s")
-        out.append(f"<rect class='state observed' data-state='{esc(seg['state'])}' data-generation='{esc(seg.get('generation'))}' "
-                   f"x={xa:.1f} y={top} width={max(1, xb - xa):.1f} height={height} fill='{STATE_COLOR.get(seg['state'], '#999')}'>"
-                   f"<title>{esc(detail)}</title></rect>")
+        logged = seg["source"] == "log"
+        width = max(2 if logged else 1, xb - xa)
+        out.append(f"<rect class='state {esc(seg['source'])}' data-state='{esc(seg['state'])}' "
+                   f"data-generation='{esc(seg.get('generation'))}' x={xa:.1f} y={top} width={width:.1f} height={height} "
+                   f"fill='{STATE_COLOR.get(seg['state'], '#999')}'><title>{esc(_detail(seg, label, axis))}</title></rect>")
+        if logged:  # a dark edge under the band: the coordinator logged this change
+            out.append(f"<rect class=logged x={xa:.1f} y={top + height - 3} width={width:.1f} height=3 fill='#333'/>")
         if xb - xa > 8 * len(label) + 4:
             out.append(f"<text x={(xa + xb) / 2:.1f} y={top + 17} text-anchor=middle>{esc(label)}</text>")
     for seg in band.get("inferred") or []:
@@ -99,10 +112,13 @@ def state_band(band: dict | None, x, axis: Axis) -> str:
     legend = "".join(f"<span><i style='background:{STATE_COLOR[st]}'></i>{st}</span>" for st in
                      sorted({seg["state"] for seg in band["segments"]} & set(STATE_COLOR)))
     note = (f"sampled every {band['interval_ms']} ms ({esc(band['api'])}); a state shorter than that can go unseen"
+            + ("; <i style='background:#333;height:3px'></i>dark edge: from the coordinator's log (coordinator.log), to the "
+               "millisecond: each round's PreparingRebalance, CompletingRebalance and the Stable after it"
+               if any(seg["source"] == "log" for seg in band["segments"]) else "")
             + ("; <i style='background:repeating-linear-gradient(45deg,#edc948 0 3px,#fff 3px 6px);border:1px solid "
                "#b8860b'></i>hatched: CompletingRebalance inferred from "
                "the members' assignments" if band.get("inferred") else "")
-            + ("; labels: gN the generation (from the members' events)" if band.get("protocol") == "classic" else
+            + ("; labels: gN the generation (the log's, else from the members' events)" if band.get("protocol") == "classic" else
                "; labels: eG/A the group epoch and the target assignment epoch"))
     return (f"<div class=legend>{legend}</div>{''.join(out)}<p class='muted small'>{note}</p>"
             + member_epoch_strip(band.get("member_epochs"), axis))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 T0 = 1_700_000_000_000
@@ -28,6 +29,7 @@ class Run:
         self.events: dict[str, list[dict]] = {}
         self.faults: list[dict] = []
         self.group_states: list[dict] = []
+        self.coordinator: list[str] = []
 
     # ---- history
     def produce(self, topic, partition, offsets, at=0, status="ok", step=1):
@@ -83,6 +85,15 @@ class Run:
         self.group_states.append(row)
         return self
 
+    def coordinator_line(self, at, text):
+        """A coordinator.log line (harness/coordinator_log.py) at ms after T0: a broker's group coordinator logging
+        ``text``, in the log4j form of the project's images (UTC, to the millisecond)."""
+        stamp = datetime.fromtimestamp((T0 + at) / 1000, timezone.utc)
+        self.coordinator.append(f"[{stamp:%Y-%m-%d %H:%M:%S},{stamp.microsecond // 1000:03d}] INFO [GroupCoordinator "
+                                f"id=1 topic=__consumer_offsets partition=7] {text} "
+                                "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
+        return self
+
     # ---- files
     def write(self, events=True, faults=True) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -97,6 +108,8 @@ class Run:
             write_jsonl(self.root / "faults.jsonl", self.faults)
         if self.group_states:
             write_jsonl(self.root / "group-states.jsonl", self.group_states)
+        if self.coordinator:
+            (self.root / "coordinator.log").write_text("".join(f"{line}\n" for line in self.coordinator))
         return self.root
 
 

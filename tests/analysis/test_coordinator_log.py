@@ -58,6 +58,22 @@ def test_kafka_3_sentences_name_the_offsets_partition_and_are_read_the_same(tmp_
     assert (r["generation"], r["members"], r["leader"], r["join_ms"], r["sync_ms"]) == (5, 3, "member-1", 30, 5)
 
 
+def test_a_round_the_last_member_left_ends_in_an_empty_group(tmp_path):
+    """Issue 51, item 10: no member was left to wait for (the last one left while the round waited): the round
+    ends at ``is now empty`` (Kafka 4.3's sentence, and 3.x's with the offsets partition), never stabilized."""
+    c3 = "INFO [GroupCoordinator 1]:"
+    lines = [line(0, f"Preparing to rebalance group {G} in state Stable with old generation 7 (reason: removing member "
+                     f"member-1{U} on LeaveGroup; client reason: the consumer is being closed)."),
+             line(0, f"Group {G} with generation 8 is now empty."),
+             line(500, f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 8 "
+                       f"(__consumer_offsets-2) (reason: removing member member-2{U} on LeaveGroup)", c3, ""),
+             line(502, f"Group {G} with generation 9 is now empty (__consumer_offsets-2)", c3, "")]
+    first, second = coordinator_log.rounds(parsed(tmp_path, lines))
+    assert (first["emptied_ms"] - first["began_ms"], first["stable_ms"], first["generation"]) == (0, None, None)
+    assert second["emptied_ms"] - second["began_ms"] == 2 and second["join_ms"] is None
+    assert coordinator_log.rounds(parsed(tmp_path, EAGER_JOIN))[0]["emptied_ms"] is None
+
+
 def test_a_static_member_is_named_by_its_instance_id(tmp_path):
     lines = [line(0, f"Preparing to rebalance group {G} in state PreparingRebalance with old generation 0 (reason: "
                      f"Adding new member instance-5{U} with group instance id instance-5; client reason: not provided)."),
