@@ -29,11 +29,26 @@ def rows(folder: Path, name: str = "*.jsonl") -> list[dict]:
     return [json.loads(line) for path in sorted(folder.glob(name)) for line in path.read_text().splitlines() if line]
 
 
-def in_flight_at(run_dir: Path, member: str, t: int) -> list[int]:
-    """The commit ids ``member`` had sent by ``t`` and had no answer for by then."""
-    evs = [e for e in rows(run_dir / "events") if e["member"] == member]
-    answered = {e["commit_id"]: e["ts_ms"] for e in evs if e["kind"] in ("committed", "commit_failed") and "commit_id" in e}
-    return [e["commit_id"] for e in evs if e["kind"] == "commit_sent" and e["ts_ms"] <= t and answered.get(e["commit_id"], t + 1) > t]
+def commits_sent(run_dir: Path, member: str) -> list[tuple[dict, dict | None]]:
+    """Each ``commit_sent`` of ``member`` with its answer (``committed`` or ``commit_failed`` with the same commit_id,
+    from the same process: the ids start again after each ``started``), or None when it was never answered."""
+    out: list[list] = []
+    open_by_id: dict[int, int] = {}
+    for e in rows(run_dir / "events", f"{member}.jsonl"):
+        if e["kind"] == "started":
+            open_by_id.clear()
+        elif e["kind"] == "commit_sent":
+            open_by_id[e["commit_id"]] = len(out)
+            out.append([e, None])
+        elif e["kind"] in ("committed", "commit_failed") and e.get("commit_id") in open_by_id:
+            out[open_by_id.pop(e["commit_id"])][1] = e
+    return [(sent, answer) for sent, answer in out]
+
+
+def in_flight_at(run_dir: Path, member: str, t: int) -> list[tuple[dict, dict | None]]:
+    """The commits ``member`` had sent by ``t`` and had no answer for by then: (its commit_sent, its answer or None)."""
+    return [(sent, answer) for sent, answer in commits_sent(run_dir, member)
+            if sent["ts_ms"] <= t and (answer is None or answer["ts_ms"] > t)]
 
 
 def one_run(variant: str, runs_dir: Path) -> dict:
@@ -52,9 +67,10 @@ def one_run(variant: str, runs_dir: Path) -> dict:
         return {**out, "stderr": done.stderr.strip().splitlines()[-3:]}
     s = json.loads((run_dir / "report" / "summary.json").read_text())
     stopped = next(f for f in rows(run_dir, "faults.jsonl") if f["kind"] in ("member_freeze", "member_crash"))
+    in_flight = in_flight_at(run_dir, "member-1", stopped["injected_at_ms"])
     ahead = s["checks"]["commit_ahead"]
     return {**out, "counts": {k: v for k, v in s["anomaly_counts"].items() if v}, "lost": s["lost_records"],
-            "unseen": s.get("unseen_records"), "in_flight": in_flight_at(run_dir, "member-1", stopped["injected_at_ms"]),
+            "unseen": s.get("unseen_records"), "in_flight": [sent["commit_id"] for sent, _ in in_flight],
             "ambiguous": ahead.get("ambiguous"), "indeterminate_commits": ahead.get("indeterminate_commits")}
 
 

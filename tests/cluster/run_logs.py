@@ -26,3 +26,9 @@ def owned_before(outcome, member: str, at_ms: int) -> set[str]:
         elif e["kind"] in ("revoked", "lost"):
             owned -= set(e["partitions"])
     return owned
+
+
+def handed_over(run_dir: Path, member: str, partitions, after_ms: int) -> int | None:
+    """When a member other than ``member`` was first assigned one of ``partitions``, at or after ``after_ms``."""
+    return min((e["ts_ms"] for e in rows(run_dir / "events") if e["member"] != member and e["kind"] == "assigned"
+                and e["ts_ms"] >= after_ms and set(e["partitions"]) & set(partitions)), default=None)

@@ -6,9 +6,11 @@ cut takes one member off the cluster while the others in its process consume on.
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from kafkanet.rpc_proxy import GROUP_APIS
+from run_logs import handed_over
 
 pytestmark = pytest.mark.cluster
 
@@ -34,8 +36,35 @@ def clean(run) -> dict:
     return run.summary
 
 
-def event_kinds(run) -> dict[str, list[str]]:
-    return {p.stem: sorted({e["kind"] for e in jsonl(p)}) for p in sorted((run.run_dir / "events").glob("member-*.jsonl"))}
+HOSTING_FACTS = ("host", "hosted_settings")  # what a hosted member's `started` adds
+MEMBERS = {"member-1", "member-2", "member-3", "member-4"}
+
+
+def event_fields(run) -> set[tuple[str, str, str]]:
+    """(member, event kind, field) for every field some event of that kind carries, but HOSTING_FACTS."""
+    return {(path.stem, e["kind"], name) for path in (run.run_dir / "events").glob("member-*.jsonl")
+            for e in jsonl(path) for name in e if name not in HOSTING_FACTS}
+
+
+def consumed_columns(run) -> set[tuple[str, str]]:
+    """(member, "column: type") for every column its consumed file fills (the run's compaction to Parquet gives
+    every file the contract's columns, so a column the member did not write is there, all null)."""
+    out = set()
+    for path in (run.run_dir / "consumed").glob("member-*.parquet"):
+        table = pq.read_table(path)
+        out |= {(path.stem, f"{field.name}: {field.type}") for field, column in zip(table.schema, table.columns)
+                if column.null_count < len(column)}
+    return out
+
+
+def check_statuses(summary: dict) -> dict[str, str]:
+    return {name: check["status"] for name, check in summary["checks"].items()}
+
+
+def other_than(expected, one: dict, many: dict) -> dict:
+    """Each key whose value is not ``expected`` in one mapping or the other (or is missing), with both values."""
+    return {key: (one.get(key), many.get(key)) for key in one.keys() | many.keys()
+            if one.get(key) != expected or many.get(key) != expected}
 
 
 def fault_row(run, kind: str) -> dict:
@@ -43,15 +72,18 @@ def fault_row(run, kind: str) -> dict:
 
 
 def test_hosted_and_one_process_members_give_the_same_rows_and_checks(chaos_run):
-    """The same scenario twice, 4 members in 4 processes and in 2 hosts of 2: the same members, the same event
-    kinds and consumed columns, the same checks run; the hosted members' `started` facts say where they ran."""
+    """The same scenario twice, 4 members in 4 processes and in 2 hosts of 2: both valid, with the same members,
+    consumed columns (and types), event kinds and fields, every check run and every anomaly count 0; the hosted
+    members' `started` facts say where they ran. Fails if a hosted member writes a column, an event kind or a field
+    that a member of its own process does not (or the other way round), or if a check does not run on one of them."""
     alone, hosted = chaos_run(scenario()), chaos_run(scenario(members_per_host=2))
     a, h = clean(alone), clean(hosted)
-    assert event_kinds(alone) == event_kinds(hosted)
-    assert sorted(a["anomaly_counts"]) == sorted(h["anomaly_counts"]) and sorted(a.get("checks", {})) == sorted(h.get("checks", {}))
+    for facts in (consumed_columns, event_fields):
+        one, many = facts(alone), facts(hosted)
+        assert one == many and {row[0] for row in many} == MEMBERS, (facts.__name__, one - many, many - one)
+    assert other_than("ran", check_statuses(a), check_statuses(h)) == {}
+    assert other_than(0, a["anomaly_counts"], h["anomaly_counts"]) == {}
     assert a["produced_records"] == h["produced_records"] and h["duplicate_extra_deliveries"] == 0
-    for run in (alone, hosted):
-        assert (run.run_dir / "consumed").is_dir()
     started = [e for e in jsonl(hosted.run_dir / "events" / "member-3.jsonl") if e["kind"] == "started"][0]
     assert started["host"] == "host-2" and started["hosted_settings"]["queued.max.messages.kbytes"] > 0
     assert "host" not in [e for e in jsonl(alone.run_dir / "events" / "member-3.jsonl") if e["kind"] == "started"][0]
@@ -67,13 +99,6 @@ def owned(events: list[dict]) -> set[str]:
         elif e["kind"] in ("revoked", "lost"):
             partitions -= set(e["partitions"])
     return partitions
-
-
-def first_move(run, partitions: set[str], after_ms: int, crashed: str) -> int | None:
-    """When another member was first assigned one of the crashed member's partitions, after the crash."""
-    times = [e["ts_ms"] for p in (run.run_dir / "events").glob("member-*.jsonl") if p.stem != crashed
-             for e in jsonl(p) if e["kind"] == "assigned" and e["ts_ms"] >= after_ms and set(e["partitions"]) & partitions]
-    return min(times, default=None)
 
 
 def removed_for(run, member_id: str) -> list[str]:
@@ -104,7 +129,7 @@ def test_a_hosted_crash_looks_like_a_killed_process(chaos_run, client, protocol)
     group_requests = [r for r in row["sent_after_crash"] if r["api"] in GROUP_APIS]  # heartbeats, commits, leaves
     assert row["swallowed"] == [] and group_requests == [], row
     events = [e for e in jsonl(run.run_dir / "events" / "member-2.jsonl") if e["ts_ms"] < row["injected_at_ms"]]
-    moved = first_move(run, owned(events), row["injected_at_ms"], "member-2")
+    moved = handed_over(run.run_dir, "member-2", owned(events), row["injected_at_ms"])
     assert moved is not None and moved - row["injected_at_ms"] >= SESSION_MS - 2000, (moved, row)
     why = removed_for(run, [e for e in events if e["kind"] == "assigned"][-1]["member_id"])
     assert why and not any("LeaveGroup" in line for line in why), why  # the broker's side: expired, not left
