@@ -1,11 +1,13 @@
-"""Issue 39: the reproducer of the 500-member KIP-848 finding with three members (scenarios/kip848-lost-assignment.yaml,
-docs/upstream/librdkafka-kip848-lost-assignment.md). librdkafka loses the one heartbeat response that gives a
-released partition to a member at its unchanged epoch, never sends a full heartbeat after the time-out, and never
-fetches the partition; the Java client, its heartbeats timed out the same way, sends a full one and gets it."""
+"""Issue 39: the reproducer of the 500-member KIP-848 finding with three members (the zoo's
+scenarios/zoo/kip848-lost-assignment.yaml, docs/upstream/librdkafka-kip848-lost-assignment.md). librdkafka loses the
+one heartbeat response that gives a released partition to a member at its unchanged epoch, never sends a full
+heartbeat after the time-out, and never fetches the partition; the Java client (the zoo's contrast), its heartbeats
+timed out the same way, sends a full one and gets it. Each side runs as `kafka-chaos zoo` runs it."""
 import pytest
 
+from analysis import signature
+from harness.zoo.runner import on_side, select
 from run_logs import rows
-from scenario_files import catalog
 
 pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 
@@ -20,8 +22,15 @@ def delay_healed_at(outcome) -> int:
     return delay["healed_at_ms"]
 
 
+[(_, ZOO)] = select(["kip848-lost-assignment"])
+
+
+def shows_the_signature(outcome) -> bool:
+    return signature.find(outcome.run_dir, ZOO.zoo.resolved(ZOO.settings())).shown
+
+
 def test_librdkafka_never_applies_a_partition_given_in_a_heartbeat_response_it_timed_out(chaos_run):
-    outcome = chaos_run(catalog("kip848-lost-assignment"))
+    outcome = chaos_run(on_side(ZOO, "affected"))
     assert outcome.errors == [], outcome.errors
     [stuck] = [a for a in outcome.summary["anomalies"] if a["type"] == "unsettled"]
     assert stuck["last_described"]["state"] == "STABLE" and stuck["last_described"]["assigned"] == 6, stuck
@@ -34,10 +43,11 @@ def test_librdkafka_never_applies_a_partition_given_in_a_heartbeat_response_it_t
     assert unapplied["members"] == ["member-3"] and f"{unapplied['topic']}:{unapplied['partition']}" == partition
     after = [h for h in heartbeats(outcome) if h["at_ms"] > delay_healed_at(outcome)]
     assert after and all(h["owned"] is None for h in after), after  # partial: librdkafka never sent a full one
+    assert shows_the_signature(outcome)
 
 
 def test_the_java_client_sends_a_full_heartbeat_after_a_time_out_and_gets_the_partition(chaos_run):
-    outcome = chaos_run(catalog("kip848-lost-assignment", client="java-member", config={"request.timeout.ms": 1000}))
+    outcome = chaos_run(on_side(ZOO, "contrast"))  # the Java member program, its request time-out 1 s
     assert outcome.errors == [] and outcome.drained, outcome.errors
     assert outcome.summary["valid"] is True and outcome.summary["lost_records"] == 0
     assert outcome.summary["anomaly_counts"]["unapplied_assignment"] == 0
@@ -49,3 +59,4 @@ def test_the_java_client_sends_a_full_heartbeat_after_a_time_out_and_gets_the_pa
     got = {p for e in events if e["member"] == "member-3" and e["kind"] == "assigned" and woke <= e["ts_ms"] <= healed + 10_000
            for p in e["partitions"]}
     assert released and released <= got, (released, got)  # what member-2 released on waking reached member-3
+    assert not shows_the_signature(outcome)
