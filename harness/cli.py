@@ -82,14 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
     zoo = commands.add_parser("zoo", help="reproduce known consumer-group bugs on the releases that had them",
                               description="Run each bug of the zoo (scenarios/zoo/) on the release that had it and "
                               "on the release that fixed it (the client's or the brokers', as the file's zoo.swap "
-                              "says; the affected one only for a bug still open), --repeat times each. A run "
+                              "says; for a bug still open, the affected one alone or beside its contrast, another client kind "
+                              "without the bug), --repeat times each. A run "
                               "reproduces a bug only when it shows the bug's own signature (the file's "
                               "zoo.signature, over every anomaly row and event of the run). Prints and writes "
                               "(zoo.md, zoo.json) a table: per release the runs with the signature of the runs "
                               "started, with a 95% Wilson interval; the other anomalies; failed runs; the measured "
                               "status; the status and rate the file records; and the nightly's verdict.",
                               epilog="exit codes: 0 every bug as its file records (green); 1 a bug moved: "
-                                     "significantly below its recorded rate, shown on a fixed release, or shown "
+                                     "significantly below its recorded rate, shown on a fixed release or the contrast, or shown "
                                      "though recorded as not reproduced (the table says which); 2 bad input; "
                                      "3 a run the harness or the analysis could not finish",
                               formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -287,8 +288,8 @@ def cmd_zoo(args) -> int:
     _check_folder(args.runs_dir, "--runs-dir")
     _check_folder(args.out, "--out")
     for path, s in chosen:  # every release's scenario is valid before anything starts
-        for _, version in s.zoo.releases:
-            parse_scenario(zoo.on_release(s, version), f"{path} on {version}")
+        for side, version in s.zoo.releases:
+            parse_scenario(zoo.on_side(s, side), f"{path} on {version}")
     results = [zoo.run_bug(path, s, args.repeat, args.runs_dir) for path, s in chosen]
     table = zoo.write(args.out or args.runs_dir, results, time.strftime("%Y-%m-%d"))
     print(table.read_text(), end="")

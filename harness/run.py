@@ -298,6 +298,9 @@ def refuse_a_cluster_unlike_the_plan(plan: Plan, cluster) -> None:
         if section.log_disk_mb is not None:
             raise ScenarioError("cluster.log_disk_mb: an external cluster's brokers keep their logs on their owner's "
                                 "disks; leave it unset")
+        if section.broker_config:
+            raise ScenarioError("cluster.broker_config: an external cluster's brokers run their owner's settings; "
+                                "leave it unset")
         return
     if kafka_version(section.kafka_version) != kafka_version(cluster.spec.kafka_version):
         raise ScenarioError(f"cluster.kafka_version: this cluster runs Kafka {kafka_version(cluster.spec.kafka_version)}, "
@@ -305,6 +308,11 @@ def refuse_a_cluster_unlike_the_plan(plan: Plan, cluster) -> None:
     if section.log_disk_mb is not None and cluster.spec.log_disk_mb is None:
         raise ScenarioError("cluster.log_disk_mb: this cluster was started without it, so its brokers have no log disk "
                             "of their own (disk_full fills one); run the scenario on its own cluster")
+    unlike = {key: value for key, value in section.broker_config.items() if cluster.spec.broker_config.get(key) != value}
+    if unlike:
+        key, value = next(iter(unlike.items()))
+        raise ScenarioError(f"cluster.broker_config: this cluster's brokers were started without {key}={value}; run the "
+                            f"scenario on its own cluster")
 
 
 def _let_go(cluster, own_cluster: bool, run_dir: Path, phase, outcome: RunOutcome, group_id: str, started: float) -> None:

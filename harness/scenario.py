@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model, model_validator
@@ -22,7 +22,7 @@ from faults.triggers import MAX_REPLICAS_PER_BROKER, MAX_TOPIC_PARTITIONS
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting, host_of
 from harness.releases.client_versions import version_tuple
 from harness.releases.kafka_release import KIP_848_GA, KafkaVersionError, check_kafka_version
-from harness.zoo.spec import ZooSpec
+from harness.zoo.spec import Contrast, ZooSpec
 
 
 class ScenarioError(ValueError):
@@ -542,7 +542,9 @@ def _check_zoo(zoo: ZooSpec, scenario: "Scenario") -> None:
         for where, kind in kinds:
             if kind is not None and kind not in EVENT_KINDS:
                 raise ValueError(f"{where}: {kind!r} is not an event kind; kinds: {', '.join(EVENT_KINDS)}")
-    if zoo.swap == "client":
+    if zoo.contrast is not None:
+        _check_contrast(zoo.contrast, group)
+    if zoo.swap in ("client", "client_kind"):
         if not isinstance(group.members, int) and any(m.version for m in group.members):
             raise ValueError("zoo: the zoo swaps the group's one client release; give consumer_group.version, not per-member versions")
         pinned, field = group.version, "consumer_group.version"
@@ -554,6 +556,19 @@ def _check_zoo(zoo: ZooSpec, scenario: "Scenario") -> None:
     if zoo.fixed and version_tuple(zoo.fixed) <= version_tuple(zoo.affected):
         raise ValueError(f"zoo.fixed: {zoo.fixed} is not later than zoo.affected {zoo.affected}")
     zoo.resolved(scenario.settings())  # every threshold names a setting of this scenario
+
+
+def _check_contrast(contrast: Contrast, group: ConsumerGroupSpec) -> None:
+    """The contrast swaps the group's one client kind for another the harness has."""
+    kinds = get_args(CLIENTS)
+    if contrast.client not in kinds:
+        raise ValueError(f"zoo.contrast.client: {contrast.client!r} is not a client kind; kinds: {', '.join(kinds)}")
+    if contrast.client == group.client:
+        raise ValueError(f"zoo.contrast.client: {contrast.client} is the group's own client (consumer_group.client); "
+                         f"the contrast runs another client kind")
+    if not isinstance(group.members, int) and any(m.client for m in group.members):
+        raise ValueError("zoo.contrast: the contrast swaps the group's one client kind; give consumer_group.client, "
+                         "not per-member clients")
 
 
 def _subscribed_topics(group: ConsumerGroupSpec) -> list[tuple[str, list[str] | None]]:

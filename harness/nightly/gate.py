@@ -4,7 +4,8 @@ It reads what the night wrote into its own folder (``make nightly`` puts everyth
 - ``junit.xml`` of the slow pytest families: a failed assertion is a catalog scenario's stated expectation that
   failed; any other failure or error is the harness itself failing;
 - ``zoo.json`` of ``kafka-chaos zoo``: each bug's gate (harness/zoo/runner.py: below its recorded rate, shown on a
-  fixed release, shown though recorded as not reproduced, an open bug that stopped showing);
+  fixed release or on an open bug's contrast client, shown though recorded as not reproduced, an open bug that
+  stopped showing);
 - the trend page's ``trend.json``: points outside their series' last nights, listed but not red by themselves;
 - ``families.json`` (harness/nightly/families.py): the fault families the night's tests really ran; one that the last
   complete night before it ran and this complete night did not is red (a test that stopped injecting it);

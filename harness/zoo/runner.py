@@ -1,5 +1,6 @@
 """The bug zoo (scenarios/zoo/): each known consumer-group bug run `repeat` times on the release that had it and
-`repeat` times on the release that fixed it (only the affected one for a bug still open), one cluster per release.
+`repeat` times on the release that fixed it, one cluster per release. A bug still open runs on the affected release
+only, or beside its contrast: another client kind, without the bug, on the same scenario (zoo.contrast).
 
 A run reproduces a bug only when it shows the bug's own signature (its zoo block; analysis/signature.py over every
 anomaly row and event of the run), never because some anomaly of a type appeared. Every started run is in the
@@ -25,8 +26,9 @@ from harness.zoo.spec import ZooSpec
 ZOO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "zoo"
 SIGNIFICANCE = 0.01          # the nightly's one-sided binomial test
 STATUS_WORDS = {"reproduced": "reproduced", "intermittent": "intermittent", "not_reproduced": "not reproduced",
-                "open": "open", "also_fixed": "also on the fixed release", "inconclusive": "inconclusive",
-                "no_runs": "no runs"}
+                "open": "open", "also_fixed": "also on the fixed release", "also_contrast": "also on the contrast",
+                "inconclusive": "inconclusive", "no_runs": "no runs"}
+SIDE_WORDS = {"fixed": "the fixed release", "contrast": "the contrast client"}   # the side that must not show it
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -47,7 +49,7 @@ def binomial_cdf(k: int, n: int, p: float) -> float:
 @dataclass
 class Tally:
     """The runs of one bug on one release."""
-    side: str                    # "affected" or "fixed"
+    side: str                    # "affected", "fixed" or "contrast"
     version: str
     started: int = 0
     shown: int = 0               # runs that showed the signature
@@ -97,19 +99,21 @@ class BugResult:
         return self.tallies["affected"]
 
     @property
-    def fixed(self) -> Tally | None:
-        return self.tallies.get("fixed")
+    def control(self) -> Tally | None:
+        """The runs that must never show the signature: the fixed release's, or the contrast's."""
+        return self.tallies.get("fixed") or self.tallies.get("contrast")
 
     def status(self) -> str:
         """What these runs say: reproduced (the affected rate's interval lies above one half, and no fixed run
-        shows the signature), intermittent, not_reproduced, open, also_fixed, inconclusive (most runs failed)."""
-        a, f = self.affected, self.fixed
+        shows the signature), intermittent, not_reproduced, open, also_fixed, also_contrast, inconclusive (most
+        runs failed)."""
+        a, c = self.affected, self.control
         if a.started == 0:
             return "no_runs"
         if any(2 * t.failed > t.started for t in self.tallies.values()):
             return "inconclusive"
-        if f is not None and f.shown:
-            return "also_fixed"
+        if c is not None and c.shown:
+            return f"also_{c.side}"
         if self.spec.status == "open":
             return "open" if a.shown else "not_reproduced"
         if a.shown and wilson(a.shown, a.started)[0] > 0.5:
@@ -118,12 +122,12 @@ class BugResult:
 
     def gate(self) -> list[str]:
         """Why this bug turns the nightly red (empty: it does not)."""
-        spec, a, f = self.spec, self.affected, self.fixed
+        spec, a, c = self.spec, self.affected, self.control
         reasons = [f"{spec.bug}: harness failure on {t.version} ({t.side}) in {t.failed} of {t.started} runs: "
                    f"{t.failures[0]}" for t in self.tallies.values() if t.failed]
-        if f is not None and f.shown:
-            reasons.append(f"{spec.bug}: the signature showed on the fixed release {f.version} in {f.shown} of "
-                           f"{f.started} runs")
+        if c is not None and c.shown:
+            reasons.append(f"{spec.bug}: the signature showed on {SIDE_WORDS[c.side]} {c.version} in {c.shown} of "
+                           f"{c.started} runs")
         if spec.status == "not_reproduced" and a.shown:
             reasons.append(f"{spec.bug}: recorded as not reproduced, now shows on {a.version} in {a.rate_text()}")
         elif spec.status != "not_reproduced" and a.started:
@@ -168,14 +172,22 @@ def select(names: list[str], folder: Path = ZOO_DIR) -> list[tuple[Path, Scenari
     return chosen
 
 
-def on_release(scenario: Scenario, version: str) -> dict:
-    """The zoo scenario (as a scenario dict, without its zoo block) with the swapped release set to ``version``:
-    the group's client release, or the brokers'."""
+def on_side(scenario: Scenario, side: str) -> dict:
+    """The zoo scenario (as a scenario dict, without its zoo block) as one side of it runs: the group's client
+    release or the brokers' set to the side's release, or, on the contrast, the group's client kind swapped and
+    the contrast's client settings laid over the group's."""
+    zoo = scenario.zoo
+    release = dict(zoo.releases)[side]
     data = scenario.model_dump(mode="json", exclude_unset=True)
     data.pop("zoo", None)
-    section = "cluster" if scenario.zoo.swap == "brokers" else "consumer_group"
-    key = "kafka_version" if scenario.zoo.swap == "brokers" else "version"
-    data[section] = {**data.get(section, {}), key: version}
+    group = data.get("consumer_group", {})
+    if side == "contrast":
+        data["consumer_group"] = {**group, "client": zoo.contrast.client, "version": None,
+                                  "config": {**group.get("config", {}), **zoo.contrast.config}}
+    elif zoo.swap == "brokers":
+        data["cluster"] = {**data.get("cluster", {}), "kafka_version": release}
+    else:
+        data["consumer_group"] = {**group, "version": release}
     return data
 
 
@@ -187,14 +199,14 @@ def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> Bug
     result = BugResult(path.name, zoo, {})
     for side, version in zoo.releases:
         tally = result.tallies[side] = Tally(side, version)
-        release = parse_scenario(on_release(scenario, version), f"{path} on {version}")
+        release = parse_scenario(on_side(scenario, side), f"{path} on {version}")
         try:
             with KafkaCluster(release.cluster, run_id=f"zoo-{secrets.token_hex(3)}",
                               client_lanes=release.client_lanes()) as cluster:
                 for i in range(repeat):
-                    say(f"zoo {zoo.bug}: {side} release {version}, run {i + 1} of {repeat}")
+                    say(f"zoo {zoo.bug}: {side} {version}, run {i + 1} of {repeat}")
                     tally.started += 1
-                    _one_run(scenario, release, version, cluster, runs_root, tally, scenario_source(path))
+                    _one_run(scenario, release, side, cluster, runs_root, tally, scenario_source(path))
         except KeyboardInterrupt:
             raise
         except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
@@ -205,15 +217,15 @@ def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> Bug
     return result
 
 
-def _one_run(scenario: Scenario, release: Scenario, version: str, cluster, runs_root: Path, tally: Tally,
+def _one_run(scenario: Scenario, release: Scenario, side: str, cluster, runs_root: Path, tally: Tally,
              source: str) -> None:
     """One run on the shared cluster, analysed and matched; any failure is recorded as a failed run."""
     from analysis import analyze, signature
     from harness.run import run_scenario
-    run_dir = None
+    run_dir, version = None, tally.version
     try:
         cluster.reset_faults()
-        run = parse_scenario(unique_names(on_release(scenario, version), secrets.token_hex(3)),
+        run = parse_scenario(unique_names(on_side(scenario, side), secrets.token_hex(3)),
                              f"{release.name} on {version}")  # names of its own: runs share the cluster
         outcome = run_scenario(run, runs_root, cluster=cluster, source=source)
         run_dir = outcome.run_dir
@@ -317,10 +329,10 @@ def write(out: Path, results: list[BugResult], date: str) -> Path:
 
 
 def listing(entries: list[tuple[Path, Scenario]]) -> str:
-    rows = []
+    rows, width = [], max((len(s.zoo.bug) for _, s in entries), default=0)
     for path, s in entries:
         z = s.zoo
-        what = "client" if z.swap == "client" else "brokers"
-        rows.append(f"{z.bug:<18} {what:<7} {z.affected:>7} -> {z.fixed or 'no fix':<7} "
+        control = z.releases[1][1] if len(z.releases) > 1 else "no fix"   # the fixed release or the contrast
+        rows.append(f"{z.bug:<{width}} {z.swap:<11} {z.affected:>7} -> {control:<11} "
                     f"expect {STATUS_WORDS[z.status]} ({z.rate:.0%})  {path.name}")
     return "\n".join(rows)

@@ -1,15 +1,20 @@
-"""The `zoo:` block of a bug-zoo scenario (scenarios/zoo/): which bug, which two releases it swaps, what the
-bug's own signature is, and what the nightly expects of it (status and rate). Its thresholds are written as the
+"""The `zoo:` block of a bug-zoo scenario (scenarios/zoo/): which bug, what its two runs swap (the client's release,
+the brokers', or, for an open bug, the client kind: its contrast), what the bug's own signature is, and what the
+nightly expects of it (status and rate). Its thresholds are written as the
 scenario's own settings (``"0.8 * consumer_group.session_timeout_ms"``), never as numbers tuned to one run;
 :meth:`ZooSpec.resolved` turns them into numbers for analysis/signature.py."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-ZOO_BUG = r"^(KAFKA-\d+|librdkafka#\d+)$"
+UNREPORTED = "unreported:"
+ZOO_BUG = r"^(KAFKA-\d+|librdkafka#\d+|unreported:[a-z0-9]+(-[a-z0-9]+)*)$"
+ROOT = Path(__file__).resolve().parents[2]
+REPORTS = "docs/upstream"   # an unreported bug's report, ready to file, in the project
 VERSION = r"^\d+(\.\d+){1,3}$"
 STATUSES = ("reproduced", "intermittent", "not_reproduced", "open")
 EXPRESSION = re.compile(r"^\s*(?:(\d+(?:\.\d+)?)\s*\*\s*)?([a-z_][a-z0-9_]*(?:\.[a-z0-9_]+)*)\s*$")
@@ -44,17 +49,30 @@ class Predicate(_Strict):
         return self
 
 
+class Contrast(_Strict):
+    """Another client kind, without the bug, run beside the affected one while no release fixes it: the same
+    scenario with the group's client swapped, and the client settings it needs to meet the same faults."""
+    client: str = Field(description="the group's client on the contrast's runs: librdkafka, java or java-member")
+    config: dict[str, Any] = Field(default_factory=dict, description="client settings laid over "
+                                   "consumer_group.config on the contrast's runs (e.g. a request time-out that makes "
+                                   "its requests time out as the affected client's do)")
+
+
 class ZooSpec(_Strict):
     """A known consumer-group bug this scenario reproduces: `kafka-chaos zoo` runs it on the affected and on the
     fixed release and counts the runs that show the bug's signature."""
-    bug: str = Field(pattern=ZOO_BUG, description="KAFKA-NNNN or librdkafka#NNNN")
-    upstream: str = Field(description="the issue's address")
+    bug: str = Field(pattern=ZOO_BUG, description="KAFKA-NNNN, librdkafka#NNNN, or unreported:NAME for a bug not "
+                                                  "reported upstream yet, whose report is docs/upstream/NAME.md")
+    upstream: str = Field(description="the issue's address; for an unreported bug its report, docs/upstream/NAME.md")
     fix: str | None = Field(None, description="the fix: its pull request or commit address (none while open)")
-    swap: Literal["client", "brokers"] = Field("client", description="what differs between the two runs: the "
-                                               "group's client release (consumer_group.version) or the brokers' "
-                                               "(cluster.kafka_version)")
+    swap: Literal["client", "brokers", "client_kind"] = Field(
+        "client", description="what differs between the two runs: the group's client release "
+        "(consumer_group.version), the brokers' (cluster.kafka_version), or, for an open bug, the client kind (the "
+        "affected client against zoo.contrast's)")
     affected: str = Field(pattern=VERSION, description="a release with the bug (the file pins it)")
     fixed: str | None = Field(None, pattern=VERSION, description="the first release with the fix; none while open")
+    contrast: Contrast | None = Field(None, description="with swap client_kind: the client kind run beside the "
+                                      "affected one, which must never show the signature")
     status: Literal[STATUSES] = Field(description="what the nightly expects: reproduced, intermittent, "
                                                   "not_reproduced, or open (no fix upstream)")
     rate: float = Field(ge=0, lt=1, description="the share of runs on the affected release expected to show the "
@@ -65,6 +83,14 @@ class ZooSpec(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self):
+        if self.bug.startswith(UNREPORTED):
+            _check_report(self)
+        if (self.swap == "client_kind") != (self.contrast is not None):
+            raise ValueError("contrast: swap client_kind runs the affected client against zoo.contrast's client kind; "
+                             "give both or neither")
+        if self.swap == "client_kind" and self.status != "open":
+            raise ValueError(f"status: a client-kind contrast stands in for a fixed release, so the bug is open, "
+                             f"not {self.status}; with a fix, swap the client's release")
         if self.status == "open" and (self.fixed or self.fix):
             raise ValueError("status: open means no fix upstream; remove fixed and fix")
         if self.status != "open" and not (self.fixed and self.fix):
@@ -75,7 +101,10 @@ class ZooSpec(_Strict):
 
     @property
     def releases(self) -> tuple[tuple[str, str], ...]:
-        """(side, release) of each release the zoo runs: the affected one, and the fixed one unless open."""
+        """(side, release) of each side the zoo runs: the affected release; then the fixed one, or the contrast's
+        client kind; nothing more for an open bug without a contrast."""
+        if self.contrast is not None:
+            return ("affected", self.affected), ("contrast", self.contrast.client)
         return (("affected", self.affected),) + ((("fixed", self.fixed),) if self.fixed else ())
 
     def resolved(self, settings: dict) -> list[dict]:
@@ -83,6 +112,17 @@ class ZooSpec(_Strict):
         scenario as run, every default filled in)."""
         return [_resolve_predicate(p.model_dump(exclude_none=True), settings, f"zoo.signature[{i}]")
                 for i, p in enumerate(self.signature)]
+
+
+def _check_report(zoo: ZooSpec) -> None:
+    """An unreported bug has no fix, and points at its own report in the project."""
+    report = f"{REPORTS}/{zoo.bug[len(UNREPORTED):]}.md"
+    if zoo.upstream != report:
+        raise ValueError(f"upstream: an unreported bug points at its report, {report!r}, not {zoo.upstream!r}")
+    if not (ROOT / report).is_file():
+        raise ValueError(f"upstream: {report} does not exist; write the report before the zoo entry")
+    if zoo.status != "open":
+        raise ValueError(f"status: an unreported bug has no fix upstream, so it is open, not {zoo.status}")
 
 
 def _resolve_predicate(pred: dict, settings: dict, where: str) -> dict:

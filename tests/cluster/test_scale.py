@@ -22,7 +22,7 @@ KNOWN_FINDINGS = {
                                "applied it, in a stable group (the unsettled anomaly's coordinator_owner names it): "
                                "librdkafka timed out the one heartbeat response that gave it the partition at an "
                                "unchanged epoch and sent no full heartbeat after it; reproduced with 3 members "
-                               "(scenarios/kip848-lost-assignment.yaml), docs/upstream/librdkafka-kip848-lost-assignment.md",
+                               "(scenarios/zoo/kip848-lost-assignment.yaml), docs/upstream/librdkafka-kip848-lost-assignment.md",
 }
 
 

@@ -4,7 +4,7 @@ one miss in a make test at load 45), so these run under the slow marker in `make
 import pytest
 
 from analysis import signature
-from harness.zoo.runner import on_release, select
+from harness.zoo.runner import on_side, select
 
 pytestmark = pytest.mark.cluster
 
@@ -12,8 +12,8 @@ pytestmark = pytest.mark.cluster
 @pytest.mark.slow
 def test_kafka_14024_a_cooperative_join_stalls_the_group_on_3_2_0_and_not_on_3_2_1(chaos_run):
     [(_, scenario)] = select(["KAFKA-14024"])
-    affected = chaos_run(on_release(scenario, scenario.zoo.affected))
-    fixed = chaos_run(on_release(scenario, scenario.zoo.fixed))
+    affected = chaos_run(on_side(scenario, "affected"))
+    fixed = chaos_run(on_side(scenario, "fixed"))
     # on 3.2.0 the group may stay stuck past the drain (a finding, analysed like any run); 3.2.1 must catch up
     assert not fixed.errors and fixed.drained, fixed.errors
     assert affected.summary is not None, affected.errors

@@ -48,6 +48,18 @@ def test_an_external_cluster_is_refused_log_disks_naming_the_field():
         refuse_a_cluster_unlike_the_plan(plan_of({"log_disk_mb": 64}), StandInCluster(owned=False))
 
 
+def test_broker_settings_a_given_cluster_was_not_started_with_are_refused_naming_the_field():
+    """Silently run with the cluster's own settings, a scenario would measure something else (a KIP-848 session of
+    10 s where it asked for 50 s)."""
+    asked = {"broker_config": {"group.consumer.session.timeout.ms": 50000}}
+    with pytest.raises(ScenarioError, match=r"^cluster\.broker_config: this cluster's brokers were started without "
+                                            r"group\.consumer\.session\.timeout\.ms=50000; run the scenario on its own"):
+        refuse_a_cluster_unlike_the_plan(plan_of(asked), StandInCluster())
+    with pytest.raises(ScenarioError, match=r"^cluster\.broker_config: an external cluster's brokers run their owner's"):
+        refuse_a_cluster_unlike_the_plan(plan_of(asked), StandInCluster(owned=False))
+    refuse_a_cluster_unlike_the_plan(plan_of(asked), StandInCluster(spec=ClusterSpec(**asked)))
+
+
 @pytest.mark.parametrize("asked, has", [(64, 256), (None, None), (None, 256)])
 def test_a_given_cluster_that_gives_what_the_scenario_asks_is_taken(asked, has):
     cluster = StandInCluster(spec=ClusterSpec(log_disk_mb=has))

@@ -92,3 +92,38 @@ def test_a_night_whose_tests_ran_without_the_ledger_is_a_harness_failure(tmp_pat
     (d / "families.json").unlink()
     assert main(["gate", str(d)]) == 1
     assert "families.json: missing or unreadable" in (d / "summary.md").read_text()
+
+
+def test_an_open_bug_with_a_contrast_is_red_only_when_the_contrast_shows_it_or_the_bug_stops(tmp_path):
+    """The zoo.json `kafka-chaos zoo` writes for an unreported bug run beside another client kind: the signature
+    expected on the affected client, never on the contrast."""
+    from collections import Counter
+    from pathlib import Path
+
+    from analysis.signature import Match
+    from harness.zoo.runner import BugResult, Tally, write
+    from harness.zoo.spec import ZooSpec
+    spec = ZooSpec(bug="unreported:librdkafka-kip848-lost-assignment", swap="client_kind", affected="2.16.1",
+                   upstream="docs/upstream/librdkafka-kip848-lost-assignment.md", contrast={"client": "java-member"},
+                   status="open", rate=0.9, why="A sentence that says why. Another one that says why not elsewhere.",
+                   signature=[{"anomaly": "unapplied_assignment"}])
+
+    def the_night(name, affected, contrast):
+        tallies = {}
+        for side, release, shown in (("affected", "2.16.1", affected), ("contrast", "java-member", contrast)):
+            t = tallies[side] = Tally(side, release)
+            for i in range(3):
+                t.started += 1
+                t.add(Path(f"{side}-{i}"), Match(i < shown, [1], [None], Counter()))
+        d = night(tmp_path, name=name)
+        write(d, [BugResult("kip848-lost-assignment.yaml", spec, tallies)], "2026-11-29")
+        return d
+
+    assert main(["gate", str(the_night("20261129-0100", 3, 0))]) == 0
+    d = the_night("20261129-0200", 3, 1)
+    assert main(["gate", str(d)]) == 1
+    text = (d / "summary.md").read_text()
+    assert "## Zoo bugs that moved: 1" in text and "the signature showed on the contrast client java-member in 1 of 3" in text
+    d = the_night("20261129-0300", 0, 0)
+    assert main(["gate", str(d)]) == 1
+    assert "maybe fixed upstream" in (d / "summary.md").read_text()

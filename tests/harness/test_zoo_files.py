@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from harness.scenario import catalog, parse_scenario, unique_names
-from harness.zoo.runner import on_release
+from harness.zoo.runner import on_side
 
 ZOO = catalog(Path(__file__).resolve().parents[2] / "scenarios" / "zoo")
 
@@ -23,7 +23,10 @@ def test_each_zoo_file_says_what_bug_where_and_what_to_expect(path, scenario):
     assert zoo is not None, f"{path.name}: no zoo: block (bug, releases, status, rate, why, signature)"
     assert zoo.affected in comment.split("Affected:")[1].split("\n")[0], f"{path.name}: the comment's affected release"
     assert (zoo.fixed or "no fix") in comment.split("Fixed in:")[1].split("\n")[0], f"{path.name}: the comment's fixed release"
-    pinned = scenario.consumer_group.version if zoo.swap == "client" else scenario.cluster.kafka_version
+    if zoo.contrast is not None:
+        assert "Contrast: " in comment and zoo.contrast.client in comment.split("Contrast:")[1].split("\n")[0], \
+            f"{path.name}: a 'Contrast:' line naming the contrast's client kind and why it has not the bug"
+    pinned = scenario.cluster.kafka_version if zoo.swap == "brokers" else scenario.consumer_group.version
     assert pinned == zoo.affected
     assert zoo.why.count(".") >= 2, f"{path.name}: zoo.why: two sentences on why the signature is the mechanism"
     assert scenario.name == path.stem and scenario.description
@@ -31,12 +34,17 @@ def test_each_zoo_file_says_what_bug_where_and_what_to_expect(path, scenario):
 
 @pytest.mark.parametrize("path, scenario", ZOO, ids=[p.name for p, _ in ZOO])
 def test_each_zoo_file_runs_on_both_releases_with_names_of_its_own(path, scenario):
-    """What `kafka-chaos zoo` and the plugin run: the fixed release swapped in, and every topic name (the
-    members' own subscriptions too) suffixed for a shared cluster."""
-    for _, version in scenario.zoo.releases:
-        run = parse_scenario(unique_names(on_release(scenario, version), "abc123"), path.name)
-        swapped = run.consumer_group.version if scenario.zoo.swap == "client" else run.cluster.kafka_version
-        assert swapped == version and run.zoo is None
+    """What `kafka-chaos zoo` and the plugin run: the fixed release (or the contrast's client kind) swapped in, and
+    every topic name (the members' own subscriptions too) suffixed for a shared cluster."""
+    for side, release in scenario.zoo.releases:
+        run = parse_scenario(unique_names(on_side(scenario, side), "abc123"), path.name)
+        if side == "contrast":
+            assert run.consumer_group.client == release and run.consumer_group.version is None
+            assert scenario.zoo.contrast.config.items() <= run.consumer_group.config.items()
+        else:
+            swapped = run.cluster.kafka_version if scenario.zoo.swap == "brokers" else run.consumer_group.version
+            assert swapped == release
+        assert run.zoo is None
         assert scenario.zoo.resolved(run.settings())  # every threshold resolves against the run's own settings
         assert all(t.name.endswith("-abc123") for t in run.topics)
         assert all(t.endswith("-abc123") for spec in run.consumer_group.member_specs() for t in spec.topics or [])
@@ -103,3 +111,48 @@ def test_a_bad_zoo_block_is_one_error_naming_the_field(zoo, field):
         parse_scenario(_zoo_scenario(**zoo), "x.yaml")
     assert field in str(err.value)
     assert "\n" not in str(err.value).strip() or len(str(err.value).splitlines()) <= 3
+
+
+OPEN_WITH_CONTRAST = {"bug": "unreported:librdkafka-kip848-lost-assignment",
+                      "upstream": "docs/upstream/librdkafka-kip848-lost-assignment.md", "swap": "client_kind",
+                      "affected": "2.16.1", "contrast": {"client": "java-member", "config": {"request.timeout.ms": 1000}},
+                      "status": "open", "rate": 0.9, "why": ZOO_BLOCK["why"], "signature": [{"anomaly": "unapplied_assignment"}]}
+
+
+def _contrast_scenario(**zoo):
+    block = {k: v for k, v in {**OPEN_WITH_CONTRAST, **zoo}.items() if v is not None}
+    return {"consumer_group": {"protocol": "consumer", "version": "2.16.1"}, "zoo": block}
+
+
+def test_an_unreported_open_bug_runs_beside_another_client_kind():
+    """No fixed release: the contrast is the same scenario on the Java member program, its settings laid over the
+    group's, which must never show the signature."""
+    s = parse_scenario(_contrast_scenario(), "x.yaml")
+    assert s.zoo.releases == (("affected", "2.16.1"), ("contrast", "java-member"))
+    contrast = parse_scenario(on_side(s, "contrast"), "x.yaml")
+    assert (contrast.consumer_group.client, contrast.consumer_group.version) == ("java-member", None)
+    assert contrast.consumer_group.config == {"request.timeout.ms": 1000}
+    affected = parse_scenario(on_side(s, "affected"), "x.yaml")
+    assert (affected.consumer_group.client, affected.consumer_group.version) == ("librdkafka", "2.16.1")
+
+
+@pytest.mark.parametrize("zoo, field", [
+    ({"contrast": None}, "contrast: swap client_kind"),
+    ({"swap": "client"}, "contrast: swap client_kind"),
+    ({"contrast": {"client": "jav"}}, "zoo.contrast.client: 'jav' is not a client kind"),
+    ({"contrast": {"client": "librdkafka"}}, "zoo.contrast.client: librdkafka is the group's own client"),
+    ({"contrast": {"client": "java-member", "version": "4.3.1"}}, "zoo.contrast.version"),
+    ({"bug": "librdkafka#1", "upstream": "u", "status": "reproduced", "fix": "f", "fixed": "2.16.2"},
+     "status: a client-kind contrast stands in for a fixed release"),
+    ({"upstream": "https://github.com/confluentinc/librdkafka/issues"}, "upstream: an unreported bug points at its report"),
+    ({"bug": "unreported:nowhere", "upstream": "docs/upstream/nowhere.md"}, "docs/upstream/nowhere.md does not exist"),
+    ({"swap": "client", "contrast": None, "status": "intermittent", "fix": "f", "fixed": "2.16.2"},
+     "status: an unreported bug has no fix upstream"),
+    ({"bug": "unreported:Lost Assignment"}, "zoo.bug"),
+])
+def test_a_bad_contrast_or_unreported_bug_is_one_error_naming_the_field(zoo, field):
+    from harness.scenario import ScenarioError
+    with pytest.raises(ScenarioError) as err:
+        parse_scenario(_contrast_scenario(**zoo), "x.yaml")
+    assert field in str(err.value)
+    assert len(str(err.value).splitlines()) <= 3

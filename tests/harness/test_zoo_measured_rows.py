@@ -1,6 +1,7 @@
 """The signatures of librdkafka#4844 and #5541 (scenarios/zoo/) against rows measured on 2026-11-25, one run on each
-release (Kafka 4.3.1 brokers): the affected run's rows show the signature, the fixed run's rows do not. The rows
-are copied from those runs' report/anomalies.jsonl and events/, cut to the member and window that matter."""
+release (Kafka 4.3.1 brokers), and of the KIP-848 lost assignment against rows of 2026-11-29, one run on each client
+kind: the affected run's rows show the signature, the fixed (or contrast) run's rows do not. The rows are copied
+from those runs' report/anomalies.jsonl and events/, cut to the member and window that matter."""
 import json
 from pathlib import Path
 
@@ -100,3 +101,32 @@ def test_5541_the_fatal_after_the_max_poll_eviction_is_the_signature(tmp_path):
 def test_5541_an_invalid_request_without_an_eviction_before_it_is_not_this_bug(tmp_path):
     no_eviction = [e for e in EVICTED_THEN_FATAL if not e.get("detail", "").startswith("_MAX_POLL_EXCEEDED")]
     assert not _shown("librdkafka-5541.yaml", _run_dir(tmp_path, "no-eviction", FATAL_ROW, no_eviction))
+
+
+# The KIP-848 lost assignment (unreported: docs/upstream/librdkafka-kip848-lost-assignment.md), 2026-11-29: librdkafka
+# 2.16.1's member-3 never applied chaos:5, which the coordinator held it owned for 75 s (to the run's end); the Java
+# member program, the contrast, applied everything: its anomalies were partitions stalled while member-2 was frozen.
+NEVER_APPLIED = [
+    {"type": "unapplied_assignment", "topic": "chaos-6bea7c", "partition": 5, "offsets": None, "count": 1,
+     "members": ["member-3"], "generations": [], "time_ms": [1795940229701, 1795940304616], "held_ms": 74915,
+     "reason": "the coordinator held member-3 owned chaos-6bea7c:5 for 74.9 s in a stable group; member-3 never "
+               "applied it", "fault_ids": ["member_freeze-2", "rpc-4"]},
+]
+FROZEN_OWNER_STALLED = [
+    {"type": "stall", "topic": "chaos-de6a4a", "partition": 3, "offsets": [591, 591], "count": 1,
+     "members": ["member-2"], "generations": [3], "time_ms": [1795940840875, 1795940853310], "stalled_ms": 12435,
+     "waiting_for": "delivery", "last_delivery_ms": 1795940840875, "open": False,
+     "reason": "nothing delivered for 12.4 s while acked records waited, owner member-2 alive",
+     "fault_ids": ["member_freeze-2", "member_join-3"]},
+]
+
+
+def test_kip848_a_partition_member_3_never_applied_is_the_signature(tmp_path):
+    assert _shown("kip848-lost-assignment.yaml", _run_dir(tmp_path, "affected", NEVER_APPLIED, []))
+    assert not _shown("kip848-lost-assignment.yaml", _run_dir(tmp_path, "contrast", FROZEN_OWNER_STALLED, []))
+
+
+def test_kip848_another_member_left_with_an_unapplied_partition_is_not_this_bug(tmp_path):
+    """Only member-3's heartbeats time out in this scenario: a stretch of another member is another cause."""
+    [row] = NEVER_APPLIED
+    assert not _shown("kip848-lost-assignment.yaml", _run_dir(tmp_path, "member-1", [{**row, "members": ["member-1"]}], []))

@@ -118,3 +118,49 @@ def test_a_signature_over_a_check_that_did_not_run_could_not_be_verified():
     assert not_run({"checks": {"stall": {"ran": False, "status": "not_run", "reason": "no events"}}}, s) == \
         "the stall check did not run (no events)"
     assert "crashed" in not_run({"checks": {"stall": {"status": "crashed"}}}, s)   # a summary of the old shape
+
+
+# An open bug with no upstream number and no fixed release, run beside another client kind (its contrast)
+UNREPORTED = {"bug": "unreported:librdkafka-kip848-lost-assignment", "swap": "client_kind",
+              "upstream": "docs/upstream/librdkafka-kip848-lost-assignment.md", "affected": "1.0.0",
+              "contrast": {"client": "java-member"}, "status": "open", "rate": 0.9, "why": WHY,
+              "signature": [{"anomaly": "unapplied_assignment"}]}
+
+
+def with_contrast(affected_shown, contrast_shown, started=3):
+    t = tally("affected", affected_shown, started)
+    c = Tally("contrast", "java-member")
+    for i in range(started):
+        c.started += 1
+        c.add(Path(f"c{i}"), Match(i < contrast_shown, [1], [None]))
+    return BugResult("kip848-lost-assignment.yaml", ZooSpec(**UNREPORTED), {"affected": t, "contrast": c})
+
+
+def test_an_open_bug_with_a_contrast_is_open_while_only_the_affected_client_shows_it():
+    assert with_contrast(3, 0).status() == "open" and with_contrast(3, 0).gate() == []
+    assert with_contrast(0, 0).status() == "not_reproduced"
+    assert with_contrast(3, 1).status() == "also_contrast"
+
+
+def test_the_gate_is_red_when_the_contrast_shows_the_signature_or_the_affected_client_stops():
+    [on_contrast] = with_contrast(3, 1).gate()
+    assert on_contrast == ("unreported:librdkafka-kip848-lost-assignment: the signature showed on the contrast client "
+                           "java-member in 1 of 3 runs")
+    [gone] = with_contrast(0, 0).gate()
+    assert "0 of 3 (0%–56%) on 1.0.0, significantly below its recorded rate 90%" in gone and "maybe fixed upstream" in gone
+
+
+def test_the_table_gives_the_contrast_its_row_and_merges_it(tmp_path):
+    import json
+
+    from harness.zoo.runner import markdown, merge, write
+    rows = markdown([with_contrast(3, 1)], "2026-11-29").splitlines()
+    assert rows[4].startswith("| unreported:librdkafka-kip848-lost-assignment | 2026-11-29 | 1.0.0 (affected) | 3 of 3 ")
+    assert "| also on the contrast | open, 90% |" in rows[4]
+    assert rows[5].startswith("|  |  | java-member (contrast) | 1 of 3 (6%–79%) |")
+    day1 = json.loads(write(tmp_path / "a", [with_contrast(3, 0)], "2026-11-28").with_suffix(".json").read_text())
+    day2 = json.loads(write(tmp_path / "b", [with_contrast(2, 0)], "2026-11-29").with_suffix(".json").read_text())
+    [merged] = merge([day1, day2])
+    assert (merged.affected.shown, merged.affected.started, merged.control.side, merged.control.started) == \
+        (5, 6, "contrast", 6)
+    assert merged.status() == "open" and merged.dates == ["2026-11-28", "2026-11-29"]
