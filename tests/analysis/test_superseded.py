@@ -25,6 +25,23 @@ def period(h, member, partition=0, nth=0):
     return [p for p in h.periods if p.member == member and p.partition == partition][nth]
 
 
+def handed_on(r: Run, b_from: int, b_to: int) -> Run:
+    """a owns t:0 from 10 ms and consumes 0-49; b owns it from ``b_from`` to ``b_to`` (consumes 50-79, commits 80),
+    c from ``b_to`` (consumes 80-99, commits 100)."""
+    r.produce("t", 0, range(100))
+    for m in "abc":
+        r.event(m, "started", 0, **SYNC)
+    r.event("a", "assigned", 10, ["t:0"], generation=1)
+    r.consume("a", "t", 0, range(50), at=100, step=5, generation=1)
+    r.event("b", "assigned", b_from, ["t:0"], generation=2)
+    r.consume("b", "t", 0, range(50, 80), at=b_from + 100, step=5, generation=2)
+    commit(r, "b", b_from + 400, 80, 1)
+    r.event("b", "revoked", b_to, ["t:0"], generation=2).event("c", "assigned", b_to, ["t:0"], generation=3)
+    r.consume("c", "t", 0, range(80, 100), at=b_to + 100, step=5, generation=3)
+    commit(r, "c", b_to + 400, 100, 1)
+    return r
+
+
 def java_cell(root) -> Run:
     """java-200m-4ppm-consumer-uniform-join-r2, t:365, cut down: member-20 gets it at epoch 157 (1 s), member-63 joins
     and gets it at the same epoch 340 ms later and revokes it at 3.5 s. member-20 never revokes it: it consumes and
@@ -68,18 +85,7 @@ def test_a_frozen_member_is_superseded_though_its_late_commit_answer_comes_after
     back at 2 s: the answer of its commit sent before the freeze (with its window, or, in an older run, without),
     a commit the coordinator refuses, then its loss. It consumed nothing of t:0 after b's end: superseded at 1 s,
     and its late commit took effect by that hand-over (no regression behind c's 100)."""
-    r = Run(tmp_path / "run")
-    r.produce("t", 0, range(100))
-    for m in "abc":
-        r.event(m, "started", 0, **SYNC)
-    r.event("a", "assigned", 10, ["t:0"], generation=1)
-    r.consume("a", "t", 0, range(50), at=100, step=10, generation=1)
-    r.event("b", "assigned", 1_000, ["t:0"], generation=2)
-    r.consume("b", "t", 0, range(50, 80), at=1_100, step=5, generation=2)
-    commit(r, "b", 1_400, 80, 1)
-    r.event("b", "revoked", 1_500, ["t:0"], generation=2).event("c", "assigned", 1_500, ["t:0"], generation=3)
-    r.consume("c", "t", 0, range(80, 100), at=1_600, step=5, generation=3)
-    commit(r, "c", 1_900, 100, 1)
+    r = handed_on(Run(tmp_path / "run"), 1_000, 1_500)
     if sent_logged:
         r.event("a", "commit_sent", 890, offsets={"t:0": 50}, commit_id=1)
         r.event("a", "committed", 2_000, offsets={"t:0": 50}, commit_id=1, requested_at_ms=T0 + 890, generation=1)
@@ -103,18 +109,9 @@ def test_a_killed_member_stays_superseded_and_its_next_lifes_commits_are_not_its
     """a is killed at 500 ms with a commit in flight; b owns t:0 from 11 s (a's session expired) to 13 s, c from
     13 s. a's process restarts at 20 s and gets t:0 back from c at 21 s, where it commits: that life's commits say
     nothing of the old one, which ended at 11 s; the commit in flight took effect by that hand-over, or never."""
-    r = Run(tmp_path / "run")
-    r.produce("t", 0, range(120))
-    for m in "abc":
-        r.event(m, "started", 0, **SYNC)
-    r.event("a", "assigned", 10, ["t:0"], generation=1)
-    r.consume("a", "t", 0, range(50), at=100, step=5, generation=1)
+    r = handed_on(Run(tmp_path / "run"), 11_000, 13_000)
     r.event("a", "commit_sent", 450, offsets={"t:0": 50}, commit_id=1)
     r.fault("member_crash-1", 500, 20_000, kind="member_crash", target="a", ends_process=True)
-    r.event("b", "assigned", 11_000, ["t:0"], generation=2)
-    commit(r, "b", 12_000, 80, 1)
-    r.event("b", "revoked", 13_000, ["t:0"], generation=2).event("c", "assigned", 13_000, ["t:0"], generation=3)
-    commit(r, "c", 14_000, 100, 1)
     r.event("a", "started", 20_000, **SYNC)
     r.event("c", "revoked", 21_000, ["t:0"], generation=4).event("a", "assigned", 21_000, ["t:0"], generation=4)
     commit(r, "a", 22_000, 110, 1, generation=4)
