@@ -9,6 +9,7 @@ KIP-848) ``assigned`` and ``revoked`` are deltas and unlisted partitions stay ow
 """
 from __future__ import annotations
 
+import bisect
 import json
 import re
 from dataclasses import dataclass, field
@@ -421,7 +422,7 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
         h.commits += unanswered(sent, member)
     for p in periods:
         p.logged_end = p.end
-    supersede(periods)
+    supersede(periods, h.commits)
     h.periods = periods
     effective_commit_times(h.commits, periods)
     h.commits.sort(key=lambda c: (c.ts, c.line))
@@ -449,26 +450,60 @@ def commits_of(e: Event, member: str, ok: bool, sent_ts: int | None, info: bool 
             for (topic, part), off in (e.offsets or {}).items() if off is not None and off >= 0]
 
 
-def supersede(periods: list[Period]) -> None:
+def supersede(periods: list[Period], commits: list[Commit]) -> None:
     """The group's view of ownership: a member's ownership of a partition ends, at the latest, when the
     partition is assigned to another member. A member that was frozen or cut off only logs its revocation
-    when it comes back; until then its own log says it still owns the partition."""
+    when it comes back; until then its own log says it still owns the partition.
+
+    Unless the older owner went on after the newer owner's ownership ended (:func:`went_on_after`): then it was
+    never superseded, and both owned the partition while the newer one held it (a KIP-848 Java member that the
+    group gave a partition another member kept: issue 51)."""
     by_tp: dict[tuple[str, int], list[Period]] = {}
     for p in periods:
         by_tp.setdefault((p.topic, p.partition), []).append(p)
+    accepted = accepted_commit_times(commits)
     for ps in by_tp.values():
         ps.sort(key=lambda p: p.start)
         for i, p in enumerate(ps):
-            nxt = next((q for q in ps[i + 1:] if q.member != p.member and q.start > p.start), None)
-            if nxt is not None and nxt.start < p.end:
-                p.end, p.end_kind = nxt.start, f"superseded by {nxt.member}"
+            for q in ps[i + 1:]:
+                if q.member == p.member or q.start <= p.start:
+                    continue
+                if q.start >= p.end:
+                    break
+                if not went_on_after(p, q.logged_end, accepted):
+                    p.end, p.end_kind = q.start, f"superseded by {q.member}"
+                    break
+
+
+def accepted_commit_times(commits: list[Commit]) -> dict[tuple[str, str, int], list[int]]:
+    """(member, topic, partition) -> when each of its commits the coordinator accepted was sent, in order: answered
+    ``committed``, with its sending logged (an auto-commit's is not)."""
+    out: dict[tuple[str, str, int], list[int]] = {}
+    for c in commits:
+        if c.ok and not c.info and c.sent_ts is not None:
+            out.setdefault((c.member, c.topic, c.partition), []).append(c.sent_ts)
+    for v in out.values():
+        v.sort()
+    return out
+
+
+def went_on_after(p: Period, ts: int, accepted: dict[tuple[str, str, int], list[int]]) -> bool:
+    """The member of ``p`` still acted as the partition's owner after ``ts``, inside ``p``: it sent a commit of the
+    partition after ``ts`` that the coordinator accepted. Only a live member of the group gets a commit accepted; a
+    frozen member that comes back is fenced, and the late answer of a commit it sent before its freeze was sent
+    before ``ts``. (Records consumed after ``ts`` are no such proof: a frozen Java member hands the application one
+    poll of partitions already reassigned when it comes back, docs/DESIGN.md.)"""
+    sent = accepted.get((p.member, p.topic, p.partition), [])
+    i = bisect.bisect_right(sent, ts)
+    return i < len(sent) and sent[i] <= p.logged_end
 
 
 def effective_commit_times(commits: list[Commit], periods: list[Period]) -> None:
     """The latest time each commit can have taken effect (``eff_ts``). An answered one: when its answer was logged,
     or, logged after the member's ownership was superseded, the hand-over (the coordinator fences the old
     generation: it was in flight). An indeterminate one (``info``): the first hand-over of the partition to another
-    member after it was sent, else any time (OPEN); one answered with an error, by that answer at the latest."""
+    member after it was sent, else any time (OPEN); one answered with an error, by that answer at the latest. An
+    ownership another member began while the committing member kept its own (:func:`supersede`) hands nothing over."""
     by_key = periods_by_key(periods)
     handovers = {}
     for p in periods:
@@ -477,8 +512,9 @@ def effective_commit_times(commits: list[Commit], periods: list[Period]) -> None
         v.sort()
     for c in commits:
         if c.info:
-            c.eff_ts = next((t for t, m in handovers.get((c.topic, c.partition), ()) if t > c.earliest and m != c.member),
-                            OPEN)
+            own = by_key.get((c.member, c.topic, c.partition), [])
+            c.eff_ts = next((t for t, m in handovers.get((c.topic, c.partition), ())
+                             if t > c.earliest and m != c.member and not any(p.start < t < p.end for p in own)), OPEN)
             if c.failed:
                 c.eff_ts = min(c.eff_ts, c.ts)
             continue
@@ -513,7 +549,6 @@ class Ownership:
     period (``periods``, looked up by :meth:`period_of`)."""
 
     def __init__(self, h: "History"):
-        import bisect
         self.bounds = boundaries(h.periods)
         self.with_events = set(h.members_with_events) if h.has_events else set()
         self.periods: dict[tuple, list[EpochRange]] = {}
