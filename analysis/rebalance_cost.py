@@ -9,7 +9,8 @@ coordinator's noticing it.
   ``group_change``: ``member_starts``), the joining member's first event (starting its process is not the rebalance's
   cost); for a fault that ends a process, when the process really stopped (its row's ``stopped_at_ms``: a hosted
   member finishes its batch and its host destroys its consumer first). ``trigger_from`` says which:
-  ``injection``, ``member_start`` or ``stop`` (``injection`` for an ended process whose row has no stop time).
+  ``injection``, ``member_start`` or ``stop`` (``injection`` for an ended process whose row has no stop time);
+  ``stop_delay_ms``: from the injection to that stop, what timing from the injection would have added.
 - ``window_end_ms``: :func:`window_end`, the end of what is measured.
 - ``first_change_ms``: from the trigger to the first assignment change any member logged (how long the group took
   to notice: a classic member sees added partitions only at its next metadata refresh).
@@ -133,6 +134,7 @@ def cost(h: History, fault: Fault, partitions: list[tuple[str, int]], members: i
     return {
         "trigger_ms": t0,
         "trigger_from": timed_from,
+        "stop_delay_ms": fault.stop_ms - fault.injected_at_ms if timed_from == "stop" else None,
         "window_end_ms": end_ms,
         "settled": done,
         "stable_ms": stable if done else None,

@@ -35,6 +35,8 @@ METRICS = {
     "needed": ("partitions that had to move", "partitions", 1),
     "join_phase_ms": ("the coordinator's JoinGroup phases (classic)", "ms", 1),
     "assignment_ms": ("computing the assignment: the classic leader's, or the KIP-848 coordinator's", "ms", 1),
+    "stop_delay_ms": ("a crashed member's stop after the harness asked (its batch finished, its consumer destroyed)",
+                      "ms", 1),
 }
 SATURATED_MS = 2 * BATCH_WAIT_MS  # a steady-state p99 above it: the members were already behind before the trigger
 BASELINE = {"latency_hit_rise_p99_ms": "latency_hit_steady_p99_ms", "latency_rise_p99_ms": "latency_steady_p99_ms"}
@@ -48,7 +50,8 @@ PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "
 TABLED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "revoked", "moved", "needed",
           "latency_hit_rise_p99_ms", "latency_rise_p99_ms", "join_phase_ms", "assignment_ms")
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
-                "status", "settled", "valid", "anomalies", "lost", "duplicates", "trigger_from", "time_to_stable_ms",
+                "status", "settled", "valid", "anomalies", "lost", "duplicates", "trigger_from", "stop_delay_ms",
+                "time_to_stable_ms",
                 "first_change_ms", "rebalances", "unserved_longest_ms", "unserved_partition_s", "unserved_partitions",
                 "revoked", "moved", "needed", "latency_steady_p99_ms", "latency_window_p99_ms", "latency_window_max_ms",
                 "latency_rise_p99_ms", "latency_hit_steady_p99_ms", "latency_hit_window_p99_ms",

@@ -126,7 +126,7 @@ def test_a_hosted_crash_is_timed_from_the_member_s_real_stop_not_from_the_inject
     r.event("a", "assigned", 21_000, ["t:2", "t:3"], generation=2)
     h = history.build(r.write())
     cost = rebalance_cost.cost(h, h.faults[0], P, 2, T0 + 40_000)
-    assert (cost["trigger_ms"], cost["trigger_from"]) == (T0 + 10_500, "stop")
+    assert (cost["trigger_ms"], cost["trigger_from"], cost["stop_delay_ms"]) == (T0 + 10_500, "stop", 500)
     assert cost["time_to_stable_ms"] == 10_500 and cost["unserved_partition_s"] == 21.0
     old = two_members(Run(tmp_path / "old"))  # a row written before the field: from the injection, and it says so
     old.fault("member_crash-1", 10_000, 40_000, kind="member_crash", target="b", ends_process=True)
