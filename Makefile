@@ -28,7 +28,7 @@ demo: setup ## run the default scenario
 
 test: setup setup-browser ## run the test suite (unit, analysis, real-cluster and browser tests), the slow families left out
 	KAFKA_CHAOS_FAMILIES=.test-results/families.json KAFKA_CHAOS_REQUIRE_ALL_FAMILIES=1 \
-	  .venv/bin/python -m pytest -q -rsx --durations=40 -m "not slow"
+	  .venv/bin/python -m pytest -q -rsx --durations=40 -m "not slow" --junitxml=.test-results/junit.xml
 
 NIGHTLY_DIR ?= nightly
 NIGHT := $(NIGHTLY_DIR)/$(shell date -u +%Y%m%d-%H%M)

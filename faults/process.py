@@ -56,11 +56,14 @@ class MemberCrash(MemberFault):
     group_change = "member_ends"  # for the window it is down: its restart at the heal is a new start
 
     def _inject(self) -> None:
-        hosted = is_hosted(self._process)
-        if hosted:
-            self.note(host=self._process.lane, leave_guard=self._process.leave_guard)
-        self._process.kill()
-        self.note(stopped_at_ms=self._process.down_at_ms if hosted else self.timeline.now_ms())
+        process = self._process
+        if is_hosted(process):
+            self.note(host=process.lane, leave_guard=process.leave_guard)
+            process.kill()
+            self.note(stopped_at_ms=process.down_at_ms)
+        else:
+            process.kill()
+            self.note(stopped_at_ms=self.timeline.now_ms())
 
     def _heal(self) -> None:
         if not self._process.alive():

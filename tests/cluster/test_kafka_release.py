@@ -7,7 +7,9 @@ from harness.run import run_scenario
 from harness.scenario import parse_scenario
 from run_logs import rows
 
-pytestmark = pytest.mark.cluster
+# nightly: it starts a cluster of its own (and on a new machine builds that release's image); the zoo and the
+# nightly's matrix run other releases too
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]
 RELEASE = "3.9.1"  # the last 3.x release: KRaft with ZooKeeper still in the jars, log4j 1 configs, no KIP-848 GA
 
 

@@ -141,8 +141,10 @@ def consumed_between(run, member: str, start_ms: int, end_ms: int) -> int:
     return sum(1 for r in jsonl(run.run_dir / "consumed" / f"{member}.jsonl") if start_ms <= r["consumed_at_ms"] <= end_ms)
 
 
-# the Java variant in the nightly: make test has the Java host's crash here and in test_java_host_cluster.py
-@pytest.mark.parametrize("client", ["librdkafka", pytest.param("java-member", marks=pytest.mark.slow)])
+# nightly, both clients (make test's 30 minutes): make test cuts a member in test_lanes.py, freezes one in
+# test_triggers.py, and crashes a hosted one above and in test_java_host_cluster.py
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["librdkafka", "java-member"])
 def test_a_hosted_cut_is_one_members_and_a_hosted_freeze_is_its_whole_hosts(chaos_run, client):
     """member-2 (host-1) cut for 14 s, longer than its session, then member-4 (host-2) frozen for 6 s: the cut takes
     member-2 alone off the cluster while member-1, in the same process, consumes on; the freeze stops every member of
