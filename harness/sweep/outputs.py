@@ -115,10 +115,10 @@ def write_outputs(folder: SweepDir) -> None:
     rows = sorted(({**r, "run_dir": folder.relative(r["run_dir"]) if r.get("run_dir") else None}
                    for r in folder.finished().values()), key=lambda r: r["cell"])
     points = curve(rows)
-    _csv(folder.path / "cells.csv", rows, CELL_COLUMNS)
+    write_csv(folder.path / "cells.csv", rows, CELL_COLUMNS)
     (folder.path / "cells.json").write_text(json.dumps({"sweep": folder.meta(), "cells": rows, "curve": points},
                                                        indent=2, default=str) + "\n")
-    _csv(folder.path / "curve.csv", points, tuple(points[0]) if points else POINT)
+    write_csv(folder.path / "curve.csv", points, tuple(points[0]) if points else POINT)
     (folder.path / "curve.md").write_text(markdown(points))
     images = draw(points, folder.path, {name: METRICS[name] for name in PLOTTED})
     (folder.path / "index.html").write_text(page(folder.meta(), rows, points, images))
@@ -175,7 +175,7 @@ def _machine(point: dict) -> str:
     return ", ".join(parts) or "–"
 
 
-def _csv(path: Path, rows: list[dict], columns) -> None:
+def write_csv(path: Path, rows: list[dict], columns) -> None:
     with path.open("w", newline="", encoding="utf-8") as out:
         writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore")
         writer.writeheader()

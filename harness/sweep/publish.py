@@ -1,7 +1,8 @@
 """Publish a sweep's curve into a documentation page: its tables, CSVs and plots copied beside the page, and the
 page's curve block (between ``<!-- curve: SOURCE -->`` and ``<!-- /curve -->``) replaced by the sweep's curve.md,
-any compare block rewritten from the curves it names (harness/sweep/compare.py) and every figure slot of its prose
-from the curve (harness/sweep/prose.py). The prose around the blocks is
+any compare block rewritten from the curves it names (harness/sweep/compare.py), every figure slot of its prose
+from the curve (harness/sweep/prose.py), and its reruns block from what each rerun changed (harness/sweep/reruns.py,
+also written as reruns.csv). The prose around the blocks is
 the author's; only the measured tables are rewritten, so the page never quotes a table by hand. The sweep's record
 (sweep.json and cells.jsonl, every run_dir relative to the sweep's folder) is kept beside the page too: a sweep on
 another machine starts from it (`kafka-chaos sweep --adopt`)."""
@@ -14,9 +15,9 @@ from pathlib import Path
 
 from harness.scenario import ScenarioError
 
-from . import prose
+from . import prose, reruns
 from .compare import check, fill, read_curve
-from .outputs import took
+from .outputs import took, write_csv
 from .spec import SweepSpec
 from .store import SweepDir
 
@@ -42,12 +43,17 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     table = curve.read_text().strip("\n")
     text = BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1)
     text = prose.fill(page, text, read_curve(out / "curve.csv"))  # a bad figure slot: refused before any write
+    sweep = SweepDir(out)
+    changed = reruns.changes(sweep.rows(), sweep.meta().get("reruns", {}))
+    text = reruns.fill(text, changed)
     folder.mkdir(exist_ok=True)
     written = []
     for made in [out / name for name in COPIED] + sorted(out.glob("*.png")):
         shutil.copyfile(made, folder / made.name)
         written.append(folder / made.name)
-    sweep = SweepDir(out)
+    if changed:
+        write_csv(folder / reruns.FILE, changed, tuple(changed[0]))
+        written.append(folder / reruns.FILE)
     rows = [{**row, "run_dir": sweep.relative(row["run_dir"]) if row.get("run_dir") else None} for row in sweep.rows()]
     (folder / RECORD).write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
     written.append(folder / RECORD)

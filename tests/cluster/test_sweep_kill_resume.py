@@ -16,7 +16,7 @@ import yaml
 from harness.cluster.containers import PROJECT_LABEL, RUN_LABEL
 from kafkanet.waiting import wait_until
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.slow]  # two minutes of cells: the nightly runs it (make test keeps its 30 minutes)
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP = {"name": "kill-resume", "grid": {"members": [3], "partitions_per_member": [2],
                                          "styles": ["eager-range", "cooperative-sticky"], "triggers": ["join"],

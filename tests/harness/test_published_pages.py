@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.sweep import compare, outputs, prose
+from harness.sweep import compare, outputs, prose, reruns
 from harness.sweep.store import SweepDir
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 PAGES = sorted(p for p in DOCS.glob("rebalance-cost*.md"))
 FIGURE = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?:–-?\d[\d,]*(?:\.\d+)?)?\s?(?:partition-s|×|s|ms|%)(?!\w)")
 NOT_PROSE = [re.compile(p, re.S) for p in (r"<!-- curve:.*?<!-- /curve -->", r"<!-- compare:.*?<!-- /compare -->",
+                                           reruns.BLOCK.pattern,
                                            prose.SLOT.pattern, r"```.*?```", r"^\|.*$")]
 # Numbers with a figure's unit that are not the curve's: the cells' settings, and facts read in one cell's history
 SETTINGS = {"10 s", "1 s", "45 s", "60 s", "20 s", "0.5 s", "500 ms", "80 s", "310 s", "180 s", "2 s", "100 ms",
@@ -59,7 +60,7 @@ def test_the_curve_re_made_from_the_kept_record_is_the_published_one(page, tmp_p
     table = outputs.markdown(points)
     assert (folder / "curve.md").read_text() == table
     assert table.strip("\n") in page.read_text()
-    outputs._csv(tmp_path / "curve.csv", points, tuple(points[0]))
+    outputs.write_csv(tmp_path / "curve.csv", points, tuple(points[0]))
     assert (tmp_path / "curve.csv").read_text() == (folder / "curve.csv").read_text()
 
 
@@ -68,6 +69,16 @@ def test_every_figure_slot_and_the_compare_block_read_what_the_curves_say(page):
     curve = compare.read_curve(page.with_suffix("") / "curve.csv")
     assert prose.fill(page, text, curve) == text, "a figure slot is stale: publish the page again"
     assert compare.fill(page, text) == text, "the compare block is stale: publish the page again"
+
+
+def test_the_reruns_block_says_what_each_rerun_changed_by_the_kept_record(page, tmp_path):
+    folder = SweepDir(page.with_suffix(""))
+    changed = reruns.changes(folder.rows(), folder.meta().get("reruns", {}))
+    assert reruns.fill(page.read_text(), changed) == page.read_text(), "the reruns block is stale: publish again"
+    if changed:
+        assert "<!-- reruns -->" in page.read_text(), f"{page.name} was rerun and does not say what changed"
+        outputs.write_csv(tmp_path / reruns.FILE, changed, tuple(changed[0]))
+        assert (tmp_path / reruns.FILE).read_text() == (folder.path / reruns.FILE).read_text()
 
 
 def test_no_figure_stands_in_the_findings_outside_a_slot(page):
