@@ -65,6 +65,7 @@ def test_bad_input_through_the_service_is_one_line_and_exit_2(tmp_path, env):
     assert done.stderr.strip().splitlines()[-1].startswith("kafka-chaos analyze: bad input: consumed/b.jsonl:1")
 
 
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 30 min 46 s on 2026-11-29): the nightly runs it
 def test_a_service_of_other_code_steps_aside_and_an_idle_one_exits(tmp_path, env, monkeypatch):
     rd = clean_run(tmp_path / "run", "parquet").write()
     monkeypatch.setenv("KAFKA_CHAOS_ANALYSIS_IDLE_S", "3")  # the service started below reads it

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from analysis_runs import clean_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,6 +26,7 @@ def our_lines_only(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("[")]
 
 
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 30 min 46 s on 2026-11-29): the nightly runs it
 def test_a_spark_failure_is_one_line_naming_the_step_and_the_log_and_exit_3(tmp_path):
     rd = clean_run(tmp_path / "run", "jsonl").write()
     failed = analyze(rd, "--conf", "spark.sql.shuffle.partitions=0")

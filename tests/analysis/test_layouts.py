@@ -113,7 +113,7 @@ def _without_backwards(summary: dict) -> dict:
 WIDE = Plan(records=240_000, partitions=1_200, members=500, generations=4)  # 200 records a partition: room to plant
 
 
-@pytest.mark.parametrize("layout", ["interleaved", "shuffled"])
+@pytest.mark.parametrize("layout", [pytest.param("interleaved", marks=pytest.mark.slow), "shuffled"])  # one in the nightly: make test's 30 minutes
 def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, spark):
     """Every planted anomaly at 1,200 partitions and 500 members, the members' merged log cut into 1,000 files,
     alternately Parquet and JSONL, or shuffled in 2 files."""

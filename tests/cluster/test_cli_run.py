@@ -37,6 +37,7 @@ def our_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if not line.startswith("[")]
 
 
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 30 min 46 s on 2026-11-29): the nightly runs it
 def test_a_clean_run_with_the_analysis_service_warmed_while_the_group_drains_exits_0(tmp_path):
     folder = Path(f"/tmp/kc-svc-{os.getpid()}-run")
     env = {service.ENV: "1", service.DIR_ENV: str(folder)}

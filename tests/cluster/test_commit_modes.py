@@ -29,7 +29,7 @@ def test_a_commit_mode_without_faults_consumes_everything_once_and_commits(chaos
         assert gaps and sorted(gaps)[len(gaps) // 2] < PROCESSING_MS, f"commits requested after processing: {gaps[:10]}"
 
 
-@pytest.mark.parametrize("commit", ["before_process", "sync"])
+@pytest.mark.parametrize("commit", [pytest.param("before_process", marks=pytest.mark.slow), "sync"])  # before_process in the nightly: make test's 30 minutes
 def test_a_member_crash_loses_only_what_the_commit_mode_allows(chaos_run, commit):
     """From 3 s, member-1 spends 15 s on its next batch (slow_processing); it is killed at 6 s, inside that
     batch, every time. before_process had committed the batch first: it is lost, and the analysis counts it
