@@ -41,7 +41,7 @@ def changes(rows: list[dict], reruns: dict[str, str]) -> list[dict]:
     less before; None unless both sides have one)."""
     out = []
     for pattern, since in reruns.items():
-        old, new = (curve(side) for side in measured_again(rows, pattern, since))
+        old, new = (curve(cells) for cells in measured_again(rows, pattern, since))
         new_by_point = {tuple(p[k] for k in POINT): p for p in new}
         for before in old:
             after = new_by_point.get(tuple(before[k] for k in POINT))
