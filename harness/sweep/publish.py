@@ -44,7 +44,8 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     text = BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1)
     text = prose.fill(page, text, read_curve(out / "curve.csv"))  # a bad figure slot: refused before any write
     sweep = SweepDir(out)
-    changed = reruns.changes(sweep.rows(), sweep.meta().get("reruns", {}))
+    record = sweep.rows()
+    changed = reruns.changes(record, sweep.meta().get("reruns", {}))
     text = reruns.fill(text, changed)
     folder.mkdir(exist_ok=True)
     written = []
@@ -54,7 +55,7 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     if changed:
         write_csv(folder / reruns.FILE, changed, tuple(changed[0]))
         written.append(folder / reruns.FILE)
-    rows = [{**row, "run_dir": sweep.relative(row["run_dir"]) if row.get("run_dir") else None} for row in sweep.rows()]
+    rows = [{**row, "run_dir": sweep.relative(row["run_dir"]) if row.get("run_dir") else None} for row in record]
     (folder / RECORD).write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
     written.append(folder / RECORD)
     page.write_text(fill(page, text))

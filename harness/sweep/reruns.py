@@ -9,17 +9,17 @@ from __future__ import annotations
 import fnmatch
 import re
 
+from .compare import HEADS
 from .outputs import POINT, STYLE_ORDER, curve, figure_text, shown
-from .store import RETRIED
+from .store import RETRIED, measured_before
 
 FILE = "reruns.csv"
 BLOCK = re.compile(r"(<!-- reruns -->\n).*?(<!-- /reruns -->)", re.S)
-FIGURES = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_hit_rise_p99_ms",
-           "stop_delay_ms")
-HEADS = {"time_to_stable_ms": "to stable (s)", "unserved_longest_ms": "longest unserved (s)",
-         "unserved_partition_s": "unserved (partition-s)",
-         "latency_hit_rise_p99_ms": "p99 latency rise, moved or unserved (s)", "stop_delay_ms": "stop delay (ms)"}
+COMPARED = tuple(HEADS)  # the compare block's figures: before, after and the change
+NEW_ONLY = {"stop_delay_ms": "stop delay (ms)"}  # what a rerun measures that its earlier rows may lack: after only
+FIGURES = COMPARED + tuple(NEW_ONLY)
 SIDES = ("before", "after")
+SUMMARY = ("n", "median", "min", "max", "saturated")  # a figure's summary in a curve point (outputs.curve)
 
 
 def measured_again(rows: list[dict], pattern: str, since: str) -> tuple[list[dict], list[dict]]:
@@ -30,7 +30,7 @@ def measured_again(rows: list[dict], pattern: str, since: str) -> tuple[list[dic
     after: dict[str, dict] = {}
     for row in rows:
         if fnmatch.fnmatchcase(row["cell"], pattern):
-            (after if row.get("measured_at", "") >= since else before)[row["cell"]] = row
+            (before if measured_before(row, since) else after)[row["cell"]] = row
     again = [cell for cell in before if cell in after and after[cell]["status"] not in RETRIED]
     return [before[cell] for cell in again], [after[cell] for cell in again]
 
@@ -51,8 +51,7 @@ def changes(rows: list[dict], reruns: dict[str, str]) -> list[dict]:
                    "valid_before": before["valid"], "valid_after": after["valid"], "cells": after["cells"]}
             for metric in FIGURES:
                 for side, point in zip(SIDES, (before, after)):
-                    row |= {f"{metric}_{side}_{stat}": point.get(f"{metric}_{stat}")
-                            for stat in ("n", "median", "min", "max", "saturated")}
+                    row |= {f"{metric}_{side}_{stat}": point.get(f"{metric}_{stat}") for stat in SUMMARY}
                 medians = before[f"{metric}_median"], after[f"{metric}_median"]
                 row[f"{metric}_change"] = None if None in medians else medians[1] - medians[0]
             out.append(row)
@@ -62,8 +61,8 @@ def changes(rows: list[dict], reruns: dict[str, str]) -> list[dict]:
 
 def side(row: dict, metric: str, which: str) -> str:
     """One side of a figure as the tables show it (outputs.figure_text)."""
-    point = {f"{metric}_{stat}": row.get(f"{metric}_{which}_{stat}") or (0 if stat in ("n", "saturated") else None)
-             for stat in ("n", "median", "min", "max", "saturated")}
+    point = {f"{metric}_{stat}": row.get(f"{metric}_{which}_{stat}") for stat in SUMMARY}
+    point[f"{metric}_n"] = point[f"{metric}_n"] or 0  # a figure its earlier rows did not have
     return figure_text(point, metric)
 
 
@@ -82,17 +81,17 @@ def markdown(rows: list[dict]) -> str:
     for pattern in dict.fromkeys(r["rerun"] for r in rows):
         mine = [r for r in rows if r["rerun"] == pattern]
         head = ["client", "trigger", "style", "members", "valid before → after"]
-        for metric in FIGURES[:-1]:
+        for metric in COMPARED:
             head += [f"{HEADS[metric]}: before", "after", "Δ"]
-        head.append(HEADS[FIGURES[-1]])
+        head += NEW_ONLY.values()
         out += [f"Rerun `{pattern}`, begun {mine[0]['since']}: each figure over the settled and valid repeats before "
                 "the rerun and over the rerun's own, with n; Δ is the change of the median (from 3 values on).", "",
                 "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in mine:
             cells = [r["client"], r["trigger"], r["style"], str(r["members"]), f"{r['valid_before']} → {r['valid_after']}"]
-            for metric in FIGURES[:-1]:
+            for metric in COMPARED:
                 cells += [side(r, metric, "before"), side(r, metric, "after"), change_text(r, metric)]
-            cells.append(side(r, FIGURES[-1], "after"))
+            cells += [side(r, metric, "after") for metric in NEW_ONLY]
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
     return "\n".join(out).strip("\n")

@@ -19,6 +19,11 @@ CELLS_FILE = "cells.jsonl"
 RETRIED = ("failed",)  # a cell the harness could not finish runs again when the sweep resumes
 
 
+def measured_before(row: dict, since: str) -> bool:
+    """The row was measured before ``since`` (a rerun's start): rows written before rows had a time count as earlier."""
+    return row.get("measured_at", "") < since
+
+
 def utc_now() -> str:
     """The time as rows and sweep.json keep it (ISO 8601, UTC, to the second: it sorts as text)."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -111,7 +116,7 @@ class SweepDir:
         since = reruns[pattern]
         latest = {row["cell"]: row for row in self.rows()}
         return {cell for cell in finished if fnmatch.fnmatchcase(cell, pattern)
-                and latest[cell].get("measured_at", "") < since}
+                and measured_before(latest[cell], since)}
 
     def meta(self) -> dict:
         return json.loads((self.path / SWEEP_FILE).read_text())

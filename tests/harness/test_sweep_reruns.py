@@ -41,3 +41,12 @@ def test_a_cell_the_rerun_has_not_reached_yet_is_left_out_and_a_page_block_is_re
     assert reruns.changes(rows, {"*": SINCE}) == []
     page = "a\n<!-- reruns -->\nold\n<!-- /reruns -->\nb\n"
     assert reruns.fill(page, []) == "a\n<!-- reruns -->\n(no cell measured again)\n<!-- /reruns -->\nb\n"
+
+
+def test_a_figure_of_zero_is_shown_as_zero_not_as_missing():
+    """A rerun whose cells left no partition unserved: 0 before and after, a change of ±0."""
+    rows = [{**row(r, 11000, "2026-11-28T10:00:00+00:00"), "unserved_partition_s": 0.0} for r in (1, 2, 3)]
+    rows += [{**row(r, 10000, SINCE), "unserved_partition_s": 0.0} for r in (1, 2, 3)]
+    [changed] = reruns.changes(rows, {"*": SINCE})
+    assert reruns.side(changed, "unserved_partition_s", "before") == "0 n=3"
+    assert reruns.change_text(changed, "unserved_partition_s") == "±0"
