@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from analysis.coordinator_log import STAMP  # a group coordinator's line, and its time: the reader's own rule
+from analysis.coordinator_log import FILE, STAMP  # the file, a group coordinator's line and its time: the reader's own
 
-FILE = "coordinator.log"
 
 
 def group_lines(text: str, group_id: str) -> list[str]:

@@ -14,7 +14,10 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.scenario import ClusterSpec, ScenarioError, Strict, parse_scenario, read_yaml, validated
+from harness.bad_input import ScenarioError
+from harness.input_file import Strict, read_yaml, validated
+from harness.scenario import ClusterSpec, parse_scenario
+from workloads.kinds import sweep_kinds
 
 # How each style sets the group (the classic protocol's client-side assignor, or KIP-848's server-side one).
 STYLES: dict[str, dict] = {
@@ -26,7 +29,6 @@ STYLES: dict[str, dict] = {
 }
 Style = Literal[tuple(STYLES)]
 Trigger = Literal["join", "crash", "bounce", "partitions_add"]
-CLIENT_OF = {"librdkafka": "librdkafka", "java": "java-member"}  # the sweep's client -> the member kind that hosts
 
 
 class Grid(Strict):
@@ -36,8 +38,16 @@ class Grid(Strict):
     triggers: list[Trigger] = Field(min_length=1, description="join (one member joins), crash (one is killed: no "
                                     "leave), bounce (one restarts within the session), partitions_add (the topic "
                                     "grows by one partition a member)")
-    clients: list[Literal["librdkafka", "java"]] = Field(["librdkafka"], min_length=1)
+    clients: list[str] = Field(["librdkafka"], min_length=1, description="the clients (each hosted): " + ", ".join(
+        f"{name} ({kind})" for name, kind in sweep_kinds().items()))
     repeats: int = Field(3, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _known_clients(self):
+        unknown = [c for c in self.clients if c not in sweep_kinds()]
+        if unknown:
+            raise ValueError(f"clients: {unknown[0]!r} is not a client a sweep runs; clients: {', '.join(sweep_kinds())}")
+        return self
 
     @model_validator(mode="after")
     def _no_repeated_values(self):
@@ -126,7 +136,7 @@ class SweepSpec(Strict):
         style = STYLES[cell.style]
         classic = style["protocol"] == "classic"
         group = {"members": cell.members, "members_per_host": min(s.members_per_host, cell.members),
-                 "client": CLIENT_OF[cell.client], **style,
+                 "client": sweep_kinds()[cell.client], **style,
                  "session_timeout_ms": s.session_timeout_ms if classic else None,
                  "heartbeat_interval_ms": s.heartbeat_interval_ms if classic else None}
         if cell.trigger == "partitions_add" and classic:

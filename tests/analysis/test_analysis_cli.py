@@ -55,7 +55,7 @@ def test_unknown_exits_3(tmp_path, spark, capsys, monkeypatch):
 
 
 def test_add_parser_registers_on_a_host_cli():
-    """The kafka-chaos CLI (harness/cli.py) registers the commands through add_parser."""
+    """The kafka-chaos CLI (harness/cli/) registers the commands through add_parser."""
     parser = argparse.ArgumentParser(prog="kafka-chaos")
     sub = parser.add_subparsers(dest="command")
     cli.add_parser(sub)

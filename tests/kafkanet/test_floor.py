@@ -59,3 +59,27 @@ def test_the_check_sees_a_container_where_there_is_one(tmp_path):
     old.write_text("import docker\n\ndef inject(broker):\n    broker.container.get_wrapped_container().kill()\n")
     assert container_uses(old) == ["old_fault.py:1 imports docker", "old_fault.py:4 uses .get_wrapped_container",
                                    "old_fault.py:4 uses .container"]
+
+
+# Which of our packages each may import (docs/architecture.md's diagram): none imports one above it, so there is no
+# circle between them.
+MAY_IMPORT = {"kafkanet": set(), "workloads": {"kafkanet"}, "analysis": {"kafkanet"},
+              "faults": {"workloads", "kafkanet"}, "harness": {"faults", "workloads", "analysis", "kafkanet"}}
+
+
+def package_arrows(root: Path) -> dict[str, set[str]]:
+    """Each top-level package -> the others of ours its modules import (those inside functions too)."""
+    return {package: {p for module in (root / package).rglob("*.py") for p in imported_packages(module)
+                      if p in MAY_IMPORT and p != package} for package in MAY_IMPORT}
+
+
+def test_each_package_imports_only_those_below_it():
+    for package, imports in package_arrows(ROOT).items():
+        assert imports <= MAY_IMPORT[package], f"{package}/ imports {sorted(imports - MAY_IMPORT[package])}: an arrow up"
+
+
+def test_the_arrow_check_sees_an_arrow_up(tmp_path):
+    for package in MAY_IMPORT:
+        (tmp_path / package).mkdir()
+    (tmp_path / "workloads" / "x.py").write_text("def f():\n    from harness.run import run_scenario\n")
+    assert package_arrows(tmp_path)["workloads"] == {"harness"}
