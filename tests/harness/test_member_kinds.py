@@ -106,3 +106,10 @@ def test_the_cli_refuses_a_kinds_refusal_with_exit_2_and_one_line(fake_kind, tmp
     out, err = capsys.readouterr()
     assert code == 2 and len(err.strip().splitlines()) == 1, (code, out, err)
     assert "consumer_group.commit: the fake member commits sync only, not auto" in err
+
+
+def test_a_mixed_group_whose_verifiable_consumer_member_cannot_read_several_topics_is_refused():
+    """Before the registry only the group's own client was checked against several topics."""
+    data = {"topics": [{"name": "a"}, {"name": "b"}],
+            "consumer_group": {"commit": "sync", "members": [{"count": 1}, {"count": 1, "client": "java"}]}}
+    assert "topics: the Java member (VerifiableConsumer) subscribes to one topic" in refusal(data)
