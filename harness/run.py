@@ -353,7 +353,7 @@ def load_schedule(path: Path) -> list[dict]:
 
 
 def compact_logs(run_dir: Path) -> None:
-    from analysis.compact import compact
+    from analysis.api import compact
     for line in compact(run_dir).lines():
         say(line)
 

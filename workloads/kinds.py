@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Callable, Literal
 
 COMMIT_MODES = ("sync", "async", "auto", "before_process")
-# the events a member writes (analysis/contract.py EVENT_KINDS, less the admin probe's admin_call)
+# the events a member writes (analysis/rundir/contract.py EVENT_KINDS, less the admin probe's admin_call)
 MEMBER_EVENTS = frozenset({"started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed",
                            "fenced", "stopped", "crashed", "error", "join_overdue"})
 

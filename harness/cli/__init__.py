@@ -20,7 +20,7 @@ __all__ = ["CATALOG", "EXIT_ANOMALIES", "EXIT_BAD_INPUT", "EXIT_HARNESS_FAILURE"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from analysis import cli as analysis_cli
+    from analysis.api import cli as analysis_cli
     parser = argparse.ArgumentParser(prog="kafka-chaos", description=__doc__.split("\n")[0], epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -19,7 +19,7 @@ def add_parser(commands) -> None:
 def run(args) -> int:
     from harness.cluster.containers import NoDockerEngine, sweep_stale_containers
     from workloads.services import sweep_stale_workloads
-    from analysis import service
+    from analysis.api import service
     try:
         containers = f"removed {sweep_stale_containers(include_live=args.all, say=print if args.all else None)} container(s)"
     except NoDockerEngine as exc:  # nothing of ours can be running (as `make clean` says)

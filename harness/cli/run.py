@@ -67,10 +67,10 @@ def run(args) -> int:
         planned = resolve_again(given, str(args.plan)) if isinstance(given, Plan) else compile_plan(given)
     scenario, source = planned.scenario, scenario_source(args.plan or args.scenario)
     analyse = scenario.analysis.enabled and not args.no_analysis
-    from analysis import service
+    from analysis.api import service
     on_drain = service.warm_up if analyse and service.enabled() else None  # Spark starts while the group drains
     if on_drain:
-        from analysis import InputError
+        from analysis.api import InputError
         try:
             service.check_settings()  # before anything starts
         except InputError as exc:
@@ -85,13 +85,13 @@ def run(args) -> int:
     print(f"run directory: {outcome.run_dir}")
     status = EXIT_OK
     if analyse:
-        from analysis.cli import analyze_run, failure_line
+        from analysis.api import cli as analysis_cli
         from harness.progress import progress
         try:
             with progress("analysis"):
-                summary = analyze_run(outcome.run_dir, **scenario.analysis.options())
+                summary = analysis_cli.analyze_run(outcome.run_dir, **scenario.analysis.options())
         except Exception as exc:  # no verdict: exit 3 (never 1, "anomalies found"); the run directory stays
-            print(f"kafka-chaos: the analysis of {outcome.run_dir} failed: {failure_line(exc)}; the run directory is "
+            print(f"kafka-chaos: the analysis of {outcome.run_dir} failed: {analysis_cli.failure_line(exc)}; the run directory is "
                   f"kept: `kafka-chaos analyze {outcome.run_dir}` analyses it again", file=sys.stderr)
             return EXIT_HARNESS_FAILURE
         print(json.dumps({k: summary.get(k) for k in ("valid", "produced_records", "consumed_rows", "lost_records",

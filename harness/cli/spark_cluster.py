@@ -58,7 +58,7 @@ def run(args) -> int:
 
 
 def analyze(args) -> int:
-    from analysis import cli as analysis_cli
+    from analysis.api import cli as analysis_cli
     if args.spark_cluster is None:
         return analysis_cli.cmd_analyze(args)
     problem = ("--spark-cluster starts its own master: not with --master or --remote" if args.master or args.remote

@@ -2,13 +2,12 @@
 and subscriptions, the replicas a broker holds, each fault against the scenario, and the zoo block.
 
 The schema's models (harness/scenario/schema.py) call these as they validate; each rule raises ValueError naming
-its field, which the schema turns into one ScenarioError.
+its field, which the schema turns into one ScenarioError. A `group` here is a schema ConsumerGroupSpec, a `scenario`
+a Scenario, a `fault` a FaultEntry (not imported: the schema imports this module).
 """
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
 from faults.context import ScenarioFacts
 from faults.targets import TARGET_CHECKS
 from faults.triggers import MAX_REPLICAS_PER_BROKER
@@ -17,12 +16,10 @@ from harness.releases.client_versions import version_tuple
 from harness.releases.kafka_release import KIP_848_GA
 from workloads.kinds import KINDS, member_kind, suggest
 
-if TYPE_CHECKING:
-    from harness.scenario.schema import ConsumerGroupSpec, FaultEntry, Scenario
-    from harness.zoo.spec import Contrast, ZooSpec
+from harness.zoo.spec import Contrast, ZooSpec
 
 
-def check_group(group: "ConsumerGroupSpec") -> None:
+def check_group(group) -> None:
     """Every rule of a consumer_group (each member's own settings too, as a list entry overrides them)."""
     _group_size(group)
     if not isinstance(group.members, int):
@@ -31,7 +28,7 @@ def check_group(group: "ConsumerGroupSpec") -> None:
     _protocol_rules(group)
 
 
-def _group_size(group: "ConsumerGroupSpec") -> None:
+def _group_size(group) -> None:
     """A group of a size the harness runs: one process a member, or in member hosts this machine can hold."""
     total = group.member_count
     if group.members_per_host is None and not 1 <= total <= MAX_PROCESS_MEMBERS:
@@ -45,7 +42,7 @@ def _group_size(group: "ConsumerGroupSpec") -> None:
                       total, group.members_per_host)
 
 
-def _client_rules(group: "ConsumerGroupSpec") -> None:
+def _client_rules(group) -> None:
     """What the group's member kind supports (workloads/kinds.py), and a subscription that can work."""
     kind = member_kind(group.client)
     if group.assignor == "sticky" and not kind.eager_sticky:
@@ -75,7 +72,7 @@ def _client_rules(group: "ConsumerGroupSpec") -> None:
             raise ValueError(f"pattern: not a regular expression: {exc}") from None
 
 
-def _protocol_rules(group: "ConsumerGroupSpec") -> None:
+def _protocol_rules(group) -> None:
     """The classic protocol's timings and assignor, or none of them under KIP-848's."""
     if group.protocol == "consumer":
         # KIP-848: the broker owns timing and assignment; librdkafka rejects these at construction.
@@ -96,7 +93,7 @@ def _protocol_rules(group: "ConsumerGroupSpec") -> None:
                 f"got {group.heartbeat_interval_ms}")
 
 
-def check_scenario(scenario: "Scenario") -> None:
+def check_scenario(scenario) -> None:
     """The scenario's fields against each other: topics, releases, subscriptions, replicas, every fault, the zoo block."""
     names = [t.name for t in scenario.topics]
     for i, t in enumerate(scenario.topics):
@@ -132,9 +129,8 @@ def check_scenario(scenario: "Scenario") -> None:
                          "its client.id (it shares its host's lane); remove the setting")
 
 
-def _check_zoo(zoo: ZooSpec, scenario: "Scenario") -> None:
-    from analysis.checks import REGISTRY
-    from analysis.contract import EVENT_KINDS
+def _check_zoo(zoo: ZooSpec, scenario) -> None:
+    from analysis.api import EVENT_KINDS, REGISTRY
     group = scenario.consumer_group
     for i, p in enumerate(zoo.signature):
         if p.anomaly is not None and p.anomaly not in REGISTRY:
@@ -163,13 +159,13 @@ def _check_zoo(zoo: ZooSpec, scenario: "Scenario") -> None:
     zoo.resolved(scenario.settings())  # every threshold names a setting of this scenario
 
 
-def _events_written(scenario: "Scenario") -> set[str]:
+def _events_written(scenario) -> set[str]:
     """The event kinds the run's members (their kinds declare them) and its admin probe write."""
     written = set().union(*(member_kind(spec.client).events for spec in scenario.consumer_group.member_specs()))
     return written | ({"admin_call"} if scenario.consumer_group.admin_probe else set())
 
 
-def _check_contrast(contrast: Contrast, group: ConsumerGroupSpec) -> None:
+def _check_contrast(contrast: Contrast, group) -> None:
     """The contrast swaps the group's one client kind for another the harness has."""
     if contrast.client not in KINDS:
         raise ValueError(f"zoo.contrast.client: {contrast.client!r} is not a client kind; kinds: {', '.join(KINDS)}")
@@ -181,7 +177,7 @@ def _check_contrast(contrast: Contrast, group: ConsumerGroupSpec) -> None:
                          "not per-member clients")
 
 
-def _subscribed_topics(group: ConsumerGroupSpec) -> list[tuple[str, list[str] | None]]:
+def _subscribed_topics(group) -> list[tuple[str, list[str] | None]]:
     """(the field, the topic names it subscribes to, None: all of the run's) for the group and each member spec."""
     fields = [("consumer_group.topics", group.topics)]
     if not isinstance(group.members, int):
@@ -189,7 +185,7 @@ def _subscribed_topics(group: ConsumerGroupSpec) -> list[tuple[str, list[str] | 
     return fields
 
 
-def _check_subscriptions(group: ConsumerGroupSpec, run_topics: list[str]) -> None:
+def _check_subscriptions(group, run_topics: list[str]) -> None:
     """Each subscribed name is one of the run's topics, and every topic has a member at the start to consume it."""
     for where, topics in _subscribed_topics(group):
         for name in topics or []:
@@ -203,7 +199,7 @@ def _check_subscriptions(group: ConsumerGroupSpec, run_topics: list[str]) -> Non
             raise ValueError(f"{where}: no member subscribes to topic {unread[0]!r}, so its records would never be consumed")
 
 
-def _check_replicas(scenario: "Scenario") -> None:
+def _check_replicas(scenario) -> None:
     """The replicas a broker holds at the most, every topic at its largest (created at the start or by topic_create,
     grown by partitions_add), against what one broker of this harness was measured to hold."""
     entries = list(scenario.faults) + (scenario.random_faults.menu() if scenario.random_faults else [])
@@ -226,7 +222,7 @@ def _check_replicas(scenario: "Scenario") -> None:
                          "fewer partitions, a lower replication_factor or more cluster.brokers")
 
 
-def _check_fault(fault: FaultEntry, facts: ScenarioFacts, where: str) -> None:
+def _check_fault(fault, facts: ScenarioFacts, where: str) -> None:
     try:
         check_target = TARGET_CHECKS.get(fault.fault_class.target_kind)
         if check_target:
@@ -237,7 +233,7 @@ def _check_fault(fault: FaultEntry, facts: ScenarioFacts, where: str) -> None:
         raise ValueError(f"{where}.{exc}") from None
 
 
-def _check_member_kinds_take(fault: FaultEntry, facts: ScenarioFacts) -> None:
+def _check_member_kinds_take(fault, facts: ScenarioFacts) -> None:
     """A fault on a member (a named one, or any of the group's) that the member's kind cannot take."""
     if fault.fault_class.target_kind != "member":
         return

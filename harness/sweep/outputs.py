@@ -42,7 +42,7 @@ SATURATED_MS = 2 * BATCH_WAIT_MS  # a steady-state p99 above it: the members wer
 BASELINE = {"latency_hit_rise_p99_ms": "latency_hit_steady_p99_ms", "latency_rise_p99_ms": "latency_steady_p99_ms"}
 FEW = 3  # under this many values a figure is shown as its values, not as a median and a range
 # what the machine was like while a cell was measured (its window and the 20 s before it): members whose session
-# expired (a crash's own member is one), the brokers' slow controller events (analysis/broker_logs.py); and the
+# expired (a crash's own member is one), the brokers' slow controller events (analysis/rundir/broker_logs.py); and the
 # machine's CPU pressure over the workload
 MACHINE = ("sessions_expired", "broker_stalls", "broker_stall_max_ms", "cpu_pressure_pct")
 STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}

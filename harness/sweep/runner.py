@@ -61,7 +61,7 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     its history is measured without Spark (history_figures). Each cell's new row is appended (the latest row of a
     cell is its row); returns every row."""
     import json
-    from analysis.spark import get_session
+    from analysis.api import get_session
     from harness import coordinator_log
     from harness.sweep.outputs import MACHINE, METRICS, write_outputs
     folder = SweepDir(out)
@@ -96,7 +96,7 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
 
 
 def _run_cells(spec: SweepSpec, todo: list[Cell], folder: SweepDir, cluster) -> None:
-    from analysis.spark import get_session
+    from analysis.api import get_session
     from harness.sweep.outputs import write_outputs
     spark = get_session()
     took: dict[int, list[float]] = {}
@@ -166,7 +166,7 @@ def _delete_topics(cluster, names: list[str]) -> None:
 
 def judged(row: dict) -> dict:
     """The row with its status by the one rule (analysis.rebalance_cost.status: settled and valid, or not)."""
-    from analysis.rebalance_cost import status
+    from analysis.api import status
     return {**row, "status": status(row.get("settled") is True, row.get("valid"))}
 
 
@@ -174,7 +174,7 @@ def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> di
     """The cell's figures: the analysis's verdict and counts, the trigger's cost and the machine's state in its
     window (history_figures), the latency around it: over every partition, and over those the trigger moved or left
     unserved, each against its own steady state before the trigger."""
-    from analysis import analyze, latency
+    from analysis.api import analyze, latency
     summary = analyze(run_dir, spark=spark)
     figures, hit = history_figures(spec, cell, run_dir, topic)
     t0 = figures["trigger_ms"]
@@ -205,7 +205,7 @@ def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> t
     analysis.coordinator_log), and the machine's CPU pressure over the workload (run.json); and the partitions the
     trigger moved or left unserved."""
     import json
-    from analysis import broker_logs, coordinator_log, history, rebalance_cost
+    from analysis.api import broker_logs, coordinator_log, history, rebalance_cost
     from harness.run import WORKLOAD_PHASE
     h = history.build(run_dir)
     fault = h.faults[0]

@@ -2,7 +2,7 @@
 the brokers', or, for an open bug, the client kind: its contrast), what the bug's own signature is, and what the
 nightly expects of it (status and rate). Its thresholds are written as the
 scenario's own settings (``"0.8 * consumer_group.session_timeout_ms"``), never as numbers tuned to one run;
-:meth:`ZooSpec.resolved` turns them into numbers for analysis/signature.py."""
+:meth:`ZooSpec.resolved` turns them into numbers for analysis/checks/signature.py."""
 from __future__ import annotations
 
 import re

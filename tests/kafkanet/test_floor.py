@@ -83,3 +83,38 @@ def test_the_arrow_check_sees_an_arrow_up(tmp_path):
         (tmp_path / package).mkdir()
     (tmp_path / "workloads" / "x.py").write_text("def f():\n    from harness.run import run_scenario\n")
     assert package_arrows(tmp_path)["workloads"] == {"harness"}
+
+
+def analysis_modules_imported(root: Path, package: str) -> set[str]:
+    """The modules of analysis/ that `package`'s modules import, each as `analysis.x.y` (`analysis` alone: the
+    package; a name imported from analysis.api is analysis.api)."""
+    found = set()
+    for module in (root / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(), str(module))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] == "analysis"}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "analysis":
+                found |= ({f"{node.module}.{a.name}" for a in node.names} if node.module == "analysis"
+                          else {node.module})
+    return found
+
+
+def test_the_harness_calls_the_analysis_through_its_public_api_only():
+    other = analysis_modules_imported(ROOT, "harness") - {"analysis.api"}
+    assert not other, f"harness/ imports {sorted(other)}: import analysis.api instead (its public API)"
+
+
+def test_the_api_check_sees_an_import_past_the_api(tmp_path):
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "x.py").write_text("from analysis.api import analyze\nfrom analysis.engine import spark\n"
+                                               "def f():\n    from analysis import history\n")
+    assert analysis_modules_imported(tmp_path, "harness") == {"analysis.api", "analysis.engine", "analysis.history"}
+
+
+MAX_ANALYSIS_LINES = 800
+
+
+def test_no_module_of_the_analysis_is_over_800_lines():
+    long = {str(m.relative_to(ROOT)): n for m in (ROOT / "analysis").rglob("*.py")
+            if (n := len(m.read_text().splitlines())) > MAX_ANALYSIS_LINES}
+    assert not long, f"split these modules (over {MAX_ANALYSIS_LINES} lines): {long}"

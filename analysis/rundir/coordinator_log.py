@@ -25,8 +25,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from .broker_logs import STAMP as LOG4J_STAMP
-from .broker_logs import log4j_ms
+from analysis.rundir.broker_logs import STAMP as LOG4J_STAMP
+from analysis.rundir.broker_logs import log4j_ms
 
 FILE = "coordinator.log"
 STAMP = re.compile(LOG4J_STAMP.pattern + r"\w+ \[GroupCoordinator[^\]]*\]:? ")  # a broker line, of the group coordinator

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import contract
-from .inputs import rel
+from analysis.rundir import contract
+from analysis.rundir.inputs import rel
 
 ARROW_TYPES = {contract.STRING: "string", contract.INT32: "int32", contract.INT64: "int64"}
 SOURCE_KEY = b"kafka_chaos.compacted_from"  # Parquet key-value metadata: "<jsonl name> <bytes>"

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .compare import FIGURE_CHECK, read_json, read_scenario, read_summary, row_for
-from .errors import InputError
+from analysis.pages.compare import FIGURE_CHECK, read_json, read_scenario, read_summary, row_for
+from analysis.errors import InputError
 
 SERIES = (("duplicate_extra_deliveries", "re-deliveries"), ("lost_records", "lost records"),
           ("max_time_to_stable_s", "time to stable, s"))

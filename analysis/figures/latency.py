@@ -6,8 +6,8 @@ minus its ack (0 when a member got it before the producer heard the ack). Exact 
 """
 from __future__ import annotations
 
-from . import inputs
-from .records import OK_ACKED
+from analysis.rundir import inputs
+from analysis.engine.spark_plan import OK_ACKED
 
 QUANTILES = (0.5, 0.99)
 

@@ -1,7 +1,7 @@
 """Rebalance figures from the rebuilt ownership: rounds, windows with no owner, revocations, time to stable."""
 from __future__ import annotations
 
-from .history import OPEN, History, group_protocol
+from analysis.rundir.history import OPEN, History, group_protocol
 
 ROUND_GAP_MS = 2000  # without group generations, assignment changes closer than this belong to one rebalance
 

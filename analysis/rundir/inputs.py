@@ -12,9 +12,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import contract
-from .contract import INT32, INT64, STRING
-from .errors import InputError
+from analysis.rundir import contract
+from analysis.rundir.contract import INT32, INT64, STRING
+from analysis.errors import InputError
 
 SPARK_TYPE = {STRING: "string", INT32: "int", INT64: "bigint"}
 

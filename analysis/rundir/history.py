@@ -15,10 +15,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import contract, coordinator_log
-from .errors import InputError
-from .inputs import jsonl_objects, rel
-from .records import EpochRange
+from analysis.rundir import contract
+
+from analysis.rundir import coordinator_log
+from analysis.errors import InputError
+from analysis.rundir.inputs import jsonl_objects, rel
+from analysis.engine.kernels import EpochRange
 
 OPEN = 2**62  # "still owned at the end of the history"
 ENDS = ("stopped", "crashed", "fenced")  # the events that end a member (its process, or its membership)
@@ -545,7 +547,7 @@ class Ownership:
     """THE period rule: a record of (member, topic, partition) at ts belongs to the period k of that key with
     start_k <= ts < next start and ts <= end_k; outside every period it is OUTSIDE (-1), or NO_EVENTS (-2)
     for a member that logged no events. Applied through epochs: ``epoch`` = how many of ``bounds`` are <= ts
-    (records.with_epoch, in Spark); inside one epoch no key's ownership changes, so (key, epoch) names one
+    (spark_plan.with_epoch, in Spark); inside one epoch no key's ownership changes, so (key, epoch) names one
     period (``periods``, looked up by :meth:`period_of`)."""
 
     def __init__(self, h: "History"):

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from .history import History
-from . import intervals
+from analysis import intervals
+from analysis.rundir.history import History
 
 MIN_MS = 15_000  # longer than any reconciliation of a live member: a heartbeat or a SyncGroup is answered in ms
 

@@ -11,8 +11,8 @@ import json
 import math
 from pathlib import Path
 
-from .checks import REGISTRY
-from .errors import InputError
+from analysis.checks import REGISTRY
+from analysis.errors import InputError
 
 CONFIG_KEYS = ("assignor", "remote_assignor", "protocol", "group_protocol", "commit", "static_membership")
 COLUMNS = [
@@ -205,37 +205,7 @@ def not_run_keys(row: dict) -> set[str]:
     return set(skipped) | {key for key, check in FIGURE_CHECK.items() if check in skipped}
 
 
-def compare(run_dirs, *, spark=None, master=None, remote=None, grace_ms=30_000, reanalyze=False, progress=None,
-            out: Path | None = None) -> dict:
-    """The table; with `out`, also written there as compare.json and compare.md (checked before any analysis)."""
-    if out is not None:
-        _check_folder(Path(out))
-    rows = []
-    for rd in run_dirs:
-        rd = Path(rd).resolve()
-        if not rd.is_dir():
-            raise InputError(f"{rd}: run directory does not exist" if not rd.exists() else f"{rd}: not a run directory")
-        path = rd / "report" / "summary.json"
-        if reanalyze or not path.exists():
-            from .api import analyze
-            if progress:
-                progress("analysing", str(rd))
-            summary = analyze(rd, spark=spark, master=master, remote=remote, grace_ms=grace_ms)
-        else:
-            summary = read_summary(path)
-        rows.append(row_for(rd, summary))
-    table = {"columns": [{"key": k, "title": t} for k, t in COLUMNS], "runs": rows}
-    if out is not None:
-        _write(Path(out), table)
-    return table
-
-
-def _check_folder(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out}: is a file; --out names a folder for compare.json and compare.md")
-
-
-def _write(out: Path, table: dict) -> None:
+def write_table(out: Path, table: dict) -> None:
     try:
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.json").write_text(json.dumps(table, indent=2, default=str) + "\n")

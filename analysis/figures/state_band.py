@@ -21,7 +21,7 @@ its own (``member_epochs``: the stretches it was behind the target).
 """
 from __future__ import annotations
 
-from .history import History
+from analysis.rundir.history import History
 
 COMPLETING = "CompletingRebalance"
 PREPARING = "PreparingRebalance"
@@ -39,7 +39,7 @@ def generations(h: History) -> list[tuple[int, int]]:
 
 def band(h: History, observe_end: int, rounds: list[dict] | None = None) -> dict | None:
     """The band's segments (None when the run sampled nothing): see the module's doc. ``rounds``: coordinator.log's
-    classic rounds (analysis/coordinator_log.py), None or empty when it has none."""
+    classic rounds (analysis/rundir/coordinator_log.py), None or empty when it has none."""
     rows = h.group_states
     if not rows:
         return None

@@ -1,12 +1,12 @@
 """The report's first screen after the verdict: the group as a whole, readable at 500 members and 5,000 partitions.
-The state band (analysis/state_band.py), the partitions without an owner over time, the partitions each member
+The state band (analysis/figures/state_band.py), the partitions without an owner over time, the partitions each member
 owned, and the rebalance rounds on one time axis; per-partition detail comes after, folded when there is much."""
 from __future__ import annotations
 
 import html
 import statistics
 
-from .history import OPEN
+from analysis.rundir.history import OPEN
 
 LEFT, WIDTH = 110, 1040
 STATE_COLOR = {"Stable": "#59a14f", "PreparingRebalance": "#f28e2b", "CompletingRebalance": "#edc948",
@@ -227,7 +227,7 @@ def _total(values: list) -> str:
 
 
 def coordinator_rounds(found: dict | None, t0: int, members: int) -> str:
-    """Each round (classic) or epoch (KIP-848) as the group's coordinator logged it (analysis/coordinator_log.py)."""
+    """Each round (classic) or epoch (KIP-848) as the group's coordinator logged it (analysis/rundir/coordinator_log.py)."""
     if found is None:
         return "<p id=coordinator-rounds-none class=muted>No coordinator.log in this run (the brokers' logs were not saved).</p>"
     at = lambda ms: f"{(ms - t0) / 1000:.2f}s"  # noqa: E731

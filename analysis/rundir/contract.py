@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from .errors import InputError
+from analysis.errors import InputError
 
 STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info", "unplaced")  # produced status: docs/DESIGN.md, produced/

@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .checks import REGISTRY
-from .report_group import FOLD_ABOVE, esc, group_view, time_ticks
+from analysis.checks import REGISTRY
+from analysis.pages.report_group import FOLD_ABOVE, esc, group_view, time_ticks
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7",
            "#bab0ac", "#e15759", "#86bcb6", "#d37295"]

@@ -14,12 +14,12 @@ scenario's settings, harness/zoo/spec.py)::
 """
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+import json
 
-from .errors import InputError
+from analysis.errors import InputError
+from pathlib import Path
 
 OPERATORS = ("in", "gt", "ge", "lt", "le", "contains", "startswith", "present")
 MISSING = object()

@@ -25,20 +25,20 @@ coordinator's noticing it.
   added: the new ones; a member returns, or no change: none).
 
 - ``hit_partitions``: the (topic, partition) pairs that moved or went unserved in the window, where the trigger's
-  cost bites (the latency's own baseline: analysis/latency.py); a list, not a figure.
+  cost bites (the latency's own baseline: analysis/figures/latency.py); a list, not a figure.
 
 - ``coordinator_rounds``, ``join_phase_ms``, ``assignment_ms``: what the coordinator logged of the rounds (classic) or
-  epochs (KIP-848) begun from the fault's injection to the window's end (analysis/coordinator_log.py.in_window);
+  epochs (KIP-848) begun from the fault's injection to the window's end (analysis/rundir/coordinator_log.py.in_window);
   None without a coordinator.log.
 
 The figures read what a faults.jsonl row declares (``group_change``, ``ends_process``), never its kind.
 """
 from __future__ import annotations
 
-from . import coordinator_log
-from .figures import rounds
-from .history import Fault, History, Period, workload_stop
-from . import intervals
+from analysis.rundir import coordinator_log
+from analysis.figures.run_figures import rounds
+from analysis.rundir.history import Fault, History, Period, workload_stop
+from analysis import intervals
 
 CHANGE_KINDS = ("assigned", "revoked", "lost")
 
