@@ -7,9 +7,11 @@ behind it (analysis/rundir, engine, checks, figures, pages) may move.
 - several runs: `compare(run_dirs)`, `check_ran(summary, name)`;
 - the checks: `REGISTRY`, `invalid_types()`, a zoo signature over a run (`signature`);
 - what a run directory says: its history (`history`), the coordinator's rounds (`coordinator_log`: FILE, STAMP),
-  the brokers' slow controller events (`broker_logs`), the events contract (`EVENT_KINDS`);
+  the brokers' slow controller events (`broker_logs`), the events contract (`EVENT_KINDS`), run.json's workload
+  phase (`WORKLOAD_PHASE`);
 - a trigger's cost (`rebalance_cost`, `status`: the one rule of a settled, valid cell) and the latency around it
-  (`latency`);
+  (`latency`); a sweep cell's figures (`cell_figures`, `history_figures` without Spark), each declared once in
+  `FIGURES` (and the machine's, `MACHINE`);
 - the CLI's commands (`cli`: add_parser, analyze_run, failure_line) and the errors (`InputError`, `AnalysisFailed`).
 """
 from analysis import cli
@@ -18,13 +20,14 @@ from analysis import service
 from analysis.engine.spark import default_parallelism, get_session
 from analysis.errors import AnalysisFailed, InputError
 from analysis.figures import latency, rebalance_cost
+from analysis.figures.cell import FIGURES, MACHINE, ROW_COLUMNS, TABLE, cell_figures, history_figures
 from analysis.figures.rebalance_cost import status
 from analysis.job import analyze, compare
 from analysis.pages.compare import check_ran
 from analysis.rundir import broker_logs, coordinator_log, history
 from analysis.rundir.compact import compact
-from analysis.rundir.contract import EVENT_KINDS
+from analysis.rundir.contract import EVENT_KINDS, WORKLOAD_PHASE
 
-__all__ = ["EVENT_KINDS", "REGISTRY", "AnalysisFailed", "InputError", "analyze", "broker_logs", "check_ran", "cli",
+__all__ = ["EVENT_KINDS", "FIGURES", "MACHINE", "REGISTRY", "ROW_COLUMNS", "TABLE", "WORKLOAD_PHASE", "cell_figures", "history_figures", "AnalysisFailed", "InputError", "analyze", "broker_logs", "check_ran", "cli",
            "compact", "compare", "coordinator_log", "default_parallelism", "get_session", "history", "invalid_types",
            "latency", "rebalance_cost", "service", "signature", "status"]

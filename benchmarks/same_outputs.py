@@ -3,11 +3,15 @@
 - plans: every scenario of the catalog (scenarios/, its zoo and experiments) and every cell of every sweep file,
   compiled offline into its plan (`kafka-chaos validate --plan`), must give the same plan.json in both checkouts;
 - runs: each run directory given is analysed by each checkout (a copy each, so the run directory is left as it is),
-  and its report/summary.json and anomalies.jsonl must be equal field by field, apart from timings.
+  and its report/summary.json and anomalies.jsonl must be equal field by field, apart from timings;
+- sweep cells: each cell given (a sweep folder's cell whose run directory it kept) is measured again by each
+  checkout as `kafka-chaos sweep --refigure` measures it (harness.sweep.runner.measure, on a copy), and the rows must
+  be equal field by field.
 
 Prints what it compared and every difference; exits 1 on a difference.
 
     .venv/bin/python -m benchmarks.same_outputs --before /path/to/old/checkout [--run RUN_DIR ...]
+        [--sweep SWEEP_FILE:SWEEP_FOLDER:CELL_ID ...]
 """
 from __future__ import annotations
 
@@ -21,8 +25,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# what differs between two analyses of one run directory whatever the code: how long the steps took, when it ran
-TIMINGS = {"analysis_seconds", "timings", "analysed_at", "elapsed_s", "spark", "took_s", "phase_seconds"}
+# what differs between two analyses of one run directory whatever the code: how long it took, where the copy stood
+TIMINGS = {"analysis_seconds", "run_dir"}  # and where the copy analysed stood
 
 PLANS = """
 import json, sys
@@ -40,6 +44,25 @@ for path in sorted((root / "scenarios" / "sweep").glob("*.yaml")):
         scenario = parse_scenario(spec.cell_scenario(cell), cell.id)
         out[f"{path.relative_to(root)}:{cell.id}"] = compile_plan(scenario, offline=True).to_json()
 print(json.dumps(out))
+"""
+
+
+CELL = """
+import json, shutil, sys, tempfile
+from pathlib import Path
+from analysis.api import get_session
+from harness.sweep.runner import measure
+from harness.sweep.spec import load_sweep
+from harness.sweep.store import SweepDir
+sweep_file, folder, cell_id, work = sys.argv[1:5]
+spec = load_sweep(Path(sweep_file))
+row = SweepDir(Path(folder)).finished()[cell_id]
+cell = next(c for c in spec.cells() if c.id == cell_id)
+source = SweepDir(Path(folder)).run_dir(row)
+copy = Path(work) / source.name
+shutil.copytree(source, copy, ignore=shutil.ignore_patterns("report"))
+topic = json.loads((copy / "plan.json").read_text())["topics"][0]["name"]
+print(json.dumps(measure(spec, cell, copy, topic, get_session()), default=str))
 """
 
 
@@ -69,6 +92,17 @@ def analysed(checkout: Path, run_dir: Path, work: Path) -> tuple[dict, list[dict
     return json.loads((report / "summary.json").read_text()), anomalies
 
 
+def measured(checkout: Path, cell: str, work: Path) -> dict:
+    """A sweep cell's row as `checkout`'s sweep measures it (sweep file:folder:cell id), from a copy of its run."""
+    sweep_file, folder, cell_id = cell.split(":")
+    place = work / f"{checkout.name}-{cell_id}"
+    place.mkdir()
+    done = subprocess.run([*python_of(checkout), "-c", CELL, str(Path(sweep_file).resolve()),
+                           str(Path(folder).resolve()), cell_id, str(place)],
+                          env=env_of(checkout), cwd=checkout, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def differences(before, after, where: str = "") -> list[str]:
     """Every field that differs, by its path (timings left out)."""
     if isinstance(before, dict) and isinstance(after, dict):
@@ -84,7 +118,9 @@ def main(argv=None) -> int:
     ap.add_argument("--before", type=Path, required=True, help="the checkout of the code before the change")
     ap.add_argument("--run", type=Path, action="append", default=[], metavar="RUN_DIR",
                     help="a run directory to analyse with both (repeatable)")
-    ap.add_argument("--no-plans", action="store_true", help="compare the run directories only")
+    ap.add_argument("--sweep", action="append", default=[], metavar="SWEEP_FILE:FOLDER:CELL",
+                    help="a sweep cell (its sweep file, the sweep's folder, its id) to measure with both (repeatable)")
+    ap.add_argument("--no-plans", action="store_true", help="compare the run directories and cells only")
     args = ap.parse_args(argv)
     found = []
     if not args.no_plans:
@@ -98,6 +134,11 @@ def main(argv=None) -> int:
             after = analysed(ROOT, run_dir, Path(work))
             diff = differences(before[0], after[0], "summary") + differences(before[1], after[1], "anomalies")
             print(f"run {run_dir}: {len(before[1])} anomaly rows, {len(diff)} difference(s)")
+            found += diff
+        for cell in args.sweep:
+            diff = differences(measured(args.before.resolve(), cell, Path(work)), measured(ROOT, cell, Path(work)),
+                               "row")
+            print(f"sweep cell {cell}: {len(diff)} difference(s)")
             found += diff
     for line in found:
         print(f"  {line}")

@@ -27,6 +27,7 @@ from harness.progress import one_line, progress, say
 from harness.releases.kafka_release import KafkaVersionError
 from harness.releases.versions import kafka_version
 from harness.rundir import create_run_dir, new_run_id, write_json
+from analysis.api import WORKLOAD_PHASE
 from harness.bad_input import ScenarioError
 from harness.input_file import read_yaml
 from harness.scenario import FaultEntry, Scenario
@@ -41,7 +42,6 @@ from workloads.services import (HostControl, HostedMember, WorkloadProcess, admi
                                 host_process, member_process, producer_process, stop_all)
 
 PROGRESS_EVERY_S = 5
-WORKLOAD_PHASE = "workload and faults"  # run.json names the phases by their progress lines
 SCHEDULE_FILE = "schedule.json"
 REPOSITORY = Path(__file__).resolve().parents[1]
 
