@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 # what differs between two analyses of one run directory whatever the code: how long it took, where the copy stood
-TIMINGS = {"analysis_seconds", "run_dir"}  # and where the copy analysed stood
+TIMINGS = {"analysis_seconds", "run_dir"}
 
 PLANS = """
 import json, sys
