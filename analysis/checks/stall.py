@@ -8,6 +8,7 @@ from typing import NamedTuple
 from analysis.checks.context import crashes
 from analysis.checks.framework import CheckResult, Facts, check
 from analysis.engine.kernels import Span, merge_spans
+from analysis.intervals import gaps
 from analysis.rundir.history import ENDS, OPEN, History
 
 
@@ -42,19 +43,8 @@ def dead(x: Facts) -> dict[str, list[Interval]]:
 
 
 def _subtract(span: Interval, cuts: list[Interval]) -> list[Interval]:
-    """What is left of ``span`` once every interval of ``cuts`` is taken out."""
-    left, (a, z) = [], span
-    for lo, hi in sorted(cuts):
-        if hi < a or lo > z:
-            continue
-        if lo > a:
-            left.append(Interval(a, lo))
-        a = max(a, hi)
-    if a < z:
-        left.append(Interval(a, z))
-    return left
-
-
+    """What is left of ``span`` once every interval of ``cuts`` is taken out (intervals.gaps, the one rule)."""
+    return [Interval(a, z) for a, z in gaps(sorted(cuts), span.start, span.end)]
 def _dead(h: History) -> dict[str, list[Interval]]:
     """member -> when its process was not running: from a kill to its next start."""
     starts = defaultdict(list)

@@ -439,19 +439,6 @@ def unordered_ranges(g: dict) -> tuple[list[NRange], int]:
                                      (b_nb[nxt] * SEQUENCE_BUCKET + SEQUENCE_BUCKET - 1).tolist())], unsequenced
 
 
-def merged_ranges(ranges) -> list[tuple[int, ...]]:
-    """Ranges (*key, lo, hi) of integers (inclusive), sorted, those of one key that overlap or touch merged. For the
-    re-read the key is (member hash, topic hash, partition) and each merged range of n is read and stitched on its
-    own; :func:`covering_intervals` merges ranges without a key."""
-    out: list[list[int]] = []
-    for *key, lo, hi in sorted(ranges):
-        if out and out[-1][:-2] == key and lo <= out[-1][-1] + 1:
-            out[-1][-1] = max(out[-1][-1], hi)
-        else:
-            out.append([*key, lo, hi])
-    return [tuple(r) for r in out]
-
-
 SORTED_PAIRING_CHUNK = 1 << 16  # groups unpacked at once: a byte a bit of each
 
 

@@ -45,9 +45,9 @@ import numpy as np
 from analysis.engine import kernels
 from analysis.engine.kernels import (BAD_CONSUMED, BAD_PRODUCED, BIG, CONSUMED, FAILED, INFO, LOG_ROWS, LOG_SCHEMA,
                                      PRODUCED, SEGMENT, SEQUENCE_WORDS, STEP, UNPLACED, bit_runs,
-                                     check_groups, check_task, codes, int_columns, log_batch, log_task, merged_ranges,
+                                     check_groups, check_task, codes, int_columns, log_batch, log_task,
                                      segmented_cummax)
-from analysis.intervals import gaps_inclusive
+from analysis.intervals import gaps_inclusive, merged_ranges
 
 
 # ------------------------------------------------------------------------------------------------- Spark

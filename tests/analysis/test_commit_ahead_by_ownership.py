@@ -57,7 +57,8 @@ def test_what_an_ownership_missed_runs_across_blocks_and_repeated_acks(tmp_path,
 def test_the_runs_of_a_mask_are_its_bits_joined():
     import random
 
-    from analysis.engine.kernels import U64, bit_runs, bits_of, merged_ranges
+    from analysis.engine.kernels import U64, bit_runs, bits_of
+    from analysis.intervals import merged_ranges
     rng = random.Random(7)
     masks = [0, 1, 1 << 63, U64, U64 ^ (1 << 31), 0b1011_0111] + [rng.getrandbits(64) for _ in range(2000)]
     for m in masks:
