@@ -4,7 +4,8 @@ from __future__ import annotations
 from analysis.checks.framework import CheckResult, Facts, check
 
 
-@check("duplicate", invalidates=False, unit="distinct topic/partition/offset consumed more than once", color="#8c8c8c")
+@check("duplicate", reads=("stats", "groups", "rows"),
+       invalidates=False, unit="distinct topic/partition/offset consumed more than once", color="#8c8c8c")
 def duplicate_check(x: Facts):
     found = x.duplicates()
     st = found.stats

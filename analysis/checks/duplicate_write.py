@@ -7,7 +7,8 @@ from analysis.checks.framework import CheckResult, Facts, check
 from analysis.engine.kernels import bits_of as bits
 
 
-@check("duplicate_write", needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",
+@check("duplicate_write", reads=("dirty",), asks=("unacked", "copies"),
+       needs=("producer_id", "seq"), unit="producer_id/seq pairs stored at more than one offset",
        color="#bcbd22")
 def duplicate_writes(x: Facts):
     """One producer_id/seq stored at more than one topic/partition/offset (a producer-side duplicate). A retry

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from analysis.checks.context import Context, Duplicates, duplicates
+from analysis.engine.kernels import RECORD_OUTPUTS
 from analysis.engine.spark_plan import Step
 from analysis.figures import run_figures
 from analysis.rundir.history import OPEN, History
@@ -63,6 +64,13 @@ class CheckResult(NamedTuple):
     info: dict
 
 
+# What a check may read of the record-level pass: what kernels.check_groups reports (Facts.got, by name), the records
+# read back (Facts.rows) and the steps back (Facts.steps); and the follow-up Spark questions it may ask (Facts.query,
+# answered by job.py).
+READ_BACKS = ("rows", "steps")
+QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced")
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -71,14 +79,24 @@ class Check:
     unit: str
     color: str
     run: Callable           # Facts -> CheckResult; may raise Undecided
+    reads: tuple = ()       # of the record-level pass: RECORD_OUTPUTS and READ_BACKS
+    asks: tuple = ()        # follow-up questions: QUERIES
 
 
 REGISTRY: dict[str, Check] = {}
 
 
-def check(name, *, needs=(), invalidates=True, unit, color):
+def check(name, *, needs=(), reads=(), asks=(), invalidates=True, unit, color):
+    """Register a check under ``name``: what it needs of the run directory (``needs``), what it reads of the
+    record-level pass (``reads``) and the follow-up Spark questions it asks (``asks``); a name that is no output or
+    question of the pass is refused here, when the check is defined."""
+    unknown = [r for r in reads if r not in RECORD_OUTPUTS + READ_BACKS] + [q for q in asks if q not in QUERIES]
+    if unknown:
+        raise ValueError(f"check {name}: {unknown[0]!r} is no output of the record-level pass nor a question; outputs: "
+                         f"{', '.join(RECORD_OUTPUTS + READ_BACKS)}; questions: {', '.join(QUERIES)}")
+
     def register(fn):
-        REGISTRY[name] = Check(name, tuple(needs), invalidates, unit, color, fn)
+        REGISTRY[name] = Check(name, tuple(needs), invalidates, unit, color, fn, tuple(reads), tuple(asks))
         return fn
     return register
 

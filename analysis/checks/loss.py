@@ -86,21 +86,24 @@ def _loss_anomaly(x: Facts, topic: str, partition: int, run: list[LostOffset]) -
     return kind, a
 
 
-@check("lost", unit="acked (ok) records never consumed that a member read or committed past, outside any loss budget",
+@check("lost", reads=("periods", "dirty"),
+       unit="acked (ok) records never consumed that a member read or committed past, outside any loss budget",
        color="#d62728")
 def lost(x: Facts):
     out, counts = _losses(x)
     return CheckResult(out["lost"], counts["lost"], {})
 
 
-@check("lost_within_budget", invalidates=False, needs=("events",), unit="acked records never consumed that a crashed "
+@check("lost_within_budget", reads=("periods", "dirty"),
+       invalidates=False, needs=("events",), unit="acked records never consumed that a crashed "
        "at-most-once member (commit: auto or before_process) had committed", color="#f7b6d2")
 def lost_within_budget(x: Facts):
     out, counts = _losses(x)
     return CheckResult(out["lost_within_budget"], counts["lost_within_budget"], {})
 
 
-@check("unseen", invalidates=False, unit="acked records never consumed, beyond every member's last position and the "
+@check("unseen", reads=("periods", "dirty"),
+       invalidates=False, unit="acked records never consumed, beyond every member's last position and the "
        "group's last commit in their partition (still in Kafka: the group had not read that far)", color="#c7c7c7")
 def unseen(x: Facts):
     """Not a loss: the group had not caught up when the run ended. Its info gives the lag per partition (``lag``:
@@ -113,7 +116,8 @@ def unseen(x: Facts):
         {"topic": t, "partition": p, "unseen": n, "read_up_to": top} for (t, p, top), n in sorted(lag.items(), key=str)]})
 
 
-@check("lost_unplaced", needs=("producer_id", "seq"), unit="acks without an offset (status unplaced) never consumed, in "
+@check("lost_unplaced", reads=("sides", "periods"), asks=("unplaced",),
+       needs=("producer_id", "seq"), unit="acks without an offset (status unplaced) never consumed, in "
        "a partition the group read past the producer's next ok record there", color="#a50f15")
 def lost_unplaced(x: Facts):
     """An ``unplaced`` ack (the client acknowledged it with no error and no offset: librdkafka 2.16.0's first record

@@ -10,7 +10,8 @@ from analysis.engine.kernels import bits_of as bits
 from analysis.engine.spark_plan import LOG_ORDER_NOTE
 
 
-@check("skip", needs=("events",), unit="known records a member did not consume inside one ownership of a partition",
+@check("skip", reads=("skip",),
+       needs=("events",), unit="known records a member did not consume inside one ownership of a partition",
        color="#ff7f0e")
 def skips(x: Facts):
     """Known records (acked, or consumed by anyone) inside the offset range one member consumed during one
@@ -34,7 +35,8 @@ def skips(x: Facts):
     return CheckResult(anomalies, total, {})
 
 
-@check("backwards", needs=("events",), unit="times a member's next consumed record (by its consumption sequence n, "
+@check("backwards", reads=("steps",),
+       needs=("events",), unit="times a member's next consumed record (by its consumption sequence n, "
        "else in its log) was not above the previous one inside one ownership", color="#9467bd")
 def backwards(x: Facts):
     """Every step back between two records that follow each other in the member's consumption (spark_plan.log_pass):

@@ -26,7 +26,8 @@ class SplitWindow(NamedTuple):
         return DeliveryWindow(self.id, self.topic, self.partition, self.a.member, self.b.member, self.start, self.end)
 
 
-@check("split_ownership", needs=("events",), unit="partitions one rebalance gave to two members that both delivered "
+@check("split_ownership", asks=("window_deliveries",),
+       needs=("events",), unit="partitions one rebalance gave to two members that both delivered "
        "it while each still owned it", color="#8c564b")
 def split_ownership(x: Facts):
     """One rebalance round ends with the same partition owned by two of the members it assigned, each by its own

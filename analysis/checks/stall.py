@@ -134,7 +134,8 @@ def _waiting_since(bounds: AckBounds, last: int | None, nxt: int):
     return ...
 
 
-@check("stall", needs=("events",), invalidates=False, unit="windows longer than stall_ms in which a partition with acked "
+@check("stall", reads=("stats", "spans", "acks", "stall_blocks", "rows"), asks=("acked_in_block",),
+       needs=("events",), invalidates=False, unit="windows longer than stall_ms in which a partition with acked "
        "records waiting, a live owner and no rebalance under way had no delivery, or a member that joined had no "
        "assignment", color="#7f7f7f")
 def stall(x: Facts):

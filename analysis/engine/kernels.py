@@ -65,6 +65,9 @@ def check_task(batches, cfg):
                                           "j": pa.array([json.dumps(r, default=int) for _, r in rows], pa.string())})
 
 
+# what check_groups reports, each a list of rows under its name (the checks' Facts.got)
+RECORD_OUTPUTS = ("stats", "dirty", "groups", "periods", "skip", "stall_blocks", "spans", "acks", "rate", "sides",
+                  "unordered", "unsequenced")
 SEGMENT, STEP = 0, 1  # the kinds of row the log pass returns
 LOG_ROWS = 1 << 20                       # rows a task folds at once (its memory bound): pieces are stitched anyway
 
