@@ -8,7 +8,8 @@ import pytest
 
 from analysis.engine.spark_plan import covering_intervals
 
-from analysis.engine.kernels import SEQUENCE_BUCKET, SEQUENCE_WORDS, highest_bit, lowest_bit, merged_ranges, sorted_pairing_sum, unordered_ranges
+from analysis.engine.kernels import SEQUENCE_BUCKET, SEQUENCE_WORDS, highest_bit, lowest_bit, sorted_pairing_sum, unordered_ranges
+from analysis.intervals import merged_ranges
 
 
 def groups_of(streams: dict) -> dict:
