@@ -71,7 +71,9 @@ def python_of(checkout: Path) -> list[str]:
 
 
 def env_of(checkout: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": str(checkout)}
+    """The checkout's code, analysing in its own process: never a warm analysis service, which runs the code it
+    started with (analysis/service.py)."""
+    return {**os.environ, "PYTHONPATH": str(checkout), "KAFKA_CHAOS_ANALYSIS_SERVICE": "0"}
 
 
 def plans(checkout: Path) -> dict:
