@@ -26,7 +26,12 @@ from analysis.rundir import coordinator_log, history, inputs
 SUMMARY_VERSION = 1
 DEFAULT_GRACE_MS = 30_000
 DEFAULT_MAX_EXAMPLES = 20
-CHECK_NAMES = (*REGISTRY, "attribution", "rebalances")
+
+
+def check_names() -> tuple[str, ...]:
+    """Every check of the summary: the registered ones as they are now (one may be registered after this module was
+    imported), then attribution and the rebalance figures."""
+    return (*REGISTRY, "attribution", "rebalances")
 
 
 class _Run:
@@ -171,7 +176,7 @@ def _analyze(run_dir: Path, spark, master, remote, conf, grace_ms, protocol, max
         raise
     except Exception as exc:  # the scan itself failed: nothing is known
         run.errors.append(f"scan: {type(exc).__name__}: {exc}\n{traceback.format_exc()}")
-        for name in CHECK_NAMES:
+        for name in check_names():
             run.checks[name] = {"ran": False, "status": "crashed", "error": _one_line(exc)}
     finally:
         _restore(spark, saved)
@@ -429,7 +434,7 @@ def _verdict(checks: dict, counts: dict) -> bool | str:
 
 
 def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace_ms, max_examples, warnings, spark):
-    checks = {name: run.checks.get(name, {"ran": False, "status": "crashed", "error": "not reached"}) for name in CHECK_NAMES}
+    checks = {name: run.checks.get(name, {"ran": False, "status": "crashed", "error": "not reached"}) for name in check_names()}
     res = res or {}
     counts = {t: res.get("counts", {}).get(t, 0) if checks[t]["ran"] else None for t in REGISTRY}
     anomalies = sorted(res.get("anomalies", []), key=lambda a: ((a["time_ms"][0] or 0), a["type"]))
