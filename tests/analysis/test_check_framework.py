@@ -12,7 +12,7 @@ from analysis import analyze
 from analysis.checks import REGISTRY
 from analysis.checks.framework import QUERIES, READ_BACKS, CheckResult, check
 from analysis.engine.kernels import RECORD_OUTPUTS
-from analysis_runs import clean_run
+from analysis_runs import T0, clean_run
 
 CHECKS = Path(__file__).resolve().parents[2] / "analysis" / "checks"
 # what a module's code reads of the pass, as it spells it
@@ -68,8 +68,8 @@ def planted_check():
     @check("every_partition_seen", reads=("stats",), invalidates=False, unit="partitions consumed (a test's check)",
            color="#123456")
     def every_partition(x):
-        rows = [{"type": "every_partition_seen", "topic": r["topic"], "partition": r["partition"], "count": 1}
-                for r in x.got.get("stats", [])]
+        rows = [{"type": "every_partition_seen", "topic": r["topic"], "partition": r["partition"], "offsets": [0, 0],
+                 "count": 1, "members": [], "generations": [], "time_ms": [T0, T0]} for r in x.got.get("stats", [])]
         return CheckResult(rows, len(rows), {})
     yield
     del REGISTRY["every_partition_seen"]
