@@ -22,10 +22,10 @@ class Run:
 
 
 def noop_seconds(spark, run: Run, plan, conf: dict[str, str] | None = None) -> float:
-    """Seconds to compute every column of ``plan(run)`` with the analysis's settings for this run (api._tune),
+    """Seconds to compute every column of ``plan(run)`` with the analysis's settings for this run (job._tune),
     and ``conf`` over them."""
     from analysis import job
-    saved = api._tune(spark, run.size)
+    saved = job._tune(spark, run.size)
     try:
         for key, value in (conf or {}).items():
             spark.conf.set(key, value)
@@ -33,4 +33,4 @@ def noop_seconds(spark, run: Run, plan, conf: dict[str, str] | None = None) -> f
         plan(run).write.format("noop").mode("overwrite").save()
         return time.monotonic() - t
     finally:
-        api._restore(spark, saved)
+        job._restore(spark, saved)

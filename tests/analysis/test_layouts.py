@@ -133,16 +133,16 @@ def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, s
 
 def test_many_small_files_share_scan_tasks(tmp_path, spark):
     """Spark's default open cost (4 MiB a file) made each of 500 members' small files a scan task of its own, and
-    past 32 paths it listed them with a job: the analysis's settings pack them (api._tune)."""
+    past 32 paths it listed them with a job: the analysis's settings pack them (job._tune)."""
     from analysis import job
     from analysis.rundir import inputs
     generate(tmp_path, replace(PLAN, records=20_000, files=400))
     files = inputs.precheck(tmp_path, "produced") + inputs.precheck(tmp_path, "consumed")
-    saved = api._tune(spark, sum(p.stat().st_size for p in files))
+    saved = job._tune(spark, sum(p.stat().st_size for p in files))
     try:
         tasks = inputs.load(spark, tmp_path, "consumed").df.rdd.getNumPartitions()
     finally:
-        api._restore(spark, saved)
+        job._restore(spark, saved)
     assert len(files) > 400 and tasks <= 40
 
 
