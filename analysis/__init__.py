@@ -10,19 +10,19 @@ Public API:
 
 This package imports nothing from harness/, faults/ or workloads/: its only input is a run directory.
 """
-from .errors import AnalysisFailed, InputError
+from analysis.errors import AnalysisFailed, InputError
 
 
 def analyze(run_dir, **kwargs):
-    from .api import analyze as _analyze
+    from analysis.job import analyze as _analyze
     return _analyze(run_dir, **kwargs)
 
 
-analyze.__doc__ = "See analysis.api.analyze."
+analyze.__doc__ = "See analysis.job.analyze."
 
 
 def compare(run_dirs, **kwargs):
-    from .compare import compare as _compare
+    from analysis.job import compare as _compare
     return _compare(run_dirs, **kwargs)
 
 

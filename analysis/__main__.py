@@ -1,6 +1,6 @@
 """python -m analysis RUN_DIR [--master URL] [--remote sc://...]   |   python -m analysis compare RUN..."""
 import sys
 
-from .cli import main
+from analysis.cli import main
 
 sys.exit(main())

@@ -8,10 +8,10 @@ import sys
 import time
 from pathlib import Path
 
-from .checks import REGISTRY
-from .compare import check_ran
-from .errors import InputError
-from .spark import SparkUnavailable
+from analysis.checks import REGISTRY
+from analysis.pages.compare import check_ran
+from analysis.errors import InputError
+from analysis.engine.spark import SparkUnavailable
 
 EXIT_VALID, EXIT_INVALID, EXIT_BAD_INPUT, EXIT_UNKNOWN = 0, 1, 2, 3
 
@@ -175,8 +175,8 @@ def _guarded(command: str, work):
 
 def failure_line(exc: Exception) -> str:
     """One line for an analysis that gave no verdict: our own errors say it themselves; another names its type."""
-    from .errors import AnalysisFailed
-    from .service import ServiceError
+    from analysis.errors import AnalysisFailed
+    from analysis.service import ServiceError
     if isinstance(exc, (AnalysisFailed, SparkUnavailable, ServiceError)):
         return str(exc)
     text = (str(exc).strip().splitlines() or [""])[0]
@@ -186,10 +186,10 @@ def failure_line(exc: Exception) -> str:
 def analyze_run(run_dir, *, master=None, remote=None, conf=None, progress=None, **options) -> dict:
     """One analysis as the CLIs run it: by the warm analysis service (analysis/service.py) unless it is off or
     --master/--remote/--conf name a Spark of their own, else in this process."""
-    from . import service
+    from analysis import service
     if service.enabled() and not master and not remote and not conf:
         return service.analyze(run_dir, progress=progress, **options)
-    from .api import analyze
+    from analysis.job import analyze
     return analyze(run_dir, master=master, remote=remote, conf=conf, progress=progress, **options)
 
 
@@ -215,7 +215,8 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare, render_markdown
+    from analysis.job import compare
+    from analysis.pages.compare import render_markdown
     table, failed = _guarded("compare", lambda: compare(
         args.runs, master=args.master, remote=args.remote, grace_ms=args.grace_ms,
         reanalyze=args.reanalyze, progress=Progress(), out=args.out))
@@ -232,7 +233,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_trend(args) -> int:
-    from .trend import write
+    from analysis.pages.trend import write
     try:
         out = write(args.runs, args.out)
     except InputError as exc:
@@ -243,7 +244,7 @@ def cmd_trend(args) -> int:
 
 
 def cmd_compact(args) -> int:
-    from .compact import compact
+    from analysis.rundir.compact import compact
     if not (args.run_dir / "produced").is_dir() and not (args.run_dir / "consumed").is_dir():
         print(f"kafka-chaos compact: bad input: {args.run_dir}: no produced/ or consumed/ folder", file=sys.stderr)
         return EXIT_BAD_INPUT

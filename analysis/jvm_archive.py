@@ -1,10 +1,10 @@
 """A class-data archive of the classes a Spark analysis loads: the JDK's AOT cache from JDK 25 on (classes loaded and
-linked, method profiles), its dynamic AppCDS archive before (analysis/spark.py picks the JVM).
+linked, method profiles), its dynamic AppCDS archive before (analysis/engine/spark.py picks the JVM).
 
 A cold `kafka-chaos analyze` (and the analysis at the end of every `kafka-chaos run`) spends most of its time
 starting a JVM and loading Spark's classes. Started with this archive, the driver JVM maps them instead:
 a 100k-record run is analysed in about 10 s instead of 16 (docs/benchmarks-history.md). `make setup` builds it once
-(`python -m analysis.jvm_archive`, under a minute) by analysing a small run (analysis/synthetic.py) in a JVM that
+(`python -m analysis.jvm_archive`, under a minute) by analysing a small run (analysis/engine/synthetic.py) in a JVM that
 writes the archive when it exits. It is named after the JVM and the Spark jars it was built with, so an upgrade of either builds a new
 one; a JVM that finds no usable archive starts as it always did, silently.
 """
@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .spark import CACHE, DUMP_ENV, archive_path, java_options  # noqa: F401  (where the JVM looks for it)
+from analysis.engine.spark import CACHE, DUMP_ENV, archive_path, java_options  # noqa: F401  (where the JVM looks for it)
 
 
 def build(force: bool = False) -> Path | None:
@@ -36,13 +36,13 @@ def build(force: bool = False) -> Path | None:
 
 
 def _train_and_exit(dump_to: Path) -> None:
-    """In the child: analyse a small run (both formats: analysis/synthetic.py) so that the JVM loads what a real
+    """In the child: analyse a small run (both formats: analysis/engine/synthetic.py) so that the JVM loads what a real
     analysis loads, then end the JVM and wait for it: it writes the archive as it exits."""
     from pyspark import SparkContext
 
-    from .api import analyze
-    from .spark import get_session, stop_session
-    from .synthetic import write_run
+    from analysis.job import analyze
+    from analysis.engine.spark import get_session, stop_session
+    from analysis.engine.synthetic import write_run
     spark = get_session()
     jvm = SparkContext._gateway.proc
     with tempfile.TemporaryDirectory() as tmp:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from kafkanet.waiting import require
 
-from .errors import AnalysisFailed, InputError
+from analysis.errors import AnalysisFailed, InputError
 
 ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE"         # "0": analyse in the calling process
 DIR_ENV = "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR"  # where the socket and the log live (tests use their own)
@@ -249,7 +249,7 @@ class Server:
                 self._exit("idle")
 
     def _exit(self, why: str) -> None:
-        from .spark import jvm_log
+        from analysis.engine.spark import jvm_log
         print(f"analysis service exits: {why}", flush=True)
         self._unlink()
         if (log := jvm_log()) is not None:  # os._exit runs no atexit hook: the JVM's log goes here
@@ -322,9 +322,9 @@ class Server:
         return rounds
 
     def _work(self, op: str, request: dict, progress) -> dict:
-        from .api import analyze as local_analyze
-        from .api import json_default
-        from .spark import SparkUnavailable
+        from analysis.job import analyze as local_analyze
+        from analysis.job import json_default
+        from analysis.engine.spark import SparkUnavailable
         try:
             if op == "warm":
                 return {"warm": self._warm_up()}
@@ -348,8 +348,8 @@ def _warm() -> None:
     """Analyse a small synthetic run (two members, a rebalance, a re-delivered tail) in a temporary folder."""
     import tempfile
 
-    from .api import analyze as local_analyze
-    from .synthetic import write_run
+    from analysis.job import analyze as local_analyze
+    from analysis.engine.synthetic import write_run
     with tempfile.TemporaryDirectory(prefix="kafka-chaos-warm-") as tmp:
         local_analyze(write_run(Path(tmp)))
 

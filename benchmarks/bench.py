@@ -67,7 +67,7 @@ def run(records: int, fmt: str, repeat: int, data_dir: Path, seed: int, cold_cli
         out["cold_cli_exit"] = proc.returncode
 
     from analysis import analyze
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     t = time.monotonic()
     spark = get_session()
     out["session_start_s"] = round(time.monotonic() - t, 2)
@@ -111,7 +111,7 @@ def compacted_figures(rd: Path, spark, repeat: int) -> dict:
     import shutil
 
     from analysis import analyze
-    from analysis.compact import compact
+    from analysis.rundir.compact import compact
     copy = rd.with_name(rd.name + "-compacted")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(rd, copy)

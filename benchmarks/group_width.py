@@ -3,7 +3,7 @@ thirteenth increments, docs/benchmarks-history.md).
 
 A group holds 64 offsets (one 64-bit word of offsets, ``b = offset >> 6``) and 256 values of the consumption
 sequence n (four words, ``nb = n >> 8``). Here the scan's own aggregation over both sides of a run
-(records.aggregate, its width given: the offset and n sets as W words each) is timed with wider groups, every
+(spark_plan.aggregate, its width given: the offset and n sets as W words each) is timed with wider groups, every
 column of its result computed (written to Spark's ``noop`` sink: the partial and the final aggregation, nothing
 downstream), in one warm session, alternated. Not ``count()``: Spark prunes every aggregate a count does not read,
 so a count times the grouping alone, without the W words a row updates (the twelfth increment's figures did).
@@ -23,13 +23,13 @@ from benchmarks.plan_timing import Run, noop_seconds
 
 def timed(spark, run: Run, ow: int, nw: int) -> tuple[float, int]:
     """Seconds of the aggregation of one run in this shape, and its number of groups (the analysis's own settings)."""
-    from analysis import records
-    plan = lambda r: records.aggregate(r.produced, r.consumed, r.bounds, offset_words=ow, n_words=nw)  # noqa: E731
+    from analysis.engine import spark_plan
+    plan = lambda r: spark_plan.aggregate(r.produced, r.consumed, r.bounds, offset_words=ow, n_words=nw)  # noqa: E731
     return noop_seconds(spark, run, plan), plan(run).count()
 
 
 def main(argv=None) -> int:
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path, help="run directories (benchmarks/synth.py writes them)")
     ap.add_argument("--shapes", default="1x4,4x4,16x16,4x16", help="OxN, comma-separated (1x4: today's groups)")

@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+from workloads.kinds import kinds_that
+
 MEMBER_MODULES = (b"workloads.member", b"workloads.member_host", b"org.kafkachaos")
 TICK_S = os.sysconf("SC_CLK_TCK")
 
@@ -158,7 +160,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--members", type=int, default=20)
     ap.add_argument("--per-host", type=int, default=20)
-    ap.add_argument("--client", default="librdkafka", choices=("librdkafka", "java-member"))
+    ap.add_argument("--client", default="librdkafka", choices=kinds_that(lambda k: k.hosts))
     ap.add_argument("--protocol", default="classic", choices=("classic", "consumer"))
     ap.add_argument("--seconds", type=int, default=60, help="the producer's time at --rate")
     ap.add_argument("--rate", type=int, default=1000)

@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.runs:
         return print_real(measure_real(a.runs, a.repeat), a.out)
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     spark = get_session()
     results = []
     print(f"{'cell':>10} {'order':>11} {'wall median (min-max)':>24} {'scanning':>9} {'checks':>8} {'load':>5}")

@@ -11,7 +11,8 @@ class Run:
     """One run directory's inputs and ownership bounds, loaded once."""
 
     def __init__(self, spark, run_dir: Path):
-        from analysis import history, inputs
+        from analysis.rundir import history
+        from analysis.rundir import inputs
         self.dir = run_dir
         self.files = inputs.precheck(run_dir, "produced") + inputs.precheck(run_dir, "consumed")
         self.size = sum(f.stat().st_size for f in self.files)
@@ -21,10 +22,10 @@ class Run:
 
 
 def noop_seconds(spark, run: Run, plan, conf: dict[str, str] | None = None) -> float:
-    """Seconds to compute every column of ``plan(run)`` with the analysis's settings for this run (api._tune),
+    """Seconds to compute every column of ``plan(run)`` with the analysis's settings for this run (job._tune),
     and ``conf`` over them."""
-    from analysis import api
-    saved = api._tune(spark, run.size)
+    from analysis import job
+    saved = job._tune(spark, run.size)
     try:
         for key, value in (conf or {}).items():
             spark.conf.set(key, value)
@@ -32,4 +33,4 @@ def noop_seconds(spark, run: Run, plan, conf: dict[str, str] | None = None) -> f
         plan(run).write.format("noop").mode("overwrite").save()
         return time.monotonic() - t
     finally:
-        api._restore(spark, saved)
+        job._restore(spark, saved)

@@ -4,12 +4,12 @@
 In random row order Spark's partial aggregation misses the caches on almost every row: a scan task meets about
 every group of the run, and its one hash map is far larger than a core's cache. DuckDB scatters the rows by key
 hash first and folds each part in a table that fits. RadixFold does that inside each Spark scan task (over
-Spark's internal rows, after the scan's own projection, records.consumed_keyed), and Spark merges the tasks'
+Spark's internal rows, after the scan's own projection, spark_plan.consumed_keyed), and Spark merges the tasks'
 partial groups after its shuffle. Measured here, not used by the analysis: it needs Spark's internal API
 (``queryExecution().toRdd()``, ``internalCreateDataFrame``), which a Spark Connect client cannot call.
 
 Each run: first the two results compared (every group, every column); then, in one warm session, alternately:
-``spark`` (records.aggregate on the consumed side), ``radix`` (RadixFold with the analysis's own input splits),
+``spark`` (spark_plan.aggregate on the consumed side), ``radix`` (RadixFold with the analysis's own input splits),
 ``radix, 1 split a core`` and ``radix partial`` (the tasks' partial groups alone, no merge). Every column
 written to Spark's ``noop`` sink (a ``count()`` would let Spark prune the aggregates).
 
@@ -51,15 +51,15 @@ def build_jar(folder: Path) -> Path:
 
 
 def spark_groups(run: Run):
-    from analysis import records
-    return records.aggregate(run.produced.limit(0), run.consumed, run.bounds)
+    from analysis.engine import spark_plan
+    return spark_plan.aggregate(run.produced.limit(0), run.consumed, run.bounds)
 
 
 def radix_partial(run: Run):
     from pyspark.sql import DataFrame
 
-    from analysis import records
-    keyed = records.consumed_keyed(run.consumed, run.bounds)
+    from analysis.engine import spark_plan
+    keyed = spark_plan.consumed_keyed(run.consumed, run.bounds)
     keyed = keyed.selectExpr(*[f"CAST(`{c}` AS BIGINT) AS `{c}`" for c in keyed.columns])
     spark = keyed.sparkSession
     return DataFrame(spark.sparkContext._jvm.kafkachaos.bench.RadixFold.partial(keyed._jdf), spark)
@@ -68,9 +68,9 @@ def radix_partial(run: Run):
 def radix_groups(run: Run):
     from pyspark.sql import functions as F
 
-    from analysis import records
-    merged = radix_partial(run).groupBy(*records.CONSUMED_KEY).agg(*[F.expr(x) for x in MERGE])
-    return records.unpacked(merged, ["mask"], list(records.NMASK_COLUMNS))
+    from analysis.engine import kernels, spark_plan
+    merged = radix_partial(run).groupBy(*spark_plan.CONSUMED_KEY).agg(*[F.expr(x) for x in MERGE])
+    return spark_plan.unpacked(merged, ["mask"], list(kernels.NMASK_COLUMNS))
 
 
 def differences(a, b) -> tuple[int, int]:
@@ -80,7 +80,7 @@ def differences(a, b) -> tuple[int, int]:
 
 
 def timed(spark, run: Run, groups, splits_a_core: bool) -> float:
-    from analysis.spark import default_parallelism
+    from analysis.engine.spark import default_parallelism
     conf = {"spark.sql.files.maxPartitionBytes": str(run.size // default_parallelism(spark) + 1)} if splits_a_core else None
     return noop_seconds(spark, run, groups, conf)
 
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     ap.add_argument("runs", nargs="+", type=Path, help="run directories (benchmarks/synth.py writes them)")
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args(argv)
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     with tempfile.TemporaryDirectory(prefix="radix-fold-") as folder:
         spark = get_session(conf={"spark.jars": str(build_jar(Path(folder)))})
         runs = [Run(spark, d) for d in a.runs]

@@ -6,7 +6,7 @@
 1. Generates the seeded synthetic run (benchmarks/synth.py, Parquet) in a child process, or reuses it (--reuse, when
    its truth.json is there); prints the generator's wall time and peak RSS.
 2. Starts the analysis service (analysis/service.py) in a folder of its own and warms it on the small built-in run
-   (analysis/synthetic.py), so the timed analysis finds the JVM started and compiled, as `kafka-chaos run` does.
+   (analysis/engine/synthetic.py), so the timed analysis finds the JVM started and compiled, as `kafka-chaos run` does.
 3. Times `kafka-chaos analyze RUN --json` in a fresh process (the warm-service path), then DuckDB in a fresh process
    on the same files (benchmarks.cold_analyze's command, benchmarks.bench's query).
 4. Checks the analysis's counts against the generator's ground truth, exactly: produced, consumed, duplicated
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
             tempfile.TemporaryDirectory(prefix="kafka-chaos-warm-") as warm_run:
         env = {**env, "KAFKA_CHAOS_ANALYSIS_SERVICE": "1", "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR": folder}
         try:
-            from analysis.synthetic import write_run
+            from analysis.engine.synthetic import write_run
             figures["service_start"] = {k: v for k, v in measured(CLI + [str(write_run(Path(warm_run)))], env).items() if k not in OUTPUT}
             print(f"service    started and warmed on the 20,000-record built-in run: {figures['service_start']}", flush=True)
             analysed = measured(CLI + [str(rd), "--json"], env)

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from analysis import analyze
-from analysis import spark as S
+from analysis.engine import spark as S
 from harness.cluster.spark import SparkCluster
 
 

@@ -25,6 +25,7 @@ from harness.progress import say
 from harness.releases import client_versions
 from harness.run import run_scenario
 from harness.scenario import ClusterSpec, parse_scenario
+from workloads.kinds import member_kind
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {"librdkafka (shipped)": {"client": "librdkafka"},
@@ -50,7 +51,7 @@ def one_run(cluster: KafkaCluster, group: dict, records: int, runs: Path, index:
 
 
 def install_cost(kind: str, version: str) -> dict:
-    install = client_versions.librdkafka_client if kind == "librdkafka" else client_versions.java_client
+    install = client_versions.librdkafka_client if member_kind(kind).library == "librdkafka" else client_versions.java_client
     saved = client_versions.CACHE
     with tempfile.TemporaryDirectory() as empty:
         client_versions.CACHE = Path(empty)

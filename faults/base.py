@@ -65,7 +65,7 @@ class Fault:
     ends_process: ClassVar[bool] = False  # it kills its target's process, with no clean shutdown: a crash
     effect_from: ClassVar[str] = "inject"  # where its window of effect opens: "inject", "first_hit" (or "never")
     # what it changes of the group's members or partitions (analysis/contract.GROUP_CHANGES), for the cost figures
-    # of a rebalance (analysis/rebalance_cost.py): member_starts, member_ends, member_returns, partitions_added
+    # of a rebalance (analysis/figures/rebalance_cost.py): member_starts, member_ends, member_returns, partitions_added
     group_change: ClassVar[str | None] = None
     registry: ClassVar[dict[str, type["Fault"]]] = {}
 

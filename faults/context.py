@@ -22,6 +22,7 @@ class ScenarioFacts:
     topics: dict[str, int] = field(default_factory=dict)  # topic -> partitions
     lanes: tuple[str, ...] = ()              # per-client lanes the cluster will have (e.g. member-1, producer-1)
     group: dict = field(default_factory=dict)  # the consumer group's settings (client, protocol, static_membership, ...)
+    member_kinds: dict[str, str] = field(default_factory=dict)  # member-N -> its kind (consumer_group.client, its own)
     log_disk_mb: int | None = None           # cluster.log_disk_mb: each broker's log directory on a disk of its own
 
     @property

@@ -127,8 +127,6 @@ class SlowParams(FaultParams):
 
     def check(self, facts: ScenarioFacts, target: str) -> None:
         group = facts.group
-        if group.get("client") == "java":
-            raise ValueError("per_batch_ms: the Java member (VerifiableConsumer) has no processing delay to slow down")
         longest = self.per_batch_ms + self.per_record_ms * group.get("batch_size", 0)
         if self.distribution == "fixed" and longest <= group.get("max_poll_interval_ms", 0):
             raise ValueError(f"per_batch_ms: even a full batch ({group.get('batch_size')} records) takes {longest:g} ms, "

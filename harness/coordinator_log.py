@@ -4,16 +4,16 @@ The brokers' logs are saved whole into logs/ at the run's end; a sweep's brokers
 moves the group to another broker. This keeps the group coordinator's lines that name the run's group, from every
 broker, in time order: each JoinGroup/SyncGroup round (its reason, its generation, its leader, the members removed
 for not rejoining), and each KIP-848 epoch (its cause, the target assignment and what computing it took).
-analysis/coordinator_log.py reads it.
+analysis/rundir/coordinator_log.py reads it.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from analysis.coordinator_log import STAMP  # a group coordinator's line, and its time: the reader's own rule
+from analysis.api import coordinator_log as reader
 
-FILE = "coordinator.log"
+FILE, STAMP = reader.FILE, reader.STAMP  # the file, a group coordinator's line and its time: the reader's own
 
 
 def group_lines(text: str, group_id: str) -> list[str]:

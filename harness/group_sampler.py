@@ -5,7 +5,7 @@ A row is written when what the coordinator says changed, so a row means "like th
 ts_ms] on"; the first row records the sampling interval, the last one when sampling ended. A state shorter than the
 interval (CompletingRebalance lasts milliseconds) may never be seen: the report's band takes each classic round from
 coordinator.log where it has it, and otherwise infers CompletingRebalance from the members' events and marks it
-inferred (analysis/state_band.py).
+inferred (analysis/figures/state_band.py).
 """
 from __future__ import annotations
 

@@ -17,14 +17,16 @@ from pydantic import ValidationError, field_serializer, model_validator
 
 from faults.targets import is_role
 from harness.hosting import host_of
+from harness.bad_input import ScenarioError
+from harness.input_file import Strict, located, read_text, validated
 from harness.progress import say
 from harness.releases.client_jars import java_client
 from harness.releases.client_versions import ClientVersionError, member_client
 from harness.releases.versions import kafka_image
 from harness.scenario import (ADMIN_PROBE, FAULT_ENTRY, PRODUCER, AdminProbeSpec, ConsumerGroupSpec, FaultEntry,
-                              ProcessingSpec, ProducerSpec, Scenario, ScenarioError, Strict, TopicSpec, located,
-                              parse_scenario, read_text, validated)
+                              ProcessingSpec, ProducerSpec, Scenario, TopicSpec, parse_scenario)
 from workloads.config import ClientRelease
+from workloads.kinds import member_kind, suggest
 from workloads.security import security_config
 
 PLAN_FILE = "plan.json"
@@ -33,7 +35,7 @@ FORMAT = 1
 
 class MemberSettings(Strict):
     """One member's consumer settings: the scenario's consumer_group (or its members[i] entry), as it runs."""
-    client: Literal["librdkafka", "java", "java-member"]
+    client: str  # a member kind (workloads/kinds.py)
     version: str | None  # the client release asked for (None: the harness's own); its key in Plan.clients
     protocol: Literal["classic", "consumer"]
     assignor: str | None
@@ -82,7 +84,7 @@ def planned_member(index: int, settings: MemberSettings, members_per_host: int |
 class PlannedClient(Strict):
     """A client release the members use: resolved (how it runs on this machine), or `pending`, saying what
     resolving it needs (a download, the Kafka image), when the plan was compiled offline."""
-    client: Literal["librdkafka", "java", "java-member"]
+    client: str  # a member kind (workloads/kinds.py)
     version: str | None
     release: ClientRelease | None
     pending: str | None = None
@@ -218,9 +220,10 @@ def resolve_clients(scenario: Scenario, offline: bool = False) -> tuple[PlannedC
     checked against what the scenario asks of it; an error names the scenario's field."""
     group, out = scenario.consumer_group, {}
     for where, spec in _version_fields(group):
-        if spec.client != "librdkafka" and security_config():
-            raise ScenarioError("consumer_group.client: the Java member does not take the KAFKA_CHAOS_CLIENT_* "
-                                "security settings; use client: librdkafka")
+        kind = member_kind(spec.client)
+        if not kind.security and security_config():
+            raise ScenarioError(f"consumer_group.client: the {kind.title} does not take the KAFKA_CHAOS_CLIENT_* "
+                                "security settings" + suggest(lambda k: k.security, kind))
         if (spec.client, spec.version) not in out:
             out[(spec.client, spec.version)] = _resolved(where, spec.client, spec.version, scenario.cluster.kafka_version,
                                                          kip_848=spec.protocol == "consumer",
@@ -243,13 +246,15 @@ def _resolved(where: str, client: str, asked: str | None, kafka_version: str | N
               offline: bool) -> PlannedClient:
     """One release, resolved (or pending, offline) and checked against what its members ask of it: the KIP-848
     protocol, static membership."""
-    # an unpinned Java member runs the brokers' own release: another cluster.kafka_version's from Maven
-    version = asked or (kafka_version if client == "java" else None)
+    # an unpinned member whose options vary by release (VerifiableConsumer) is resolved as the brokers' release by
+    # its number, so that its options are read: another cluster.kafka_version's from Maven
+    kind = member_kind(client)
+    version = asked or (kafka_version if kind.options_by_release else None)
     try:
         release = member_client(client, version, lambda: java_client(kafka_image()), log=say, offline=offline)
     except ClientVersionError as exc:
         raise ScenarioError(f"{where}: {exc}") from None
-    if release is not None and client == "java":
+    if release is not None and kind.options_by_release:
         if kip_848 and not release.group_protocol_option:
             raise ScenarioError(f"{where}: VerifiableConsumer {asked} has no --group-protocol (KIP-848's "
                                 "consumer protocol came to it in 3.7)")
@@ -261,7 +266,7 @@ def _resolved(where: str, client: str, asked: str | None, kafka_version: str | N
 
 
 def _pending(client: str, version: str | None) -> str:
-    if client == "librdkafka":
+    if member_kind(client).library == "librdkafka":
         return f"confluent-kafka {version}: installed from the package registry when the run starts (not cached)"
     if version is None:
         return "the brokers' own Java client: read from the Kafka image when the run starts"

@@ -27,18 +27,21 @@ from harness.progress import one_line, progress, say
 from harness.releases.kafka_release import KafkaVersionError
 from harness.releases.versions import kafka_version
 from harness.rundir import create_run_dir, new_run_id, write_json
-from harness.scenario import FaultEntry, Scenario, ScenarioError, read_yaml
+from analysis.api import WORKLOAD_PHASE
+from harness.bad_input import ScenarioError
+from harness.input_file import read_yaml
+from harness.scenario import FaultEntry, Scenario
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from kafkanet import waiting
 from harness.hosting import hosted_settings
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
+from workloads.kinds import member_kind
 from workloads.security import security_config
 from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
                                 host_process, member_process, producer_process, stop_all)
 
 PROGRESS_EVERY_S = 5
-WORKLOAD_PHASE = "workload and faults"  # run.json names the phases by their progress lines
 SCHEDULE_FILE = "schedule.json"
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -84,7 +87,7 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
     """One member's process config: `settings` its own (the plan's), `release` its client's; a hosted member's
     names its host and the client settings hosting changes. A librdkafka member not assigned within the group's
     stable limit writes its client's group debug log (workloads/client_debug.py)."""
-    watched = plan.scenario.run.join_watch and settings.client == "librdkafka"
+    watched = plan.scenario.run.join_watch and member_kind(settings.client).join_watch
     return MemberConfig(
         host=host, hosted_settings=hosted_settings(settings.client) if host else {},
         join_watch_s=stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members)) if watched else None,
@@ -350,7 +353,7 @@ def load_schedule(path: Path) -> list[dict]:
 
 
 def compact_logs(run_dir: Path) -> None:
-    from analysis.compact import compact
+    from analysis.api import compact
     for line in compact(run_dir).lines():
         say(line)
 

@@ -46,7 +46,7 @@ class ClientRelease:
 
 @dataclass(frozen=True)
 class MemberConfig:
-    """Everything a member process needs, for either kind of member (workloads/services.py MEMBER_KINDS)."""
+    """Everything a member process needs, whatever its kind (workloads/kinds.py)."""
     member: str
     run_dir: str
     client: str

@@ -23,7 +23,7 @@ def end_event(error: str, text: str, fatal: bool, request: str | None) -> tuple[
 
 def started_facts(client: str, client_version: str | None, member: MemberConfig | None = None,
                   librdkafka_version: str | None = None) -> dict:
-    """The typed facts of a `started` event (the events contract; analysis/history.py STARTED_FACTS reads them),
+    """The typed facts of a `started` event (the events contract; analysis/rundir/history.py STARTED_FACTS reads them),
     for every writer: the client that ran and, for a group member, the settings it joined with."""
     facts: dict = {"client": client}
     if member is not None:

@@ -18,10 +18,9 @@ from kafkanet.waiting import wait_until
 from workloads import config as workload_config
 from workloads.control import host_ack_path, host_control_path, write_atomically
 from workloads.history import JsonlLog, now_ms
-from workloads.java_member import raw_events_path
 from workloads.owner import owner_gone, this_owner
 from workloads.config import AdminProbeConfig, HostConfig, MemberConfig, ProducerConfig
-from workloads.verifiable import convert, fully_converted
+from workloads.kinds import KINDS, member_kind
 
 OWNER_ENV = "KAFKA_CHAOS_OWNER"  # the owner id of the harness that started the workload (workloads/owner.py)
 ROOT = Path(__file__).resolve().parents[1]  # workloads/ runs from here under any interpreter
@@ -149,45 +148,23 @@ def admin_probe_process(config: AdminProbeConfig) -> WorkloadProcess:
                            python=config.release.python or sys.executable, role="admin_probe")
 
 
-@dataclass(frozen=True)
-class MemberKind:
-    """One kind of consumer-group member (the scenario's consumer_group.client): the module its process runs,
-    and what the harness does once such a process has stopped (None: nothing; its logs are the contract)."""
-    module: str
-    after_stop: Callable[[Path, str, str | None], object] | None = None  # (run_dir, member, instance_id)
-
-
-def _final_java_conversion(run_dir: Path, member: str, instance_id: str | None) -> None:
-    """The launcher converts while it runs; once more here only if it was killed before it had
-    converted the whole raw file."""
-    raw = raw_events_path(run_dir, member)
-    if not fully_converted(raw):
-        convert(raw, run_dir, member, instance_id)
-
-
-MEMBER_KINDS: dict[str, MemberKind] = {
-    "librdkafka": MemberKind("workloads.member"),
-    "java": MemberKind("workloads.java_member", after_stop=_final_java_conversion),
-    "java-member": MemberKind("workloads.java_host"),  # our own Java member program: a host, of one member here
-}
-HOST_MODULES = {"librdkafka": "workloads.member_host", "java-member": "workloads.java_host"}
-# The signal that makes a host write every thread's stack into its log: the librdkafka host's faulthandler, the JVM's
-# own thread dump.
-STACKS_SIGNAL = {"workloads.member_host": signal.SIGUSR1, "workloads.java_host": signal.SIGQUIT}
-
-
 def member_process(config: MemberConfig) -> WorkloadProcess:
-    if config.client == "java-member":  # the program takes a host's config, whatever the number of members
+    if member_kind(config.client).member_as_host:  # the program takes a host's config, whatever the number of members
         return host_process(HostConfig(host=config.member, run_dir=config.run_dir, members=[config]))
-    return WorkloadProcess(config.member, MEMBER_KINDS[config.client].module, config, Path(config.run_dir),
+    return WorkloadProcess(config.member, member_kind(config.client).module, config, Path(config.run_dir),
                            python=config.release.python or sys.executable, role="member")
 
 
 def host_process(config: HostConfig) -> WorkloadProcess:
     """A member host: one process, many members (workloads/member_host.py, the Java member program)."""
     first = config.members[0]
-    return WorkloadProcess(config.host, HOST_MODULES[first.client], config, Path(config.run_dir),
+    return WorkloadProcess(config.host, member_kind(first.client).host_module, config, Path(config.run_dir),
                            python=first.release.python or sys.executable, role="member")
+
+
+def stacks_signal(module: str) -> int | None:
+    """The signal that makes a host of `module` write every thread's stack into its log (None: it has none)."""
+    return next((k.stacks_signal for k in KINDS.values() if k.host_module == module), None)
 
 
 CRASH_TIMEOUT_S = 180
@@ -223,7 +200,7 @@ class HostControl:
 
     def dump_stacks(self) -> bool:
         """Asks the host to write every thread's stack into its log (where a member it could not bring down waits)."""
-        sig = STACKS_SIGNAL.get(self.process.module)
+        sig = stacks_signal(self.process.module)
         if sig is None or not self.process.alive():
             return False
         try:
@@ -304,7 +281,7 @@ def after_stop(process: WorkloadProcess) -> None:
     """What the member's kind does once the process has stopped (nothing for a process that is no member)."""
     if process.role != "member" or isinstance(process.config, HostConfig):
         return
-    kind = MEMBER_KINDS[process.config.client]
+    kind = member_kind(process.config.client)
     if kind.after_stop is not None:
         kind.after_stop(process.run_dir, process.name, process.config.instance_id)
 

@@ -2,7 +2,6 @@
 client, a container's logs and removal, and the sweep of what a killed harness left behind."""
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Callable
 from typing import Self
@@ -111,6 +110,15 @@ def remove_container(container: DockerContainer) -> None:
         wrapped.remove(force=True, v=True)
     except docker.errors.NotFound:
         pass
+
+
+def remove_network(network) -> None:
+    """Remove a testcontainers Network that was created (a network still in use by a container stays)."""
+    if network is not None and network._network is not None:
+        try:
+            network.remove()
+        except docker.errors.APIError:
+            pass
 
 
 def sweep_stale_containers(include_live: bool = False, say=None) -> int:

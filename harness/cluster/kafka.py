@@ -28,7 +28,7 @@ from faults.backend import BrokerHandle
 from harness.cluster import broker_config, log_disk
 from harness.cluster.brokers import Broker, BrokerQueries, create_topic_with
 from harness.cluster.containers import (ClusterError, check_engine_and_images, free_loopback_port, host_ports, log_tail,
-                                        StartedInWith, remove_container, run_labels, sweep_stale_containers)
+                                        StartedInWith, remove_container, remove_network, run_labels, sweep_stale_containers)
 from harness.cluster.lanes import LANE_PORT_BASE, LaneRouting, lane_port
 from harness.progress import progress, say
 from harness.releases.kafka_release import ensure_kafka_image
@@ -121,12 +121,8 @@ class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
             log_disk.remove(disk)
         self.brokers.clear()
         self._toxiproxy_container = None
-        if self._network is not None and self._network._network is not None:
-            try:
-                self._network.remove()
-            except docker.errors.APIError:
-                pass
-            self._network = None
+        remove_network(self._network)
+        self._network = None
 
     def reset_faults(self) -> None:
         """Undo whatever faults a previous user of this cluster left behind (a test that failed

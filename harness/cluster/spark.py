@@ -30,7 +30,8 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness.cluster.containers import (OWNER_LABEL, PROJECT_LABEL, TAIL_LINES, ClusterError, container_logs,
-                                        docker_client, StartedInWith, free_loopback_port, log_tail, remove_container)
+                                        docker_client, StartedInWith, free_loopback_port, log_tail, remove_container,
+                                        remove_network)
 from harness.progress import progress
 from harness.releases.versions import ROOT
 from kafkanet.waiting import NotYet, require
@@ -196,12 +197,8 @@ class SparkCluster(StartedInWith):
             with ThreadPoolExecutor(len(started)) as pool:
                 list(pool.map(remove_container, started))
         self._containers.clear()
-        if self._network is not None and self._network._network is not None:
-            try:
-                self._network.remove()
-            except docker.errors.APIError:
-                pass
-            self._network = None
+        remove_network(self._network)
+        self._network = None
 
 
 def clusters_up() -> dict[str, str]:

@@ -78,7 +78,7 @@ class ChaosRun:
             undecided = undecided_checks(s["checks"])
             self._fail(f"the run is {'invalid' if s['valid'] is False else 'undecided'}: anomalies {counts or 'none'}"
                        + (f"; checks not decided: {undecided}" if undecided else ""), s["anomalies"])
-        from analysis.checks import invalid_types
+        from analysis.api import invalid_types
         undecided = undecided_checks({name: s["checks"].get(name) for name in invalid_types()})
         if undecided:
             self._fail(f"could not verify that the run is valid: checks not decided: {undecided}", [])

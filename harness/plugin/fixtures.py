@@ -95,7 +95,7 @@ def chaos_run(kafka_cluster, request, tmp_path):
         parsed = parse_with_unique_names(scenario, secrets.token_hex(3), "chaos_run")
         outcome = run_scenario(parsed, runs_root, cluster=kafka_cluster, source=request.node.nodeid)
         if analyze and parsed.analysis.enabled:
-            from analysis import analyze as analyze_run
+            from analysis.api import analyze as analyze_run
             outcome.summary = analyze_run(outcome.run_dir, **parsed.analysis.options())
         result = ChaosRun(outcome.run_dir, outcome.summary, outcome.phases, outcome.skipped_faults, outcome.errors,
                           outcome.drained, outcome.unsettled)

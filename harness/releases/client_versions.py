@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workloads.config import ClientRelease
+from workloads.kinds import member_kind
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" / "clients"
@@ -192,7 +193,7 @@ def member_client(client: str, version: str | None, default_java, log=print, off
     or classpath, and what its release can do. `default_java()` gives the brokers' own (classpath, log4j
     config) for an unpinned Java member. Offline: None for a release not on this machine yet (it would be
     downloaded) and for the brokers' own Java client (it is read from the Kafka image)."""
-    if client == "librdkafka":
+    if member_kind(client).library == "librdkafka":
         if version is None:
             return ClientRelease(python=sys.executable)
         pinned = librdkafka_client(version, log, offline)

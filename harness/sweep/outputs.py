@@ -15,48 +15,28 @@ import json
 import statistics
 from pathlib import Path
 
+from analysis.api import FIGURES, ROW_COLUMNS, TABLE
 from harness.sweep.plots import draw
 from harness.sweep.spec import STYLES
 from harness.sweep.store import SweepDir
+from harness.sweep.triggers import TRIGGERS
 from workloads.config import BATCH_WAIT_MS
 
 POINT = ("client", "partitions_per_member", "style", "trigger", "members")
 COUNTS = ("cells", "settled", "valid", "unsettled", "invalid", "failed", "strained",
           "cpu_pressure_pct_median")  # a point's, beside its figures; valid counts the settled and valid (usable) cells
-# the figures the curve carries, with the unit each is shown in
-METRICS = {
-    "time_to_stable_ms": ("time from trigger to stable", "s", 1000),
-    "unserved_longest_ms": ("longest time a partition had no live owner", "s", 1000),
-    "unserved_partition_s": ("partition-seconds without a live owner", "partition-s", 1),
-    "latency_hit_rise_p99_ms": ("rise of p99 end-to-end latency on the partitions moved or unserved", "s", 1000),
-    "latency_rise_p99_ms": ("rise of p99 end-to-end latency over every partition", "s", 1000),
-    "revoked": ("partitions revoked", "partitions", 1),
-    "moved": ("partitions moved", "partitions", 1),
-    "needed": ("partitions that had to move", "partitions", 1),
-    "join_phase_ms": ("the coordinator's JoinGroup phases (classic)", "ms", 1),
-    "assignment_ms": ("computing the assignment: the classic leader's, or the KIP-848 coordinator's", "ms", 1),
-    "stop_delay_ms": ("a crashed member's stop after the harness asked (its batch finished, its consumer destroyed)",
-                      "ms", 1),
-}
+# the figures the curve carries, each declared by the analysis (analysis/figures/cell.py): name -> (what it is, its
+# unit, its scale)
+METRICS = {f.name: (f.title, f.unit, f.scale) for f in FIGURES}
 SATURATED_MS = 2 * BATCH_WAIT_MS  # a steady-state p99 above it: the members were already behind before the trigger
-BASELINE = {"latency_hit_rise_p99_ms": "latency_hit_steady_p99_ms", "latency_rise_p99_ms": "latency_steady_p99_ms"}
+BASELINE = {f.name: f.baseline for f in FIGURES if f.baseline}
 FEW = 3  # under this many values a figure is shown as its values, not as a median and a range
-# what the machine was like while a cell was measured (its window and the 20 s before it): members whose session
-# expired (a crash's own member is one), the brokers' slow controller events (analysis/broker_logs.py); and the
-# machine's CPU pressure over the workload
-MACHINE = ("sessions_expired", "broker_stalls", "broker_stall_max_ms", "cpu_pressure_pct")
 STYLE_ORDER = {style: i for i, style in enumerate(STYLES)}
-PLOTTED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "latency_hit_rise_p99_ms")
-TABLED = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "revoked", "moved", "needed",
-          "latency_hit_rise_p99_ms", "latency_rise_p99_ms", "join_phase_ms", "assignment_ms")
+PLOTTED = tuple(f.name for f in FIGURES if f.plotted)
+TABLED = TABLE
+COLUMN_HEADS = {f.name: f.column for f in FIGURES}
 CELL_COLUMNS = ("cell", "client", "members", "partitions_per_member", "partitions", "style", "trigger", "repeat",
-                "status", "settled", "valid", "anomalies", "lost", "duplicates", "trigger_from", "stop_delay_ms",
-                "time_to_stable_ms",
-                "first_change_ms", "rebalances", "unserved_longest_ms", "unserved_partition_s", "unserved_partitions",
-                "revoked", "moved", "needed", "latency_steady_p99_ms", "latency_window_p99_ms", "latency_window_max_ms",
-                "latency_rise_p99_ms", "latency_hit_steady_p99_ms", "latency_hit_window_p99_ms",
-                "latency_hit_window_max_ms", "latency_hit_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
-                "assignment_ms", *MACHINE, "seconds", "finding", "error", "run_dir")
+                "status", *ROW_COLUMNS, "seconds", "finding", "error", "run_dir")
 
 
 def usable(row: dict) -> bool:
@@ -73,7 +53,7 @@ def saturated(row: dict, metric: str) -> bool:
 def strained(row: dict) -> bool:
     """The machine, not only the trigger, shaped the cell: its brokers logged a slow controller event in the window or
     the 20 s before it, or more members' sessions expired then than the trigger's own (a crash's member)."""
-    expected = 1 if row.get("trigger") == "crash" else 0
+    expected = TRIGGERS[row["trigger"]].own_expiries if row.get("trigger") in TRIGGERS else 0
     return bool(row.get("broker_stalls")) or (row.get("sessions_expired") or 0) > expected
 
 
@@ -155,11 +135,9 @@ def markdown(points: list[dict]) -> str:
     out = []
     for key in sorted({(p["client"], p["partitions_per_member"], p["trigger"]) for p in points}):
         client, ppm, trigger = key
-        out += [f"### {client}, {ppm} partitions a member: {trigger}", "",
-                "| style | members | settled / valid / cells | time to stable (s) | longest unserved (s) | unserved "
-                "(partition-s) | revoked | moved | had to move | p99 latency rise, moved or unserved partitions (s) | "
-                "p99 latency rise, every partition (s) | JoinGroup phase (ms) | assignment (ms) | machine |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        heads = ["style", "members", "settled / valid / cells", *(COLUMN_HEADS[m] for m in TABLED), "machine"]
+        out += [f"### {client}, {ppm} partitions a member: {trigger}", "", "| " + " | ".join(heads) + " |",
+                "|" + "---|" * len(heads)]
         for p in (p for p in points if (p["client"], p["partitions_per_member"], p["trigger"]) == key):
             out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['valid']} / {p['cells']} | "
                        + " | ".join(figure_text(p, m) for m in TABLED) + f" | {_machine(p)} |")

@@ -1,7 +1,7 @@
 """`kafka-chaos sweep`: every cell of a sweep file run on one cluster, one row a cell, resumable.
 
 A cell is an ordinary run (harness.run.run_scenario: the same plan, faults, settling rule and run directory), analysed
-as any run is, then measured by analysis.rebalance_cost over its trigger's window and analysis.latency. Its topics
+as any run is, then measured by the analysis (analysis.api.cell_figures) over its trigger's window. Its topics
 are deleted once it ends (the brokers' replica bound). A cell's status follows one rule (rebalance_cost.status):
 `ok` (settled and valid: only such a cell's figures enter the curve), `invalid` (settled, the run invalid) or
 `unsettled`, each a result; one the harness could not finish is `failed` and runs again when the sweep resumes.
@@ -16,10 +16,10 @@ from pathlib import Path
 from harness.progress import one_line, say
 from harness.scenario import parse_scenario, unique_names
 from harness.sweep.spec import Cell, SweepSpec
+from harness.sweep.triggers import TRIGGERS
 from harness.sweep.store import SweepDir, utc_now
 
 CONSECUTIVE_FAILURES = 3  # the cluster is likely gone: stop rather than fail every cell left
-STEADY_S = 20             # the latency's steady state: this long before the trigger
 
 
 class SweepFailed(RuntimeError):
@@ -58,12 +58,13 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     """Measure again, from its run directory and with no cluster, every finished cell whose row lacks a figure the
     sweep now gives (outputs.METRICS, outputs.MACHINE): a cell measured before the analysis gained it. A cell that
     ran before coordinator.log existed gets it from the brokers' logs its run kept; one that lacks only figures of
-    its history is measured without Spark (history_figures). Each cell's new row is appended (the latest row of a
+    its history is measured without Spark (figures_without_spark). Each cell's new row is appended (the latest row of a
     cell is its row); returns every row."""
     import json
-    from analysis.spark import get_session
+    from analysis.api import get_session
     from harness import coordinator_log
-    from harness.sweep.outputs import MACHINE, METRICS, write_outputs
+    from analysis.api import MACHINE
+    from harness.sweep.outputs import METRICS, write_outputs
     folder = SweepDir(out)
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}
@@ -86,7 +87,7 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
         cell, topic = cells[row["cell"]], plan["topics"][0]["name"]
         try:
             figures = (measure(spec, cell, run_dir, topic, spark) if lacks(row, METRICS)
-                       else history_figures(spec, cell, run_dir, topic)[0])
+                       else figures_without_spark(spec, cell, run_dir, topic))
         except Exception as exc:  # the row stays as it was measured
             say(f"sweep cell {row['cell']}: not measured again ({one_line(exc)})")
             continue
@@ -96,7 +97,7 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
 
 
 def _run_cells(spec: SweepSpec, todo: list[Cell], folder: SweepDir, cluster) -> None:
-    from analysis.spark import get_session
+    from analysis.api import get_session
     from harness.sweep.outputs import write_outputs
     spark = get_session()
     took: dict[int, list[float]] = {}
@@ -166,58 +167,22 @@ def _delete_topics(cluster, names: list[str]) -> None:
 
 def judged(row: dict) -> dict:
     """The row with its status by the one rule (analysis.rebalance_cost.status: settled and valid, or not)."""
-    from analysis.rebalance_cost import status
+    from analysis.api import status
     return {**row, "status": status(row.get("settled") is True, row.get("valid"))}
 
 
 def measure(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str, spark) -> dict:
-    """The cell's figures: the analysis's verdict and counts, the trigger's cost and the machine's state in its
-    window (history_figures), the latency around it: over every partition, and over those the trigger moved or left
-    unserved, each against its own steady state before the trigger."""
-    from analysis import analyze, latency
-    summary = analyze(run_dir, spark=spark)
-    figures, hit = history_figures(spec, cell, run_dir, topic)
-    t0 = figures["trigger_ms"]
-    windows = {"steady": (t0 - STEADY_S * 1000, t0), "window": (t0, figures["window_end_ms"])}
-    counts = summary.get("anomaly_counts") or {}
-    return {**figures, "valid": summary.get("valid"), "lost": summary.get("lost_records"),
-            "duplicates": summary.get("duplicate_extra_deliveries"),
-            "anomalies": {kind: n for kind, n in sorted(counts.items()) if n},
-            **latency_figures("", latency.delivery_latency(spark, run_dir, windows)),
-            **latency_figures("hit_", latency.delivery_latency(spark, run_dir, windows, partitions=hit) if hit
-                              else None)}
+    """The cell's figures, as the analysis gives them (analysis.api.cell_figures) over its trigger's window."""
+    from analysis.api import cell_figures
+    return cell_figures(run_dir, covered(cell, topic), cell.members, round(spec.cell.observe_s * 1000), spark)
 
 
-def latency_figures(prefix: str, lat: dict | None) -> dict:
-    """latency_<prefix>steady_p99_ms, _window_p99_ms, _window_max_ms and _rise_p99_ms of one latency measure (None:
-    nothing to measure)."""
-    steady, window = (lat or {}).get("steady", {}), (lat or {}).get("window", {})
-    low, high = steady.get("p99_ms"), window.get("p99_ms")
-    return {f"latency_{prefix}steady_p99_ms": low, f"latency_{prefix}window_p99_ms": high,
-            f"latency_{prefix}window_max_ms": window.get("max_ms"),
-            f"latency_{prefix}rise_p99_ms": None if None in (low, high) else round(high - low, 1)}
+def figures_without_spark(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> dict:
+    """The cell's figures that its history gives (analysis.api.history_figures), with no Spark."""
+    from analysis.api import history_figures
+    return history_figures(run_dir, covered(cell, topic), cell.members, round(spec.cell.observe_s * 1000))[0]
 
 
-def history_figures(spec: SweepSpec, cell: Cell, run_dir: Path, topic: str) -> tuple[dict, list]:
-    """The figures the run directory gives without Spark: the trigger's cost
-    (analysis.rebalance_cost, the coordinator's rounds with it), the brokers' slow controller
-    events and the members whose session expired, in the window and the steady state before it (analysis.broker_logs,
-    analysis.coordinator_log), and the machine's CPU pressure over the workload (run.json); and the partitions the
-    trigger moved or left unserved."""
-    import json
-    from analysis import broker_logs, coordinator_log, history, rebalance_cost
-    from harness.run import WORKLOAD_PHASE
-    h = history.build(run_dir)
-    fault = h.faults[0]
-    window_end = rebalance_cost.window_end(h, fault, round(spec.cell.observe_s * 1000))
-    final = cell.partitions + (cell.members if cell.trigger == "partitions_add" else 0)
-    figures = rebalance_cost.cost(h, fault, [(topic, p) for p in range(final)], cell.members, window_end)
-    hit = figures.pop("hit_partitions")
-    # the machine over all the cell measured: the window and the steady state before it (the latency's baseline)
-    since = min(figures["trigger_ms"], fault.injected_at_ms) - STEADY_S * 1000
-    figures |= broker_logs.stalls_in(broker_logs.slow_controller_events(run_dir), since, window_end)
-    figures["sessions_expired"] = coordinator_log.expired_between(coordinator_log.summary(h), since, window_end)
-    run = json.loads((run_dir / "run.json").read_text())
-    figures["cpu_pressure_pct"] = (run.get("cpu_pressure_pct") or {}).get(WORKLOAD_PHASE)
-    return figures, hit
-
+def covered(cell: Cell, topic: str) -> list[tuple[str, int]]:
+    """Every partition a cell's figures cover: the topic's, and those its trigger adds."""
+    return [(topic, p) for p in range(cell.partitions + TRIGGERS[cell.trigger].new_partitions(cell))]

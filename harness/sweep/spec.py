@@ -14,7 +14,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from harness.scenario import ClusterSpec, ScenarioError, Strict, parse_scenario, read_yaml, validated
+from harness.bad_input import ScenarioError
+from harness.input_file import Strict, read_yaml, validated
+from harness.scenario import ClusterSpec, parse_scenario
+from harness.sweep.triggers import TRIGGERS
+from workloads.kinds import sweep_kinds
 
 # How each style sets the group (the classic protocol's client-side assignor, or KIP-848's server-side one).
 STYLES: dict[str, dict] = {
@@ -25,19 +29,30 @@ STYLES: dict[str, dict] = {
     "consumer-range": {"protocol": "consumer", "assignor": None, "remote_assignor": "range"},
 }
 Style = Literal[tuple(STYLES)]
-Trigger = Literal["join", "crash", "bounce", "partitions_add"]
-CLIENT_OF = {"librdkafka": "librdkafka", "java": "java-member"}  # the sweep's client -> the member kind that hosts
 
 
 class Grid(Strict):
     members: list[int] = Field(min_length=1, description="group sizes, e.g. [10, 50, 100, 200, 500]")
     partitions_per_member: list[int] = Field([4], min_length=1, description="partitions of the topic per member")
     styles: list[Style] = Field(min_length=1, description=f"rebalance styles: {', '.join(STYLES)}")
-    triggers: list[Trigger] = Field(min_length=1, description="join (one member joins), crash (one is killed: no "
-                                    "leave), bounce (one restarts within the session), partitions_add (the topic "
-                                    "grows by one partition a member)")
-    clients: list[Literal["librdkafka", "java"]] = Field(["librdkafka"], min_length=1)
+    triggers: list[str] = Field(min_length=1, description=", ".join(f"{t.name} ({t.about})" for t in TRIGGERS.values()))
+    clients: list[str] = Field(["librdkafka"], min_length=1, description="the clients (each hosted): " + ", ".join(
+        f"{name} ({kind})" for name, kind in sweep_kinds().items()))
     repeats: int = Field(3, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _known_triggers(self):
+        unknown = [t for t in self.triggers if t not in TRIGGERS]
+        if unknown:
+            raise ValueError(f"triggers: {unknown[0]!r} is not a trigger; triggers: {', '.join(TRIGGERS)}")
+        return self
+
+    @model_validator(mode="after")
+    def _known_clients(self):
+        unknown = [c for c in self.clients if c not in sweep_kinds()]
+        if unknown:
+            raise ValueError(f"clients: {unknown[0]!r} is not a client a sweep runs; clients: {', '.join(sweep_kinds())}")
+        return self
 
     @model_validator(mode="after")
     def _no_repeated_values(self):
@@ -126,11 +141,11 @@ class SweepSpec(Strict):
         style = STYLES[cell.style]
         classic = style["protocol"] == "classic"
         group = {"members": cell.members, "members_per_host": min(s.members_per_host, cell.members),
-                 "client": CLIENT_OF[cell.client], **style,
+                 "client": sweep_kinds()[cell.client], **style,
                  "session_timeout_ms": s.session_timeout_ms if classic else None,
                  "heartbeat_interval_ms": s.heartbeat_interval_ms if classic else None}
-        if cell.trigger == "partitions_add" and classic:
-            group["metadata_refresh_ms"] = s.metadata_refresh_ms
+        if classic:
+            group |= TRIGGERS[cell.trigger].classic_group(s)
         records = round(s.rate * (s.warmup_s + s.observe_s))
         return {
             "name": self.cell_name(cell),
@@ -139,21 +154,10 @@ class SweepSpec(Strict):
             "topic": {"partitions": cell.partitions, "replication_factor": s.replication_factor},
             "producer": {"records": records, "rate": s.rate},
             "consumer_group": group,
-            "faults": [self._trigger(cell)],
+            "faults": [{**TRIGGERS[cell.trigger].fault(cell, s), "at_s": s.warmup_s}],
             "run": {"seed": cell.repeat, "drain_timeout_s": s.drain_timeout_s,
                     **({"stable_timeout_s": s.stable_timeout_s} if s.stable_timeout_s else {})},
         }
-
-    def _trigger(self, cell: Cell) -> dict:
-        s, at, middle = self.cell, self.cell.warmup_s, f"member-{(cell.members + 1) // 2}"
-        if cell.trigger == "join":
-            return {"kind": "member_join", "target": "group", "count": 1, "at_s": at, "duration_s": 1}
-        if cell.trigger == "crash":  # down for the whole observed window: its restart is not what is measured
-            return {"kind": "member_crash", "target": middle, "at_s": at, "duration_s": s.observe_s}
-        if cell.trigger == "bounce":
-            return {"kind": "member_bounce", "target": middle, "at_s": at, "duration_s": s.bounce_s}
-        return {"kind": "partitions_add", "target": "topic", "partitions": cell.partitions + cell.members,
-                "at_s": at, "duration_s": 1}
 
     def fingerprint(self) -> str:
         """What a resumed sweep must still be: the whole file, as its settings (not its comments or layout)."""

@@ -2,7 +2,7 @@
 `repeat` times on the release that fixed it, one cluster per release. A bug still open runs on the affected release
 only, or beside its contrast: another client kind, without the bug, on the same scenario (zoo.contrast).
 
-A run reproduces a bug only when it shows the bug's own signature (its zoo block; analysis/signature.py over every
+A run reproduces a bug only when it shows the bug's own signature (its zoo block; analysis/checks/signature.py over every
 anomaly row and event of the run), never because some anomaly of a type appeared. Every started run is in the
 denominator: rate = runs with the signature / runs started, with its 95 % Wilson interval, and a run the harness
 or the analysis could not finish counts as failed and is shown. The nightly gate compares what was measured with
@@ -220,7 +220,7 @@ def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> Bug
 def _one_run(scenario: Scenario, release: Scenario, side: str, cluster, runs_root: Path, tally: Tally,
              source: str) -> None:
     """One run on the shared cluster, analysed and matched; any failure is recorded as a failed run."""
-    from analysis import analyze, signature
+    from analysis.api import analyze, signature
     from harness.run import run_scenario
     run_dir, version = None, tally.version
     try:
@@ -277,7 +277,7 @@ def rejudge(result: BugResult, spec: ZooSpec) -> BugResult:
     Each run is matched over its own directory, with thresholds from its own scenario.yaml."""
     import yaml
 
-    from analysis import signature
+    from analysis.api import signature
     again = BugResult(result.file, spec, {}, result.dates)
     for side, old in result.tallies.items():
         t = again.tallies[side] = Tally(side, old.version, started=old.started)
@@ -294,7 +294,7 @@ def rejudge(result: BugResult, spec: ZooSpec) -> BugResult:
 def not_run(summary: dict, zoo: ZooSpec) -> str | None:
     """The first check the signature reads that did not run in this analysis (with why), or None: a signature
     over a check that did not run is "could not verify", never "not shown"."""
-    from analysis.compare import check_ran
+    from analysis.api import check_ran
     for p in zoo.signature:
         if p.anomaly and not check_ran(summary, p.anomaly):
             c = summary.get("checks", {}).get(p.anomaly) or {}

@@ -2,7 +2,7 @@
 the brokers', or, for an open bug, the client kind: its contrast), what the bug's own signature is, and what the
 nightly expects of it (status and rate). Its thresholds are written as the
 scenario's own settings (``"0.8 * consumer_group.session_timeout_ms"``), never as numbers tuned to one run;
-:meth:`ZooSpec.resolved` turns them into numbers for analysis/signature.py."""
+:meth:`ZooSpec.resolved` turns them into numbers for analysis/checks/signature.py."""
 from __future__ import annotations
 
 import re
@@ -52,7 +52,7 @@ class Predicate(_Strict):
 class Contrast(_Strict):
     """Another client kind, without the bug, run beside the affected one while no release fixes it: the same
     scenario with the group's client swapped, and the client settings it needs to meet the same faults."""
-    client: str = Field(description="the group's client on the contrast's runs: librdkafka, java or java-member")
+    client: str = Field(description="the group's client on the contrast's runs: another member kind (workloads/kinds.py)")
     config: dict[str, Any] = Field(default_factory=dict, description="client settings laid over "
                                    "consumer_group.config on the contrast's runs (e.g. a request time-out that makes "
                                    "its requests time out as the affected client's do)")

@@ -18,7 +18,7 @@ import analysis  # noqa: E402,F401  the real one, from now on
 def spark():
     """The warm local session. Asked for per test (cheap once started): a test that switches to another
     target (test_analysis_spark_targets.py) stops the local session, and get_session builds a new one."""
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     return get_session()
 
 

@@ -1,7 +1,9 @@
 """Issue 22 (librdkafka#4605): an admin probe's events file sits beside the members' in events/. The analysis
 reads it without taking the probe for a group member (no stall, no ownership, not in `members`), and a zoo
 signature still matches its rows (its calls, and the death by a signal the harness logged for it)."""
-from analysis import analyze, history, signature
+from analysis import analyze
+from analysis.rundir import history
+from analysis.checks import signature
 from analysis_runs import T0, Run
 
 EAGER = "protocol=classic assignor=range"

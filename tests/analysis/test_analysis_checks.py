@@ -2,7 +2,7 @@
 import pytest
 
 from analysis import analyze
-from analysis.history import History, rebuild_ownership, Event
+from analysis.rundir.history import History, rebuild_ownership, Event
 from analysis_runs import T0, Run
 
 EAGER = "protocol=classic assignor=range"
@@ -311,7 +311,7 @@ def test_member_without_events_makes_the_budget_unknown(tmp_path, spark):
 def test_a_crashing_check_gives_unknown_not_a_stack_trace(tmp_path, spark, monkeypatch):
     import dataclasses
 
-    import analysis.checks as C
+    import analysis.checks.framework as C
 
     def boom(facts):
         raise RuntimeError("simulated checker bug")

@@ -47,7 +47,7 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
 def test_unknown_exits_3(tmp_path, spark, capsys, monkeypatch):
     import dataclasses
 
-    import analysis.checks as C
+    import analysis.checks.framework as C
     monkeypatch.setitem(C.REGISTRY, "commit_regression", dataclasses.replace(C.REGISTRY["commit_regression"], run=lambda x: 1 / 0))
     rd = clean_run(tmp_path / "run", "jsonl").write()
     code, out, err = run_cli(["analyze", str(rd)], capsys)
@@ -55,7 +55,7 @@ def test_unknown_exits_3(tmp_path, spark, capsys, monkeypatch):
 
 
 def test_add_parser_registers_on_a_host_cli():
-    """The kafka-chaos CLI (harness/cli.py) registers the commands through add_parser."""
+    """The kafka-chaos CLI (harness/cli/) registers the commands through add_parser."""
     parser = argparse.ArgumentParser(prog="kafka-chaos")
     sub = parser.add_subparsers(dest="command")
     cli.add_parser(sub)

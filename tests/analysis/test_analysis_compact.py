@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis import InputError, analyze
-from analysis.compact import compact
+from analysis.rundir.compact import compact
 from analysis_runs import Run, known_run
 
 from test_analysis_checks import _strip

@@ -136,7 +136,7 @@ def test_members_that_consumed_nothing(tmp_path, spark, fmt):
 
 
 def test_a_broken_report_page_keeps_the_verdict(tmp_path, spark, monkeypatch):
-    import analysis.report as report
+    import analysis.pages.report as report
 
     def boom(*args):
         raise ValueError("simulated rendering bug")

@@ -51,6 +51,6 @@ def test_report_renders_in_headless_chromium(tmp_path, spark):
 
 def test_rate_line_drops_to_zero_across_bins_without_records():
     """A freeze leaves bins with no consumption; the line must fall to 0 there, not ramp across the gap."""
-    from analysis.report import rate_steps
+    from analysis.pages.report import rate_steps
     steps = rate_steps([(0, 50), (1, 40), (4, 60)])
     assert steps == [(0, 50), (1, 50), (1, 40), (2, 40), (2, 0), (3, 0), (3, 0), (4, 0), (4, 60), (5, 60)]

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from analysis import InputError, analyze
-from analysis.inputs import precheck
+from analysis.rundir.inputs import precheck
 from analysis_runs import Run
 
 
@@ -98,7 +98,7 @@ def test_a_footer_without_statistics_proves_nothing(tmp_path, spark):
 def test_statistics_prove_the_rules_of_a_clean_file(tmp_path):
     """What the statistics prove is not checked row by row (inputs.bad_sql): every required column without
     nulls, and the minimums of partition and offset."""
-    from analysis.inputs import _parquet_footer, bad_sql
+    from analysis.rundir.inputs import _parquet_footer, bad_sql
     rd = small_run(tmp_path / "run", "parquet").write()
     proven = _parquet_footer(rd, "consumed", rd / "consumed" / "m1.parquet").proven
     assert {("topic", 2), ("partition", 2), ("partition", 4), ("offset", 2), ("offset", 4), ("member", 2),

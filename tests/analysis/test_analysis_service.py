@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis import analyze, service
+from analysis import analyze
+
+from analysis import service
 from analysis_runs import clean_run, known_run
 from kafkanet.waiting import wait_until
 

@@ -21,7 +21,7 @@ import pyspark
 import pytest
 
 from analysis import analyze, cli
-from analysis import spark as S
+from analysis.engine import spark as S
 from analysis_runs import clean_run, known_run
 from harness.cluster.containers import free_loopback_port
 from kafkanet.waiting import require

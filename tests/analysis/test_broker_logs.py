@@ -1,6 +1,6 @@
-"""The brokers' slow controller events (analysis/broker_logs.py): what a starved machine leaves in the brokers' own
+"""The brokers' slow controller events (analysis/rundir/broker_logs.py): what a starved machine leaves in the brokers' own
 logs. The lines are Kafka 4.3.1's, copied from a 500-member sweep cell's broker log (2026-11-28)."""
-from analysis import broker_logs
+from analysis.rundir import broker_logs
 
 SLOW = ("[2026-11-28 16:35:22,{ms:03d}] ERROR [QuorumController id=1] Exceptionally slow controller event {event} "
         "took {took} ms. (org.apache.kafka.controller.EventPerformanceMonitor)")

@@ -139,21 +139,23 @@ def test_an_at_most_once_members_budget_is_not_a_commit_ahead(tmp_path, spark):
 def test_the_question_is_asked_once_beside_the_log_pass_and_answers_as_if_asked_after(tmp_path, spark, monkeypatch):
     """commit_ahead's Spark question is known from the groups alone: the analysis starts it in a thread of its own
     while the log pass reads the records again, and the check takes that answer; the anomalies are the same as
-    when the check asks it itself (checks.commit_ahead_asks, api._ask_early)."""
+    when the check asks it itself (checks.commit_ahead_asks, job._ask_early)."""
     import threading
 
-    from analysis import api, records
+    from analysis import job
+
+    from analysis.engine import spark_plan
     asked_in = []
-    real = records.commits_ahead
+    real = spark_plan.commits_ahead
 
     def spy(*args):
         asked_in.append(threading.current_thread().name)
         return real(*args)
 
-    monkeypatch.setattr(records, "commits_ahead", spy)
+    monkeypatch.setattr(spark_plan, "commits_ahead", spy)
     early = analyze(two_owners(tmp_path / "early", "parquet", [55], b_from=40).write(), spark=spark)
     assert len(asked_in) == 1 and asked_in[0].startswith("kafka-chaos-early-question")
-    monkeypatch.setattr(api, "_ask_early", lambda *a: None)
+    monkeypatch.setattr(job, "_ask_early", lambda *a: None)
     asked_in.clear()
     after = analyze(two_owners(tmp_path / "after", "parquet", [55], b_from=40).write(), spark=spark)
     assert asked_in == [threading.main_thread().name]

@@ -1,8 +1,8 @@
-"""commit_ahead asks Spark one question per ownership, however many commits it has (records.commits_ahead): what the
+"""commit_ahead asks Spark one question per ownership, however many commits it has (spark_plan.commits_ahead): what the
 member missed in the ownership comes back as offset ranges, and each commit is placed in them on the driver, with
 the same answer a question per commit gave."""
 from analysis import analyze
-from analysis.records import inside
+from analysis.engine.spark_plan import inside
 from analysis_runs import Run
 
 EAGER = dict(protocol="classic", assignor="range", commit="sync")
@@ -39,7 +39,7 @@ def test_every_commit_of_one_ownership_gets_its_own_answer(tmp_path, spark):
 
 
 def test_what_an_ownership_missed_runs_across_blocks_and_repeated_acks(tmp_path, spark):
-    """The records a commit passed, found per 64-offset block (records.missed_ranges): runs that cross a block's edge
+    """The records a commit passed, found per 64-offset block (spark_plan.missed_ranges): runs that cross a block's edge
     (60-70, 127-128) are one run each, a record acked twice (100) and consumed once is not missed, and the one acked
     twice and never consumed (190) counts once."""
     r = Run(tmp_path / "run", "parquet").produce("t", 0, range(200)).produce("t", 0, [100, 190], at=500)
@@ -57,7 +57,8 @@ def test_what_an_ownership_missed_runs_across_blocks_and_repeated_acks(tmp_path,
 def test_the_runs_of_a_mask_are_its_bits_joined():
     import random
 
-    from analysis.records import U64, bit_runs, bits_of, merged_ranges
+    from analysis.engine.kernels import U64, bit_runs, bits_of
+    from analysis.intervals import merged_ranges
     rng = random.Random(7)
     masks = [0, 1, 1 << 63, U64, U64 ^ (1 << 31), 0b1011_0111] + [rng.getrandbits(64) for _ in range(2000)]
     for m in masks:
@@ -69,7 +70,7 @@ def test_shared_runs_are_the_offsets_of_each_set_of_deliveries_joined():
     """What duplicates() judges a block by: every offset held by two masks or more, in runs of the same masks."""
     import random
 
-    from analysis.records import U64, bits_of, shared_runs
+    from analysis.engine.kernels import U64, bits_of, shared_runs
     rng = random.Random(11)
     cases = [[U64, U64], [1 << 63, 1 << 63, 1], [0b0110, 0b0011, 0b1100], [-1, U64 ^ (1 << 40)]]
     for _ in range(1500):

@@ -60,7 +60,7 @@ def test_an_error_of_ours_through_the_service_is_one_line_and_exit_3(tmp_path, s
 def test_the_jvm_logs_of_gone_processes_are_swept(tmp_path):
     import os
 
-    from analysis.spark import JVM_LOG_PREFIX, _sweep_dead_jvm_logs
+    from analysis.engine.spark import JVM_LOG_PREFIX, _sweep_dead_jvm_logs
     live, gone = tmp_path / f"{JVM_LOG_PREFIX}{os.getpid()}-a.log", tmp_path / f"{JVM_LOG_PREFIX}999999999-b.log"
     for path in (live, gone):
         path.write_text("x")

@@ -1,8 +1,8 @@
 """Issue 40: each JoinGroup/SyncGroup round with its leader and the members that joined late, and each KIP-848
 epoch with its cause and the target assignment's computation, as the group's coordinator logged them
-(coordinator.log, analysis/coordinator_log.py). The sentences are Kafka 4.3's and 3.x's, copied from real broker logs."""
-from analysis import coordinator_log
-from analysis.history import History
+(coordinator.log, analysis/rundir/coordinator_log.py). The sentences are Kafka 4.3's and 3.x's, copied from real broker logs."""
+from analysis.rundir import coordinator_log
+from analysis.rundir.history import History
 from analysis_runs import T0
 
 G = "chaos-group-f27426"

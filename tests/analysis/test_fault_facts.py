@@ -7,7 +7,7 @@ import pytest
 
 from analysis import analyze
 from analysis.errors import InputError
-from analysis.history import build
+from analysis.rundir.history import build
 from analysis_runs import T0, Run
 from test_loss_budget import crash_run, of
 

@@ -1,7 +1,7 @@
-"""records.gc_paused: the analysis runs without cyclic collection, and leaves it as it found it."""
+"""kernels.gc_paused: the analysis runs without cyclic collection, and leaves it as it found it."""
 import gc
 
-from analysis.records import gc_paused
+from analysis.engine.kernels import gc_paused
 
 
 def test_collection_is_off_inside_and_back_as_it_was_after_even_on_error():

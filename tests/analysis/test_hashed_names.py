@@ -1,6 +1,6 @@
 """Issue 8 follow-up: the pass groups topics and members by Spark's xxhash64; the names come back exactly."""
 from analysis import analyze
-from analysis.records import name_hash
+from analysis.engine.spark_plan import name_hash
 from analysis_runs import Run, known_run
 
 NAMES = ["member-1", "chaos", "", "a", "ü-unicode-é", "x" * 33, "topic." * 40]

@@ -3,7 +3,7 @@ A commit took effect somewhere between when it was sent and its answer (or the h
 any time from its sending on, or never: a check reports only what every reading supports, and counts the rest as
 ambiguous in its info. Planted histories, a real Spark."""
 from analysis import analyze
-from analysis.history import OPEN
+from analysis.rundir.history import OPEN
 from analysis_runs import T0, Run
 
 
@@ -161,7 +161,7 @@ def test_an_at_most_once_member_killed_with_a_commit_in_flight_loses_within_its_
 def test_commit_windows_in_the_history(tmp_path):
     """The history pairs commit_sent with its answer by commit_id; an answer carries requested_at_ms; a commit never
     answered is info, in effect at the latest by the next hand-over."""
-    from analysis.history import build
+    from analysis.rundir.history import build
     r = frozen_with_a_commit_in_flight(tmp_path / "killed", answered=False)
     h = build(r.write())
     [info] = [c for c in h.commits if c.info]

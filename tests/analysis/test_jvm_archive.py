@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from analysis import jvm_archive
-from analysis import spark as where  # where the driver JVM finds the archive (jvm_archive only builds it)
+from analysis.engine import spark as where  # where the driver JVM finds the archive (jvm_archive only builds it)
 
 
 @pytest.fixture

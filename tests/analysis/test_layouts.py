@@ -57,7 +57,7 @@ def _comparable(summary: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def ordered(tmp_path_factory):
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     summary, rows, truth = _analysed(tmp_path_factory.mktemp("ordered") / "run", PLAN, get_session())
     return summary, rows, truth
 
@@ -133,29 +133,32 @@ def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, s
 
 def test_many_small_files_share_scan_tasks(tmp_path, spark):
     """Spark's default open cost (4 MiB a file) made each of 500 members' small files a scan task of its own, and
-    past 32 paths it listed them with a job: the analysis's settings pack them (api._tune)."""
-    from analysis import api, inputs
+    past 32 paths it listed them with a job: the analysis's settings pack them (job._tune)."""
+    from analysis import job
+    from analysis.rundir import inputs
     generate(tmp_path, replace(PLAN, records=20_000, files=400))
     files = inputs.precheck(tmp_path, "produced") + inputs.precheck(tmp_path, "consumed")
-    saved = api._tune(spark, sum(p.stat().st_size for p in files))
+    saved = job._tune(spark, sum(p.stat().st_size for p in files))
     try:
         tasks = inputs.load(spark, tmp_path, "consumed").df.rdd.getNumPartitions()
     finally:
-        api._restore(spark, saved)
+        job._restore(spark, saved)
     assert len(files) > 400 and tasks <= 40
 
 
 def test_groups_checked_in_the_driver_or_in_executors_give_the_same_results(tmp_path, spark):
-    """A small input's groups are checked in the driver, a large one's in executors (records.check_partitions): the
+    """A small input's groups are checked in the driver, a large one's in executors (spark_plan.check_partitions): the
     same check_groups, so every result row is the same either way, over many partitions, members and tasks."""
-    from analysis import history, inputs, records
-    from analysis.api import default_stall_ms, scan_config
+    from analysis.rundir import history
+    from analysis.rundir import inputs
+    from analysis.engine import spark_plan
+    from analysis.job import default_stall_ms, scan_config
     generate(tmp_path, replace(PLAN, records=20_000, partitions=60, members=6, order="shuffled", files=3, fmt="mixed"))
     hist = history.build(tmp_path, "auto")
     own = history.Ownership(hist)
     produced, consumed = inputs.load(spark, tmp_path, "produced"), inputs.load(spark, tmp_path, "consumed")
     cfg, _ = scan_config(hist, own, default_stall_ms(hist), sequence=True)
-    got = {where: records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg, in_driver=where)
+    got = {where: spark_plan.check_partitions(spark_plan.aggregate(produced.df, consumed.df, own.bounds), cfg, in_driver=where)
            for where in (True, False)}
     canonical = {where: {q: sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)) for q, rows in g.items()}
                  for where, g in got.items()}  # a numpy value would not dump; a tuple is not equal to a list
@@ -166,16 +169,17 @@ def test_groups_checked_in_the_driver_or_in_executors_give_the_same_results(tmp_
         if q in ("sides", "unsequenced"):  # one row a task: their sums are what counts
             continue
         assert canonical[True][q] == canonical[False][q], q
-    assert records.side_totals(got[True]) == records.side_totals(got[False])
+    assert spark_plan.side_totals(got[True]) == spark_plan.side_totals(got[False])
     assert sum(r["n"] for r in got[True]["unsequenced"]) == sum(r["n"] for r in got[False]["unsequenced"])
 
 
 def steps_back(spark, run_dir, consumed, cfg, own, names):
     """The steps back as the analysis finds them: the scan's groups name the streams they cannot clear, the log pass
     reads those (or, without n, every member's log)."""
-    from analysis import inputs, records
-    got = records.check_partitions(records.aggregate(inputs.load(spark, run_dir, "produced").df, consumed.df, own.bounds), cfg)
-    return records.log_pass(consumed, cfg, own.bounds, set(), names, True, got.get("unordered", []),
+    from analysis.rundir import inputs
+    from analysis.engine import spark_plan
+    got = spark_plan.check_partitions(spark_plan.aggregate(inputs.load(spark, run_dir, "produced").df, consumed.df, own.bounds), cfg)
+    return spark_plan.log_pass(consumed, cfg, own.bounds, set(), names, True, got.get("unordered", []),
                             sum(r["n"] for r in got.get("unsequenced", [])))[1]
 
 
@@ -184,8 +188,9 @@ def test_a_log_cut_across_many_tasks_keeps_every_step_back(order, sequence, tmp_
     """The log pass's pieces: files cut into many input splits (a few KB each), Parquet row groups and JSONL byte
     ranges alike; the steps back across every cut are stitched exactly: by log order without n (a shuffled log: its
     own steps back), by n with it (rows in consumption order: stitched without a shuffle; shuffled: re-sequenced)."""
-    from analysis import history, inputs, records
-    from analysis.api import default_stall_ms, scan_config
+    from analysis.rundir import history
+    from analysis.rundir import inputs
+    from analysis.job import default_stall_ms, scan_config
     plan = replace(PLAN, records=20_000, order=order, files=4, fmt="mixed", row_group_rows=300, sequence=sequence)
     truth = generate(tmp_path, plan)
     hist = history.build(tmp_path, "auto")
@@ -210,10 +215,12 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
     buckets of one stream that are not next to each other. Found at 100M records (a member's 33M rows in 32 buckets
     of 2^20): a task's segment ran from its lowest bucket to its highest, over another task's, and the run was
     refused as if an n were repeated. Buckets of 16 n give the same shape at 20,000 records."""
-    from analysis import history, inputs, records
-    from analysis.api import default_stall_ms, scan_config
-    monkeypatch.setattr(records, "SEQUENCE_SHIFT", 4)
-    monkeypatch.setattr(records, "SEQUENCE_ROWS_IN_DRIVER", 0)  # the executors' re-sequencing, which has the buckets
+    from analysis.rundir import history
+    from analysis.rundir import inputs
+    from analysis.engine import kernels, spark_plan
+    from analysis.job import default_stall_ms, scan_config
+    monkeypatch.setattr(kernels, "SEQUENCE_SHIFT", 4)  # the executors' buckets and the plan's shuffle
+    monkeypatch.setattr(spark_plan, "SEQUENCE_ROWS_IN_DRIVER", 0)  # the executors' re-sequencing, which has the buckets
     truth = generate(tmp_path, replace(PLAN, records=20_000, order="shuffled", row_group_rows=300))
     hist = history.build(tmp_path, "auto")
     own = history.Ownership(hist)
@@ -234,22 +241,24 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
 
 def test_ranges_resequenced_in_the_driver_or_in_executors_give_the_same_rows_and_steps(tmp_path, spark, monkeypatch):
     """Ranges of n holding few rows are re-sequenced in the driver, in the same read as the blocks' rows
-    (records._blocks_and_ranges); larger ones in executors, after a read of their own: the same rows and steps."""
-    from analysis import history, inputs, records
-    from analysis.api import default_stall_ms, scan_config
+    (spark_plan._blocks_and_ranges); larger ones in executors, after a read of their own: the same rows and steps."""
+    from analysis.rundir import history
+    from analysis.rundir import inputs
+    from analysis.engine import spark_plan
+    from analysis.job import default_stall_ms, scan_config
     generate(tmp_path, replace(PLAN, records=20_000, order="shuffled", files=3, fmt="mixed", row_group_rows=300))
     hist = history.build(tmp_path, "auto")
     own = history.Ownership(hist)
     produced, consumed = inputs.load(spark, tmp_path, "produced"), inputs.load(spark, tmp_path, "consumed")
     cfg, names = scan_config(hist, own, default_stall_ms(hist), sequence=True)
-    got = records.check_partitions(records.aggregate(produced.df, consumed.df, own.bounds), cfg)
+    got = spark_plan.check_partitions(spark_plan.aggregate(produced.df, consumed.df, own.bounds), cfg)
     assert got.get("unordered"), "the planted step back leaves a range to re-sequence"
     topic = next(name for (column, _), name in names.items() if column == "topic")
     blocks = {(topic, p, b) for p in range(3) for b in (0, 7, 40)}
     both = {}
-    for bound in (records.SEQUENCE_ROWS_IN_DRIVER, 0):
-        monkeypatch.setattr(records, "SEQUENCE_ROWS_IN_DRIVER", bound)
-        rows, steps = records.log_pass(consumed, cfg, own.bounds, blocks, names, True, got["unordered"])
+    for bound in (spark_plan.SEQUENCE_ROWS_IN_DRIVER, 0):
+        monkeypatch.setattr(spark_plan, "SEQUENCE_ROWS_IN_DRIVER", bound)
+        rows, steps = spark_plan.log_pass(consumed, cfg, own.bounds, blocks, names, True, got["unordered"])
         both[bound] = (sorted(rows, key=lambda r: json.dumps(r, sort_keys=True)), list(steps), steps.by_sequence)
     driver, executors = both.values()
     assert driver == executors
@@ -261,7 +270,7 @@ def test_stitching_segments_by_sequence():
     step 40 -> 35 between them), stream 2 in two overlapping ones (n 0-9 and 5-12: unsettled, left out)."""
     import numpy as np
 
-    from analysis.records import stitch_by_sequence
+    from analysis.engine.spark_plan import stitch_by_sequence
 
     def cols(rows):
         keys = ("mh", "th", "partition", "period", "pos", "offset", "ts", "pos2", "offset2", "ts2")
@@ -278,7 +287,7 @@ def test_stitching_segments_by_sequence():
 
 def test_a_negative_n_is_bad_input(tmp_path, spark):
     from analysis import InputError, analyze
-    from analysis.synthetic import write_run
+    from analysis.engine.synthetic import write_run
     write_run(tmp_path, jsonl_members=("a",))
     path = tmp_path / "consumed" / "a.jsonl"
     lines = path.read_text().splitlines()
@@ -293,7 +302,7 @@ def test_stitching_pieces_of_one_stream():
     later one's first record at t=50, the earlier one cut in two pieces (positions 0-1 and 2-3)."""
     import numpy as np
 
-    from analysis.records import stitch_steps
+    from analysis.engine.spark_plan import stitch_steps
 
     def cols(rows):
         keys = ("mh", "th", "partition", "period", "fh", "blk", "pos", "offset", "ts", "pos2", "offset2", "ts2", "tmin")
@@ -308,15 +317,15 @@ def test_stitching_pieces_of_one_stream():
 
 
 def test_codes_of_tuples_equal_a_plain_unique():
-    """records._codes codes runs of equal tuples once: the codes must be those of np.unique over the rows."""
+    """kernels.codes codes runs of equal tuples once: the codes must be those of np.unique over the rows."""
     import numpy as np
 
-    from analysis.records import _codes
+    from analysis.engine.kernels import codes
     rng = np.random.default_rng(3)
     for n in (0, 1, 7, 5_000):
         cols = [np.repeat(rng.integers(0, 3, n), 2)[:n], np.repeat(rng.integers(0, 2, n), 3)[:n],
                 rng.integers(-2**62, 2**62, n) % 5 - 2**62]
-        code, first = _codes(*cols)
+        code, first = codes(*cols)
         rows = np.stack(cols, axis=1) if n else np.zeros((0, 3), np.int64)
         uniq, inv = np.unique(rows, axis=0, return_inverse=True)
         assert code.tolist() == inv.ravel().tolist() and rows[first].tolist() == uniq.tolist()

@@ -2,7 +2,7 @@
 import numpy as np
 
 from analysis import analyze
-from analysis.records import first_ack
+from analysis.engine.kernels import first_ack
 from analysis_runs import T0, Run
 
 EAGER = "protocol=classic assignor=range"
@@ -44,7 +44,7 @@ def test_a_stall_after_a_whole_block_is_settled_by_the_blocks(tmp_path, spark):
 
 
 def blocks(*rows):
-    """Produced blocks as records.check_groups folds them: (b, mask, (min ts, its lowest offset),
+    """Produced blocks as kernels.check_groups folds them: (b, mask, (min ts, its lowest offset),
     (max ts, its highest offset))."""
     b, mask, kmin, kmax = zip(*rows)
     out = {"b": np.array(b), "mask": np.array(mask, dtype=np.uint64).view(np.int64),

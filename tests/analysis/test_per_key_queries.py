@@ -7,8 +7,10 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from analysis import inputs, records
-from analysis.records import CommitAsked, DeliveryWindow, OwnershipAsked, name_hash
+from analysis.rundir import inputs
+
+from analysis.engine import kernels, spark_plan
+from analysis.engine.spark_plan import CommitAsked, DeliveryWindow, OwnershipAsked, name_hash
 from analysis_runs import T0, Run
 
 N = 5000
@@ -41,7 +43,7 @@ def planted(root) -> Run:
 
 @pytest.fixture(scope="module")
 def planted_run(tmp_path_factory):
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     spark = get_session()
     run = planted(tmp_path_factory.mktemp("per-key") / "run")
     run.write()
@@ -74,7 +76,7 @@ def test_the_fallback_is_off_and_a_tree_of_5000_terms_does_not_compile(planted_r
 def test_acked_in_block_for_5000_keys(planted_run):
     run, produced, _ = planted_run
     keys = {(*key(i), 58 + i % 8) for i in range(N)}  # tops 58-65: 63 asks for nothing, 64 and 65 the next block
-    got = records.acked_in_block(produced, keys)
+    got = spark_plan.acked_in_block(produced, keys)
     tops = {(t, p): top for t, p, top in keys}
     want = [(x["topic"], x["partition"], x["offset"], x["acked_at_ms"]) for x in ok_acked(run)
             if tops[(x["topic"], x["partition"])] < x["offset"] <= tops[(x["topic"], x["partition"])] | 63]
@@ -85,7 +87,7 @@ def test_acked_in_block_for_5000_keys(planted_run):
 def test_unacked_rows_for_5000_cells(planted_run):
     run, _, consumed = planted_run
     cells = {(*key(i), 60 + i % 8) for i in range(N)}
-    got = records.unacked_rows(consumed, cells)
+    got = spark_plan.unacked_rows(consumed, cells)
     want = [(x["topic"], x["partition"], x["offset"], x["producer_id"], x["seq"]) for x in consumed_rows(run)
             if (x["topic"], x["partition"], x["offset"]) in cells and x["producer_id"] is not None]
     assert sorted(tuple(r.values()) for r in got) == sorted(want)
@@ -123,7 +125,7 @@ def window_answer(run: Run, ws: list[DeliveryWindow]):
 def test_window_deliveries_for_5000_windows(planted_run):
     run, _, consumed = planted_run
     ws = windows()
-    per_member, twice = records.window_deliveries(consumed, ws)
+    per_member, twice = spark_plan.window_deliveries(consumed, ws)
     want_counts, want_twice = window_answer(run, ws)
     assert sorted((r["w"], r["member"], r["count"]) for r in per_member) == want_counts
     assert sorted((r["w"], r["n"], r["lo"], r["hi"]) for r in twice) == want_twice
@@ -159,7 +161,7 @@ def test_commits_ahead_for_5000_ownerships(planted_run):
     """missed_ranges (one term an ownership) and last_consumed (one term a commit ahead), through commits_ahead."""
     run, produced, consumed = planted_run
     asked = ownerships()
-    got = records.commits_ahead(produced, consumed, asked)
+    got = spark_plan.commits_ahead(produced, consumed, asked)
     want = commit_answer(run, asked)
     assert sorted((r["id"], r["n"], r["first"], r["last"], r["last_consumed"]) for r in got) == want
     assert len(want) == N
@@ -168,7 +170,7 @@ def test_commits_ahead_for_5000_ownerships(planted_run):
 def test_resolve_names_for_5000_hashes(planted_run):
     run, produced, consumed = planted_run
     topics, members = {key(i)[0] for i in range(N)}, set(run.consumed)
-    got = records.resolve_names(produced, consumed, {name_hash(t) for t in topics}, {name_hash(m) for m in members})
+    got = spark_plan.resolve_names(produced, consumed, {name_hash(t) for t in topics}, {name_hash(m) for m in members})
     assert got == {**{("topic", name_hash(t)): t for t in topics}, **{("member", name_hash(m)): m for m in members}}
 
 
@@ -181,7 +183,7 @@ def test_epochs_of_5000_bounds_in_the_scan_and_the_read_back(planted_run):
     """The epoch (how many bounds are <= ts) in the main aggregation's groups and in block_rows (5,000 blocks)."""
     run, produced, consumed = planted_run
     bs = bounds()
-    groups = records.aggregate(produced.df, consumed.df, bs).where(f"side = {records.CONSUMED}").toArrow().to_pylist()
+    groups = spark_plan.aggregate(produced.df, consumed.df, bs).where(f"side = {kernels.CONSUMED}").toArrow().to_pylist()
     want = {(name_hash(x["topic"]), x["partition"], name_hash(x["member"]), x["offset"] >> 6, bisect_right(bs, x["ts"]))
             for x in consumed_rows(run)}
     assert {(g["th"], g["partition"], g["mh"], g["b"], g["epoch"]) for g in groups} == want
@@ -190,7 +192,7 @@ def test_epochs_of_5000_bounds_in_the_scan_and_the_read_back(planted_run):
     blocks = {(*key(i), 1) for i in range(N)}
     names = {**{("topic", name_hash(key(i)[0])): key(i)[0] for i in range(N)},
              **{("member", name_hash(m)): m for m in run.consumed}}
-    got = records.block_rows(consumed, bs, blocks, names)
+    got = spark_plan.block_rows(consumed, bs, blocks, names)
     want = [(x["topic"], x["partition"], x["offset"], x["member"], x["ts"], bisect_right(bs, x["ts"]))
             for x in consumed_rows(run) if x["offset"] >= 64]
     assert sorted((r["topic"], r["partition"], r["offset"], r["member"], r["ts"], r["epoch"]) for r in got) == sorted(want)
@@ -202,5 +204,5 @@ def test_an_epoch_counts_the_bounds_at_or_before_its_time(spark):
     times = [None, -5, 0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 1000]
     df = spark.createDataFrame([(t,) for t in times], "ts bigint")
     for bs in ([], [3], [1, 2], [0, 2, 8], list(range(0, 16, 2)), list(range(1, 17)), list(range(0, 34, 2))):
-        got = [r["epoch"] for r in records.with_epoch(df, bs).collect()]
+        got = [r["epoch"] for r in spark_plan.with_epoch(df, bs).collect()]
         assert got == [len(bs) if t is None else bisect_right(bs, t) for t in times], bs

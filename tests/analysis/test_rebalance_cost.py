@@ -1,6 +1,8 @@
-"""Issue 40: what one trigger cost the group (analysis/rebalance_cost.py) and the latency around it
-(analysis/latency.py), on planted histories; the latency through a real Spark."""
-from analysis import history, latency, rebalance_cost
+"""Issue 40: what one trigger cost the group (analysis/figures/rebalance_cost.py) and the latency around it
+(analysis/figures/latency.py), on planted histories; the latency through a real Spark."""
+from analysis.rundir import history
+from analysis.figures import latency
+from analysis.figures import rebalance_cost
 from analysis_runs import T0, Run, write_jsonl
 
 P = [("t", p) for p in range(4)]
@@ -110,7 +112,7 @@ def test_latency_is_first_delivery_minus_ack_in_each_window(tmp_path):
     r.consume("m", "t", 0, range(190, 200), at=22_000)
     r.consume("m", "t", 0, [150], at=25_000)
     run_dir = r.write()
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     got = latency.delivery_latency(get_session(), run_dir, {"steady": (T0, T0 + 10_000), "window": (T0 + 10_000, T0 + 30_000)})
     assert got["steady"] == {"records": 100, "p50_ms": 5.0, "p99_ms": 5.0, "max_ms": 5}
     assert got["window"]["records"] == 100 and got["window"]["p50_ms"] == 5.0
@@ -174,6 +176,6 @@ def test_latency_on_chosen_partitions_leaves_the_others_out(tmp_path):
     r.produce("t", 0, range(100), at=0, step=100).produce("t", 1, range(100), at=0, step=100)
     r.consume("m", "t", 0, range(100), at=5, step=100)
     r.consume("m", "t", 1, range(100), at=3_000, step=100)
-    from analysis.spark import get_session
+    from analysis.engine.spark import get_session
     got = latency.delivery_latency(get_session(), r.write(), {"all": (T0, T0 + 20_000)}, partitions=[("t", 1)])
     assert got["all"]["records"] == 100 and got["all"]["p50_ms"] == 3_000.0

@@ -2,8 +2,8 @@
 never hit, or one that only observed, changed nothing and is blamed for nothing."""
 import json
 
-from analysis.checks import attribute
-from analysis.history import Fault, History, read_faults
+from analysis.checks.attribution import attribute
+from analysis.rundir.history import Fault, History, read_faults
 
 
 def anomaly(at_ms: int) -> dict:

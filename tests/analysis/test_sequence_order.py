@@ -1,13 +1,15 @@
-"""The scan's groups settle the order of consumption by n without the rows (records.unordered_ranges): the ranges of n
+"""The scan's groups settle the order of consumption by n without the rows (kernels.unordered_ranges): the ranges of n
 they name hold every step back (a record, by n, not above the one before it), and a stream without one gets none.
-Checked against a brute force over random streams; the groups are built as records.aggregate builds them."""
+Checked against a brute force over random streams; the groups are built as spark_plan.aggregate builds them."""
 import random
 
 import numpy as np
 import pytest
 
-from analysis.records import (SEQUENCE_BUCKET, SEQUENCE_WORDS, covering_intervals, highest_bit, lowest_bit, merged_ranges,
-                              sorted_pairing_sum, unordered_ranges)
+from analysis.engine.spark_plan import covering_intervals
+
+from analysis.engine.kernels import SEQUENCE_BUCKET, SEQUENCE_WORDS, highest_bit, lowest_bit, sorted_pairing_sum, unordered_ranges
+from analysis.intervals import merged_ranges
 
 
 def groups_of(streams: dict) -> dict:
@@ -130,7 +132,7 @@ def test_sorted_pairing_sum_and_the_ends_of_a_set_of_several_words(seed):
 
 @pytest.mark.parametrize("seed", range(20))
 def test_covering_intervals_cover_every_value_in_at_most_so_many(seed):
-    """The filter a re-read pushes down to the reader (records.covering_intervals): every value of every interval
+    """The filter a re-read pushes down to the reader (spark_plan.covering_intervals): every value of every interval
     is covered, by at most ``at_most`` sorted disjoint intervals, each starting and ending on a wanted value."""
     rng = random.Random(seed)
     wanted = [(lo, lo + rng.randrange(5)) for lo in (rng.randrange(500) for _ in range(rng.randrange(1, 40)))]

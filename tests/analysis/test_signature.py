@@ -1,11 +1,11 @@
-"""A bug's signature over a run's own rows (analysis/signature.py): every anomaly row and event, not the capped
+"""A bug's signature over a run's own rows (analysis/checks/signature.py): every anomaly row and event, not the capped
 examples of summary.json."""
 import json
 
 import pytest
 
 from analysis.errors import InputError
-from analysis.signature import find, holds, MISSING
+from analysis.checks.signature import find, holds, MISSING
 
 
 def run_dir(tmp_path, anomalies, events):

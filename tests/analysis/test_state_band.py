@@ -1,9 +1,11 @@
-"""Issue 40, item 4: the group's state machine for the report's band (analysis/state_band.py), from a planted
+"""Issue 40, item 4: the group's state machine for the report's band (analysis/figures/state_band.py), from a planted
 group-states.jsonl and the members' events: sampled states with the classic generation the members logged, the
 CompletingRebalance no sample saw inferred and marked, KIP-848 segments with their epochs. Issue 51, item 10: where
 coordinator.log has a round, its PreparingRebalance and CompletingRebalance come from the log (source ``log``), to
 the millisecond, and a round shorter than a sample is in the band."""
-from analysis import coordinator_log, history, state_band
+from analysis.rundir import coordinator_log
+from analysis.rundir import history
+from analysis.figures import state_band
 from analysis_runs import T0, Run
 
 U = "-96761621-2db5-4623-894f-c9aacef4a83b"  # a member id's UUID tail

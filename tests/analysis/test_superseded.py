@@ -1,10 +1,14 @@
-"""Issue 51, item 6: ownership follows what the owner did (analysis/history.py, supersede). An older owner that the
+"""Issue 51, item 6: ownership follows what the owner did (analysis/rundir/history.py, supersede). An older owner that the
 coordinator still accepted commits of a partition from after a newer owner's ownership of it ended was never
 superseded; a frozen or killed member that was superseded stays so. Planted histories; the analysis through a
 real Spark."""
 import pytest
 
-from analysis import analyze, history, rebalance_cost
+from analysis import analyze
+
+from analysis.rundir import history
+
+from analysis.figures import rebalance_cost
 from analysis_runs import T0, Run
 
 JAVA = {"client": "java-member", "protocol": "consumer", "assignor": "uniform", "commit": "sync"}

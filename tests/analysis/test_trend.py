@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from analysis.errors import InputError
-from analysis.trend import collect, outliers, write
+from analysis.pages.trend import collect, outliers, write
 from harness.cli import main as kafka_chaos
 from harness.scenario import load_scenario, unique_names
 from browser import chromium, in_chromium
@@ -190,7 +190,7 @@ def test_the_page_names_a_zoo_bug_that_moved(tmp_path):
     """Each night's zoo.json: the bug zoo's table on the page, the night a bug moved marked and its reason listed."""
     import json as _json
 
-    from analysis.trend import write
+    from analysis.pages.trend import write
     reason = "KAFKA-1: the signature showed on the fixed release 3.2.1 in 1 of 3 runs"
     for night, gate, shown in (("20261124-0217", [], 0), ("20261125-0217", [reason], 1)):
         d = tmp_path / "nightly" / night

@@ -1,8 +1,8 @@
 """Issue 39: a partition the coordinator held a live member owned, in a stable group, that the member never applied
-(analysis/unapplied.py; the check `unapplied_assignment`). Planted histories; the real case is
+(analysis/checks/unapplied.py; the check `unapplied_assignment`). Planted histories; the real case is
 tests/cluster/test_kip848_lost_assignment.py."""
-from analysis import history
-from analysis.unapplied import MIN_MS, unapplied
+from analysis.rundir import history
+from analysis.checks.unapplied import MIN_MS, unapplied
 from analysis_runs import T0, Run
 
 

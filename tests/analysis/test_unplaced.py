@@ -1,10 +1,12 @@
 """Acks without an offset (status `unplaced`, workloads/producer.py: librdkafka 2.16.0's first record to a partition
 just added): the scan counts them as a side of their own, and `lost_unplaced` judges each one never consumed by the
-producer's next ok record in its partition (records.unplaced_acks, asked only when there are some)."""
+producer's next ok record in its partition (spark_plan.unplaced_acks, asked only when there are some)."""
 import pytest
 
-from analysis import analyze, records
-from analysis_runs import T0, Run, clean_run, seq_of, write_table
+from analysis import analyze
+
+from analysis.engine import spark_plan
+from analysis_runs import T0, clean_run, seq_of, write_table
 
 NEW = seq_of(1, 0) - 1  # p0's first record to t:1, before every ok record there (offset 0 up, seq 1,000,000 up)
 
@@ -17,8 +19,8 @@ def of(s, kind):
 def asked(monkeypatch):
     """How often the analysis asked Spark about the unplaced acks."""
     calls = []
-    real = records.unplaced_acks
-    monkeypatch.setattr(records, "unplaced_acks", lambda *args: calls.append(args) or real(*args))
+    real = spark_plan.unplaced_acks
+    monkeypatch.setattr(spark_plan, "unplaced_acks", lambda *args: calls.append(args) or real(*args))
     return calls
 
 

@@ -1,9 +1,9 @@
 """The workload's stop is not a fault's doing: once the harness stops the members, their leaving (the revocations on
 close, the rounds the others then go through) and what it re-delivers are blamed on no fault, however close the last
 heal was (analysis.history.workload_stop, History.blame_windows: the one attribution rule)."""
-from analysis.checks import attribute
-from analysis.figures import fault_recovery, no_owner_windows, rounds
-from analysis.history import OPEN, Event, Fault, History, rebuild_ownership, workload_stop
+from analysis.checks.attribution import attribute
+from analysis.figures.run_figures import fault_recovery, no_owner_windows, rounds
+from analysis.rundir.history import OPEN, Event, Fault, History, rebuild_ownership, workload_stop
 
 GRACE_MS = 30_000
 HEALED = 20_000      # the fault heals 7 s before the stop: the grace covers all of it

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from analysis.trend import collect
+from analysis.pages.trend import collect
 
 pytestmark = pytest.mark.cluster
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from analysis import analyze, cli as analysis_cli
-from analysis import spark as S
+from analysis.engine import spark as S
 from benchmarks.synth import Plan, generate
 from harness import cli as harness_cli
 from harness.cluster.containers import docker_client

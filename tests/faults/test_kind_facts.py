@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from analysis.history import fault_facts
+from analysis.rundir.history import fault_facts
 from faults.base import Fault
 from faults.kinds import fault_kinds
 from faults.rpc import RpcFault, RpcParams

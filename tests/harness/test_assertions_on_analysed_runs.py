@@ -1,5 +1,5 @@
 """The assertion helpers and the plugin's failure report on real analysis output, with no cluster. The run is
-analysis/synthetic.py's: a hand-over with a re-delivered tail, a step back inside one ownership (invalid: backwards,
+analysis/engine/synthetic.py's: a hand-over with a re-delivered tail, a step back inside one ownership (invalid: backwards,
 duplicate_over_budget) and partitions waiting around the rebalance (stalls, if stall_ms is short). The plugin's
 load_chaos_run wraps an analysed run directory, and pytester runs a user's test file on it."""
 import json
@@ -9,7 +9,7 @@ from xml.etree import ElementTree
 import pytest
 
 from analysis import analyze
-from analysis.synthetic import write_run
+from analysis.engine.synthetic import write_run
 from harness.plugin.assertions import ChaosAssertionError, ChaosRun
 from harness.plugin.fixtures import JUNIT_FIELDS
 

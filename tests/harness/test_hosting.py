@@ -2,7 +2,8 @@
 lane, and every hosted group that cannot run refused before anything starts, with one error naming the field."""
 import pytest
 
-from harness.hosting import FD_HEADROOM, FDS_PER_MEMBER, fd_limit, host_of
+from harness.hosting import FD_HEADROOM, fd_limit, host_of
+from workloads.kinds import member_kind
 from harness.plan import compile_plan
 from harness.scenario import ScenarioError, parse_scenario
 
@@ -54,7 +55,7 @@ def test_a_hosted_group_that_cannot_run_is_refused_naming_the_field(data, field,
 
 
 def test_a_host_that_needs_more_open_files_than_the_machine_allows_is_refused():
-    per_host = (fd_limit() - FD_HEADROOM) // FDS_PER_MEMBER["librdkafka"] + 1
+    per_host = (fd_limit() - FD_HEADROOM) // member_kind("librdkafka").fds_per_member + 1
     if per_host > 2000:
         pytest.skip("this machine's open-file limit holds the largest host")
     with pytest.raises(ScenarioError, match=r"members_per_host: .* open files .*ulimit -Hn"):

@@ -100,7 +100,7 @@ def test_an_open_bug_with_a_contrast_is_red_only_when_the_contrast_shows_it_or_t
     from collections import Counter
     from pathlib import Path
 
-    from analysis.signature import Match
+    from analysis.checks.signature import Match
     from harness.zoo.runner import BugResult, Tally, write
     from harness.zoo.spec import ZooSpec
     spec = ZooSpec(bug="unreported:librdkafka-kip848-lost-assignment", swap="client_kind", affected="2.16.1",

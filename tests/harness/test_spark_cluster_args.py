@@ -2,7 +2,7 @@
 session or container is started (the real cluster: tests/cluster/test_spark_cluster.py)."""
 import pytest
 
-from analysis import spark as S
+from analysis.engine import spark as S
 from harness import cli
 from harness.cluster.spark import SparkCluster
 

@@ -133,3 +133,16 @@ def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path):
     (tmp_path / "out" / "notes.txt").write_text("mine")
     with pytest.raises(ScenarioError, match="--out: .* is not empty and holds no sweep"):
         SweepDir(tmp_path / "out").open(parse_sweep(sweep(), "s.yaml"), "s.yaml")
+
+
+def test_a_trigger_is_one_declaration(monkeypatch):
+    """Issue 52 (4): a trigger added to harness/sweep/triggers.py is a grid's value, and its cells run its fault."""
+    from harness.sweep import triggers
+    leave = triggers.SweepTrigger("leave", "one member leaves", lambda cell, s: {
+        "kind": "member_leave", "target": "member-1", "duration_s": 1})
+    monkeypatch.setitem(triggers.TRIGGERS, "leave", leave)
+    spec = parse_sweep(sweep(grid={**GRID, "members": [10], "triggers": ["leave"], "clients": ["librdkafka"]}), "s.yaml")
+    cell = spec.cells()[0]
+    assert cell.trigger == "leave" and spec.cell_scenario(cell)["faults"][0]["kind"] == "member_leave"
+    with pytest.raises(ScenarioError, match="triggers: 'nope' is not a trigger"):
+        parse_sweep(sweep(grid={**GRID, "triggers": ["nope"]}), "s.yaml")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.signature import Match
+from analysis.checks.signature import Match
 from harness.zoo.runner import BugResult, Tally, binomial_cdf, wilson
 from harness.zoo.spec import ZooSpec
 

@@ -59,3 +59,62 @@ def test_the_check_sees_a_container_where_there_is_one(tmp_path):
     old.write_text("import docker\n\ndef inject(broker):\n    broker.container.get_wrapped_container().kill()\n")
     assert container_uses(old) == ["old_fault.py:1 imports docker", "old_fault.py:4 uses .get_wrapped_container",
                                    "old_fault.py:4 uses .container"]
+
+
+# Which of our packages each may import (docs/architecture.md's diagram): none imports one above it, so there is no
+# circle between them.
+MAY_IMPORT = {"kafkanet": set(), "workloads": {"kafkanet"}, "analysis": {"kafkanet"},
+              "faults": {"workloads", "kafkanet"}, "harness": {"faults", "workloads", "analysis", "kafkanet"}}
+
+
+def package_arrows(root: Path) -> dict[str, set[str]]:
+    """Each top-level package -> the others of ours its modules import (those inside functions too)."""
+    return {package: {p for module in (root / package).rglob("*.py") for p in imported_packages(module)
+                      if p in MAY_IMPORT and p != package} for package in MAY_IMPORT}
+
+
+def test_each_package_imports_only_those_below_it():
+    for package, imports in package_arrows(ROOT).items():
+        assert imports <= MAY_IMPORT[package], f"{package}/ imports {sorted(imports - MAY_IMPORT[package])}: an arrow up"
+
+
+def test_the_arrow_check_sees_an_arrow_up(tmp_path):
+    for package in MAY_IMPORT:
+        (tmp_path / package).mkdir()
+    (tmp_path / "workloads" / "x.py").write_text("def f():\n    from harness.run import run_scenario\n")
+    assert package_arrows(tmp_path)["workloads"] == {"harness"}
+
+
+def analysis_modules_imported(root: Path, package: str) -> set[str]:
+    """The modules of analysis/ that `package`'s modules import, each as `analysis.x.y` (`analysis` alone: the
+    package; a name imported from analysis.api is analysis.api)."""
+    found = set()
+    for module in (root / package).rglob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(), str(module))):
+            if isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.split(".")[0] == "analysis"}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "analysis":
+                found |= ({f"{node.module}.{a.name}" for a in node.names} if node.module == "analysis"
+                          else {node.module})
+    return found
+
+
+def test_the_harness_calls_the_analysis_through_its_public_api_only():
+    other = analysis_modules_imported(ROOT, "harness") - {"analysis.api"}
+    assert not other, f"harness/ imports {sorted(other)}: import analysis.api instead (its public API)"
+
+
+def test_the_api_check_sees_an_import_past_the_api(tmp_path):
+    (tmp_path / "harness").mkdir()
+    (tmp_path / "harness" / "x.py").write_text("from analysis.api import analyze\nfrom analysis.engine import spark\n"
+                                               "def f():\n    from analysis import history\n")
+    assert analysis_modules_imported(tmp_path, "harness") == {"analysis.api", "analysis.engine", "analysis.history"}
+
+
+MAX_ANALYSIS_LINES = 800
+
+
+def test_no_module_of_the_analysis_is_over_800_lines():
+    long = {str(m.relative_to(ROOT)): n for m in (ROOT / "analysis").rglob("*.py")
+            if (n := len(m.read_text().splitlines())) > MAX_ANALYSIS_LINES}
+    assert not long, f"split these modules (over {MAX_ANALYSIS_LINES} lines): {long}"

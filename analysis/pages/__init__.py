@@ -1,0 +1,1 @@
+"""Pages: a run's report, the trend across nights, a comparison across runs."""

@@ -1,0 +1,2 @@
+"""Reading a run directory: its contract, its inputs (compacted), the brokers' and the coordinator's logs, and the run's
+history (who owned what, when)."""

@@ -1,0 +1,48 @@
+"""Scenario files on disk: one loaded and checked, a folder's catalog, and the unique names that let runs share a
+cluster.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.input_file import read_yaml
+from harness.scenario.schema import Scenario, parse_scenario
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    path = Path(path)
+    return parse_scenario(read_yaml(path, "scenario"), str(path))
+
+
+def parse_with_unique_names(data: object, suffix: str, source: str) -> Scenario:
+    """The scenario checked as its author wrote it (an error names their own names), then with unique names."""
+    parse_scenario(data, source)
+    return parse_scenario(unique_names(data, suffix), source)
+
+
+def unique_names(scenario: dict, suffix: str) -> dict:
+    """The scenario with `-suffix` after its group id, its topic names and the topics topic_create makes, so
+    runs on one cluster never share them; a consumer_group.pattern then matches the names before the suffix."""
+    named = lambda spec, default: {**(spec or {}), "name": f"{(spec or {}).get('name', default)}-{suffix}"}  # noqa: E731
+    group = scenario.get("consumer_group", {})
+    out = {**scenario, "consumer_group": {**group, "group_id": f"{group.get('group_id', 'chaos-group')}-{suffix}"}}
+    if group.get("pattern"):  # matches this run's topics only, not those of earlier runs on the cluster
+        out["consumer_group"]["pattern"] = f"({group['pattern']})-{suffix}"
+    suffixed = lambda names: None if names is None else [f"{n}-{suffix}" for n in names]  # noqa: E731
+    if group.get("topics") is not None:
+        out["consumer_group"]["topics"] = suffixed(group["topics"])
+    if isinstance(group.get("members"), list):
+        out["consumer_group"]["members"] = [{**m, "topics": suffixed(m["topics"])} if m.get("topics") else m
+                                            for m in group["members"]]
+    if "topics" in scenario:
+        out["topics"] = [named(t, "chaos") for t in scenario["topics"]]
+    else:
+        out["topic"] = named(scenario.get("topic"), "chaos")
+    out["faults"] = [{**f, "target": f"{f['target']}-{suffix}"} if f.get("kind") == "topic_create" else f
+                     for f in scenario.get("faults", [])]
+    return out
+
+
+def catalog(folder: Path) -> list[tuple[Path, Scenario]]:
+    """Every scenario file of a folder (the project's scenarios/), by file name; each one valid."""
+    return [(path, load_scenario(path)) for path in sorted(Path(folder).glob("*.yaml"))]

@@ -1,0 +1,247 @@
+"""The scenario's rules across fields: what a member kind supports, the group's size, the protocol's timings, topics
+and subscriptions, the replicas a broker holds, each fault against the scenario, and the zoo block.
+
+The schema's models (harness/scenario/schema.py) call these as they validate; each rule raises ValueError naming
+its field, which the schema turns into one ScenarioError. A `group` here is a schema ConsumerGroupSpec, a `scenario`
+a Scenario, a `fault` a FaultEntry (not imported: the schema imports this module).
+"""
+from __future__ import annotations
+
+import re
+from faults.context import ScenarioFacts
+from faults.targets import TARGET_CHECKS
+from faults.triggers import MAX_REPLICAS_PER_BROKER
+from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting
+from harness.releases.client_versions import version_tuple
+from harness.releases.kafka_release import KIP_848_GA
+from workloads.kinds import KINDS, member_kind, suggest
+
+from harness.zoo.spec import Contrast, ZooSpec
+
+
+def check_group(group) -> None:
+    """Every rule of a consumer_group (each member's own settings too, as a list entry overrides them)."""
+    _group_size(group)
+    if not isinstance(group.members, int):
+        group.member_specs()
+    _client_rules(group)
+    _protocol_rules(group)
+
+
+def _group_size(group) -> None:
+    """A group of a size the harness runs: one process a member, or in member hosts this machine can hold."""
+    total = group.member_count
+    if group.members_per_host is None and not 1 <= total <= MAX_PROCESS_MEMBERS:
+        raise ValueError(f"members: a group of 1 to {MAX_PROCESS_MEMBERS} members, one process each, got {total}; "
+                         "set members_per_host to run a larger group in member hosts")
+    if not 1 <= total <= MAX_HOSTED_MEMBERS:
+        raise ValueError(f"members: a group of 1 to {MAX_HOSTED_MEMBERS} members, got {total}")
+    if group.members_per_host is not None:
+        specs = [] if isinstance(group.members, int) else group.members
+        check_hosting({group.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
+                      total, group.members_per_host)
+
+
+def _client_rules(group) -> None:
+    """What the group's member kind supports (workloads/kinds.py), and a subscription that can work."""
+    kind = member_kind(group.client)
+    if group.assignor == "sticky" and not kind.eager_sticky:
+        raise ValueError(f"assignor: the {kind.title} has no eager 'sticky' assignor; use cooperative-sticky"
+                         + suggest(lambda k: k.eager_sticky, kind).replace("; use", ", or"))
+    refused = [("commit", group.commit not in kind.commit_modes,
+                f"commits {' or '.join(kind.commit_modes)} only, not {group.commit}", lambda k: group.commit in k.commit_modes),
+               ("processing", group.has_processing_delay and not kind.processing_delay,
+                "has no processing delay", lambda k: k.processing_delay),
+               ("pattern", group.pattern is not None and not kind.pattern,
+                "subscribes to topics by name, not by pattern", lambda k: k.pattern),
+               ("topics", group.topics is not None and not kind.topic_choice,
+                "subscribes to the run's one topic", lambda k: k.topic_choice),
+               ("version", group.version is not None and not kind.pins_version,
+                f"runs the {kind.library} of the {kind.unpinned}' release, no other", lambda k: k.pins_version),
+               ("admin_probe", group.admin_probe is not None and not kind.admin_probe,
+                "has no confluent-kafka AdminClient for the probe to run", lambda k: k.admin_probe)]
+    for field, wrong, what, can in refused:
+        if wrong:
+            raise ValueError(f"{field}: the {kind.title} {what}" + suggest(can, kind))
+    if group.pattern is not None and group.topics is not None:
+        raise ValueError("topics: a member subscribes by pattern or by topic names, not both")
+    if group.pattern is not None:
+        try:
+            re.compile(group.pattern)
+        except re.error as exc:
+            raise ValueError(f"pattern: not a regular expression: {exc}") from None
+
+
+def _protocol_rules(group) -> None:
+    """The classic protocol's timings and assignor, or none of them under KIP-848's."""
+    if group.protocol == "consumer":
+        # KIP-848: the broker owns timing and assignment; librdkafka rejects these at construction.
+        for field in ("session_timeout_ms", "heartbeat_interval_ms", "assignor"):
+            if getattr(group, field) is not None and field in group.model_fields_set:
+                raise ValueError(f"{field}: not allowed with protocol: consumer (the broker sets it; use remote_assignor)")
+    else:
+        if group.remote_assignor is not None:
+            raise ValueError("remote_assignor: only with protocol: consumer")
+        if group.session_timeout_ms is None or group.heartbeat_interval_ms is None or group.assignor is None:
+            raise ValueError("session_timeout_ms, heartbeat_interval_ms and assignor are required with protocol: classic")
+        if group.max_poll_interval_ms < group.session_timeout_ms:
+            raise ValueError(f"max_poll_interval_ms: must be at least session_timeout_ms ({group.session_timeout_ms}), "
+                             f"got {group.max_poll_interval_ms} (both clients refuse it)")
+        if group.heartbeat_interval_ms >= group.session_timeout_ms:
+            raise ValueError(
+                f"heartbeat_interval_ms: must be below session_timeout_ms ({group.session_timeout_ms}), "
+                f"got {group.heartbeat_interval_ms}")
+
+
+def check_scenario(scenario) -> None:
+    """The scenario's fields against each other: topics, releases, subscriptions, replicas, every fault, the zoo block."""
+    names = [t.name for t in scenario.topics]
+    for i, t in enumerate(scenario.topics):
+        where = "topic" if len(scenario.topics) == 1 else f"topics[{i}]"
+        if t.replication_factor > scenario.cluster.brokers:
+            raise ValueError(f"{where}.replication_factor: {t.replication_factor} is more than cluster.brokers ({scenario.cluster.brokers})")
+        if t.name in names[:i]:
+            raise ValueError(f"{where}.name: {t.name!r} is listed twice")
+        if scenario.consumer_group.pattern is not None and not re.fullmatch(scenario.consumer_group.pattern, t.name):
+            raise ValueError(f"consumer_group.pattern: {where} {t.name!r} does not match it, so its records "
+                             "would never be consumed")
+    release = scenario.cluster.kafka_version
+    if scenario.consumer_group.protocol == "consumer" and release and version_tuple(release)[:2] < KIP_848_GA:
+        raise ValueError(f"consumer_group.protocol: the consumer protocol (KIP-848) is generally available from "
+                         f"Kafka 4.0; cluster.kafka_version {release} has it only as an early-access preview")
+    for kind in map(member_kind, sorted({spec.client for spec in scenario.consumer_group.member_specs()})):
+        if len(scenario.topics) > 1 and not kind.topic_choice:
+            raise ValueError(f"topics: the {kind.title} subscribes to one topic" + suggest(lambda k: k.topic_choice, kind))
+    _check_subscriptions(scenario.consumer_group, names)
+    _check_replicas(scenario)
+    facts = scenario.facts()
+    for i, fault in enumerate(scenario.faults):
+        _check_fault(fault, facts, f"faults[{i}]")
+    for i, fault in enumerate(scenario.random_faults.menu() if scenario.random_faults else []):
+        _check_fault(fault, facts, f"random_faults.faults[{i}]")
+    scenario.random_entries()  # a random schedule that would not end is refused here
+    if scenario.zoo is not None:
+        _check_zoo(scenario.zoo, scenario)
+    if scenario.run.rpc_proxy is False and scenario.has_rpc_faults:
+        raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
+    if scenario.run.rpc_proxy is False and scenario.cuts_hosted_members:
+        raise ValueError("run.rpc_proxy: false, but a member_cut of a hosted member cuts it off in that proxy, by "
+                         "its client.id (it shares its host's lane); remove the setting")
+
+
+def _check_zoo(zoo: ZooSpec, scenario) -> None:
+    from analysis.api import EVENT_KINDS, REGISTRY
+    group = scenario.consumer_group
+    for i, p in enumerate(zoo.signature):
+        if p.anomaly is not None and p.anomaly not in REGISTRY:
+            raise ValueError(f"zoo.signature[{i}].anomaly: {p.anomaly!r} is not a check; checks: {', '.join(REGISTRY)}")
+        kinds = [(f"zoo.signature[{i}].event", p.event)] + ([(f"zoo.signature[{i}].after.event", p.after.event)] if p.after else []) \
+            + [(f"zoo.signature[{i}].never_after", k) for k in p.never_after]
+        for where, kind in kinds:
+            if kind is not None and kind not in EVENT_KINDS:
+                raise ValueError(f"{where}: {kind!r} is not an event kind; kinds: {', '.join(EVENT_KINDS)}")
+        for where, kind in kinds[:2 if p.after else 1]:  # an event the signature waits for: some member writes it
+            if kind is not None and kind not in _events_written(scenario):
+                raise ValueError(f"{where}: no member of this group writes {kind!r} events (consumer_group.client)")
+    if zoo.contrast is not None:
+        _check_contrast(zoo.contrast, group)
+    if zoo.swap in ("client", "client_kind"):
+        if not isinstance(group.members, int) and any(m.version for m in group.members):
+            raise ValueError("zoo: the zoo swaps the group's one client release; give consumer_group.version, not per-member versions")
+        pinned, field = group.version, "consumer_group.version"
+    else:
+        pinned, field = scenario.cluster.kafka_version, "cluster.kafka_version"
+    if pinned != zoo.affected:
+        raise ValueError(f"zoo.affected: the file must pin the affected release: {field} is {pinned!r}, "
+                         f"zoo.affected {zoo.affected!r}")
+    if zoo.fixed and version_tuple(zoo.fixed) <= version_tuple(zoo.affected):
+        raise ValueError(f"zoo.fixed: {zoo.fixed} is not later than zoo.affected {zoo.affected}")
+    zoo.resolved(scenario.settings())  # every threshold names a setting of this scenario
+
+
+def _events_written(scenario) -> set[str]:
+    """The event kinds the run's members (their kinds declare them) and its admin probe write."""
+    written = set().union(*(member_kind(spec.client).events for spec in scenario.consumer_group.member_specs()))
+    return written | ({"admin_call"} if scenario.consumer_group.admin_probe else set())
+
+
+def _check_contrast(contrast: Contrast, group) -> None:
+    """The contrast swaps the group's one client kind for another the harness has."""
+    if contrast.client not in KINDS:
+        raise ValueError(f"zoo.contrast.client: {contrast.client!r} is not a client kind; kinds: {', '.join(KINDS)}")
+    if contrast.client == group.client:
+        raise ValueError(f"zoo.contrast.client: {contrast.client} is the group's own client (consumer_group.client); "
+                         f"the contrast runs another client kind")
+    if not isinstance(group.members, int) and any(m.client for m in group.members):
+        raise ValueError("zoo.contrast: the contrast swaps the group's one client kind; give consumer_group.client, "
+                         "not per-member clients")
+
+
+def _subscribed_topics(group) -> list[tuple[str, list[str] | None]]:
+    """(the field, the topic names it subscribes to, None: all of the run's) for the group and each member spec."""
+    fields = [("consumer_group.topics", group.topics)]
+    if not isinstance(group.members, int):
+        fields += [(f"consumer_group.members[{i}].topics", m.topics) for i, m in enumerate(group.members)]
+    return fields
+
+
+def _check_subscriptions(group, run_topics: list[str]) -> None:
+    """Each subscribed name is one of the run's topics, and every topic has a member at the start to consume it."""
+    for where, topics in _subscribed_topics(group):
+        for name in topics or []:
+            if name not in run_topics:
+                raise ValueError(f"{where}: {name!r} is not a topic of the run ({', '.join(run_topics)})")
+    subscribed = [spec.topics for spec in group.member_specs()]
+    if group.pattern is None and None not in subscribed:
+        unread = [name for name in run_topics if not any(name in topics for topics in subscribed)]
+        if unread:
+            where = "consumer_group.topics" if isinstance(group.members, int) else "consumer_group.members"
+            raise ValueError(f"{where}: no member subscribes to topic {unread[0]!r}, so its records would never be consumed")
+
+
+def _check_replicas(scenario) -> None:
+    """The replicas a broker holds at the most, every topic at its largest (created at the start or by topic_create,
+    grown by partitions_add), against what one broker of this harness was measured to hold."""
+    entries = list(scenario.faults) + (scenario.random_faults.menu() if scenario.random_faults else [])
+    sizes = {t.name: (t.partitions, t.replication_factor) for t in scenario.topics}
+    for f in entries:
+        if f.kind == "topic_create":
+            sizes[f.target] = (f.params.partitions, f.params.replication_factor)
+    for f in entries:
+        if f.kind == "partitions_add":
+            name = scenario.topic.name if f.target == "topic" else f.target
+            partitions, rf = sizes.get(name, (0, 1))
+            sizes[name] = (max(partitions, f.params.partitions), rf)
+    brokers = scenario.cluster.brokers
+    per_broker = -(-sum(p * rf for p, rf in sizes.values()) // brokers)
+    if per_broker > MAX_REPLICAS_PER_BROKER:
+        where = "topic" if len(scenario.topics) == 1 else "topics"
+        raise ValueError(f"{where}: {per_broker} partition replicas a broker ({sum(p for p, _ in sizes.values())} "
+                         f"partitions at their replication factors on {brokers} brokers, every topic at its largest), "
+                         f"above the {MAX_REPLICAS_PER_BROKER} one broker was measured to hold (BENCHMARKS.md); use "
+                         "fewer partitions, a lower replication_factor or more cluster.brokers")
+
+
+def _check_fault(fault, facts: ScenarioFacts, where: str) -> None:
+    try:
+        check_target = TARGET_CHECKS.get(fault.fault_class.target_kind)
+        if check_target:
+            check_target(fault.target, facts)
+        _check_member_kinds_take(fault, facts)
+        fault.params.check(facts, fault.target)
+    except ValueError as exc:
+        raise ValueError(f"{where}.{exc}") from None
+
+
+def _check_member_kinds_take(fault, facts: ScenarioFacts) -> None:
+    """A fault on a member (a named one, or any of the group's) that the member's kind cannot take."""
+    if fault.fault_class.target_kind != "member":
+        return
+    names = [facts.member_kinds[fault.target]] if fault.target in facts.member_kinds else set(facts.member_kinds.values())
+    for kind in map(member_kind, sorted(names)):
+        why = kind.refused_faults.get(fault.kind)
+        if why:
+            raise ValueError(f"kind: the {kind.title} cannot take {fault.kind}: {why}"
+                             + suggest(lambda k: fault.kind not in k.refused_faults, kind))
+
+

@@ -1,0 +1,139 @@
+"""The member kinds: every kind of consumer-group member the harness can run (a scenario's consumer_group.client),
+each declared once with what it is and what it supports.
+
+Validation, the plan, hosting, the sweep, the faults and the services read a kind's declaration here; none of them
+spells a kind's name. A new kind is one `register(MemberKind(...))` (and the process it names in `workloads/`).
+"""
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Literal
+
+COMMIT_MODES = ("sync", "async", "auto", "before_process")
+# the events a member writes (analysis/rundir/contract.py EVENT_KINDS, less the admin probe's admin_call)
+MEMBER_EVENTS = frozenset({"started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed",
+                           "fenced", "stopped", "crashed", "error", "join_overdue"})
+
+
+@dataclass(frozen=True)
+class MemberKind:
+    name: str                    # what consumer_group.client says
+    title: str                   # how an error names it: "the <title> ..."
+    about: str                   # one line for the scenario reference
+    library: Literal["librdkafka", "kafka-clients"]  # the client library: how a release of it is resolved
+    module: str                  # the process one member of its own runs (python -m <module>)
+    host_module: str | None = None  # the member host (many members, one process); None: one member a process
+    member_as_host: bool = False    # a member of its own runs as a host of one (module takes a host's config)
+    stacks_signal: int | None = None  # makes the host write every thread's stack into its log
+    hosted_settings: dict = field(default_factory=dict)  # client settings a hosted member changes
+    fds_per_member: int = 0      # a hosted member's open files and resident memory, bounded (the note above KINDS)
+    mb_per_member: int = 0
+    sweep_name: str | None = None   # the sweep file's name for this client (a sweep runs every cell hosted)
+    pins_version: bool = True    # consumer_group.version may pin another release
+    unpinned: Literal["harness", "brokers"] = "harness"  # the release an unpinned member runs
+    options_by_release: bool = False  # its command line gained options by release: checked against what is asked
+    commit_modes: tuple[str, ...] = COMMIT_MODES
+    processing_delay: bool = True   # consumer_group.processing (and the slow_processing fault)
+    pattern: bool = True          # subscribes by pattern
+    topic_choice: bool = True     # subscribes to several topics, or some of them by name
+    eager_sticky: bool = False    # has the eager 'sticky' assignor
+    admin_probe: bool = True      # the admin probe runs beside it (the probe runs confluent-kafka)
+    security: bool = True         # takes the KAFKA_CHAOS_CLIENT_* security settings
+    join_watch: bool = False      # writes its client's group debug log when not assigned in time
+    events: frozenset[str] = MEMBER_EVENTS
+    refused_faults: dict[str, str] = field(default_factory=dict)  # fault kind -> why it cannot take it
+    after_stop: Callable[[Path, str, str | None], object] | None = None  # (run_dir, member, instance_id)
+
+    @property
+    def hosts(self) -> bool:
+        return self.host_module is not None
+
+
+def _final_java_conversion(run_dir: Path, member: str, instance_id: str | None) -> None:
+    """The launcher converts while it runs; once more here only if it was killed before it had converted the
+    whole raw file."""
+    from workloads.java_member import raw_events_path
+    from workloads.verifiable import convert, fully_converted
+    raw = raw_events_path(run_dir, member)
+    if not fully_converted(raw):
+        convert(raw, run_dir, member, instance_id)
+
+
+# Hosted members' bounds, from what was measured on this machine (docs/benchmarks-history.md, "Member hosts",
+# benchmarks/member_hosts.py: 20 members in one host, 3 brokers, 1,000 records/s): a hosted librdkafka member held 16.1
+# descriptors (sockets and the wake-up pipes of its broker threads) and 2.9 MB resident, a hosted Java member 12.6 and
+# 10.5 MB. The bounds add headroom: a member's pre-fetch queue may fill up to its 2 MB bound, a JVM's heap grows to its
+# limit.
+
+KINDS: dict[str, MemberKind] = {}
+DEFAULT = "librdkafka"
+
+
+def register(kind: MemberKind) -> MemberKind:
+    """Add a kind (a test may add one and remove it with `unregister`)."""
+    if kind.name in KINDS:
+        raise ValueError(f"member kind {kind.name!r} is registered already")
+    KINDS[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    KINDS.pop(name, None)
+
+
+def member_kind(name: str) -> MemberKind:
+    """The kind named `name`; ValueError (naming consumer_group.client's choices) for one the harness lacks."""
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not a member kind; kinds: {', '.join(KINDS)}") from None
+
+
+def kinds_that(can: Callable[[MemberKind], bool], near: MemberKind | None = None) -> list[str]:
+    """The names of the kinds that can do a thing, those of `near`'s library first (what an error suggests)."""
+    able = [k for k in KINDS.values() if can(k) and k is not near]
+    return [k.name for k in sorted(able, key=lambda k: near is not None and k.library != near.library)]
+
+
+def suggest(can: Callable[[MemberKind], bool], near: MemberKind | None = None) -> str:
+    """'use client: a or b', the kinds that can; '' when none can."""
+    names = kinds_that(can, near)
+    return f"; use client: {' or '.join(names)}" if names else ""
+
+
+def sweep_kinds() -> dict[str, str]:
+    """A sweep file's client names -> the hosting kind each runs."""
+    return {k.sweep_name: k.name for k in KINDS.values() if k.sweep_name and k.hosts}
+
+
+register(MemberKind(
+    name="librdkafka", title="librdkafka member", library="librdkafka",
+    about="confluent-kafka (librdkafka): workloads/member.py, or many members a process (workloads/member_host.py)",
+    module="workloads.member", host_module="workloads.member_host", stacks_signal=signal.SIGUSR1,
+    # At the defaults each consumer may pre-fetch up to 64 MB (queued.max.messages.kbytes) and 100,000 messages per
+    # partition (queued.min.messages): 500 members could queue 32 GB. These bound the pre-fetch queue, not what a poll
+    # returns, so they move no figure while a member keeps up; a member that falls far behind refetches sooner.
+    # Recorded in each member's `started` facts (hosted_settings).
+    hosted_settings={"queued.max.messages.kbytes": 2048, "queued.min.messages": 2000},
+    fds_per_member=24, mb_per_member=6, sweep_name="librdkafka", join_watch=True))
+
+register(MemberKind(
+    name="java", title="Java member (VerifiableConsumer)", library="kafka-clients",
+    about="Apache Kafka's VerifiableConsumer, its reference member: one member a JVM",
+    module="workloads.java_member", unpinned="brokers", options_by_release=True, commit_modes=("sync", "auto"),
+    processing_delay=False, pattern=False, topic_choice=False, eager_sticky=True, admin_probe=False, security=False,
+    events=MEMBER_EVENTS - {"lost", "join_overdue"},
+    refused_faults={"slow_processing": "it has no processing delay to slow down"},
+    after_stop=_final_java_conversion))
+
+register(MemberKind(
+    name="java-member", title="Java member program", library="kafka-clients",
+    about="our own Java member program (workloads/java), which can host many members",
+    module="workloads.java_host", host_module="workloads.java_host", member_as_host=True,
+    # The Java client pre-fetches per fetch session, bounded by fetch.max.bytes (50 MB) and max.partition.fetch.bytes
+    # (1 MB) a partition; the JVM's one heap bounds them all together.
+    stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
+    sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
+    events=MEMBER_EVENTS - {"join_overdue"}))
