@@ -1,16 +1,14 @@
 """kafka-chaos analysis: the checker (Jepsen's split). PySpark job over one run directory (contract v1).
 
-Public API:
+The whole public API is analysis/api.py (what the harness may call). For a script, the two calls most wanted are
+here too, without loading Spark until they run:
     analyze(run_dir, *, spark=None, master=None, remote=None, grace_ms=30000, ...) -> summary dict
     compare(run_dirs, ...) -> table of figures across runs
     InputError                 bad input; the message names the file and the column
     AnalysisFailed             any other failure: one line naming the step and report/analysis.log
-    analysis.spark.get_session(master=None, remote=None)
-    analysis.cli.add_parser(subparsers)   registers `analyze` and `compare` on the kafka-chaos CLI
 
 This package imports nothing from harness/, faults/ or workloads/: its only input is a run directory.
-"""
-from analysis.errors import AnalysisFailed, InputError
+"""from analysis.errors import AnalysisFailed, InputError
 
 
 def analyze(run_dir, **kwargs):
