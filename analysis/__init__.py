@@ -8,7 +8,8 @@ here too, without loading Spark until they run:
     AnalysisFailed             any other failure: one line naming the step and report/analysis.log
 
 This package imports nothing from harness/, faults/ or workloads/: its only input is a run directory.
-"""from analysis.errors import AnalysisFailed, InputError
+"""
+from analysis.errors import AnalysisFailed, InputError
 
 
 def analyze(run_dir, **kwargs):
