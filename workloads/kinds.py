@@ -97,10 +97,10 @@ def kinds_that(can: Callable[[MemberKind], bool], near: MemberKind | None = None
     return [k.name for k in sorted(able, key=lambda k: near is not None and k.library != near.library)]
 
 
-def suggest(can: Callable[[MemberKind], bool], near: MemberKind | None = None) -> str:
-    """'use client: a or b', the kinds that can; '' when none can."""
+def suggest(can: Callable[[MemberKind], bool], near: MemberKind | None = None, lead: str = "; use") -> str:
+    """'<lead> client: a or b', the kinds that can; '' when none can."""
     names = kinds_that(can, near)
-    return f"; use client: {' or '.join(names)}" if names else ""
+    return f"{lead} client: {' or '.join(names)}" if names else ""
 
 
 def sweep_kinds() -> dict[str, str]:

@@ -47,7 +47,7 @@ def _client_rules(group) -> None:
     kind = member_kind(group.client)
     if group.assignor == "sticky" and not kind.eager_sticky:
         raise ValueError(f"assignor: the {kind.title} has no eager 'sticky' assignor; use cooperative-sticky"
-                         + suggest(lambda k: k.eager_sticky, kind).replace("; use", ", or"))
+                         + suggest(lambda k: k.eager_sticky, kind, lead=", or"))
     refused = [("commit", group.commit not in kind.commit_modes,
                 f"commits {' or '.join(kind.commit_modes)} only, not {group.commit}", lambda k: group.commit in k.commit_modes),
                ("processing", group.has_processing_delay and not kind.processing_delay,

@@ -58,12 +58,11 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     """Measure again, from its run directory and with no cluster, every finished cell whose row lacks a figure the
     sweep now gives (outputs.METRICS, outputs.MACHINE): a cell measured before the analysis gained it. A cell that
     ran before coordinator.log existed gets it from the brokers' logs its run kept; one that lacks only figures of
-    its history is measured without Spark (figures_without_spark). Each cell's new row is appended (the latest row of a
-    cell is its row); returns every row."""
+    its history is measured without Spark (figures_without_spark). Each cell's new row is appended (the latest row
+    of a cell is its row); returns every row."""
     import json
-    from analysis.api import get_session
+    from analysis.api import MACHINE, get_session
     from harness import coordinator_log
-    from analysis.api import MACHINE
     from harness.sweep.outputs import METRICS, write_outputs
     folder = SweepDir(out)
     done = folder.open(spec, source)
