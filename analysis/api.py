@@ -20,9 +20,9 @@ from analysis import service
 from analysis.engine.spark import default_parallelism, get_session
 from analysis.errors import AnalysisFailed, InputError
 from analysis.figures import latency, rebalance_cost
-from analysis.figures.cell import FIGURES, MACHINE, ROW_COLUMNS, TABLE, cell_figures, history_figures
+from analysis.figures.cell import FIGURES, MACHINE, ROW_COLUMNS, TABLE, history_figures
 from analysis.figures.rebalance_cost import status
-from analysis.job import analyze, compare
+from analysis.job import analyze, cell_figures, compare
 from analysis.pages.compare import check_ran
 from analysis.rundir import broker_logs, coordinator_log, history
 from analysis.rundir.compact import compact

@@ -19,7 +19,7 @@ from analysis.engine.spark import (SparkUnavailable, apply_runtime_conf, default
                                    jvm_log_mark, jvm_log_since)
 from analysis.errors import AnalysisFailed, InputError
 from analysis.figures import run_figures as figures
-from analysis.figures import state_band
+from analysis.figures import cell, state_band
 from analysis.pages.compare import COLUMNS, read_summary, row_for, write_table
 from analysis.rundir import coordinator_log, history, inputs
 
@@ -545,3 +545,8 @@ def compare(run_dirs, *, spark=None, master=None, remote=None, grace_ms=30_000, 
 def _check_compare_folder(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out}: is a file; --out names a folder for compare.json and compare.md")
+
+
+def cell_figures(run_dir, partitions: list[tuple[str, int]], members: int, observe_ms: int, spark) -> dict:
+    """A sweep cell's figures (analysis/figures/cell.py) over its run, analysed first."""
+    return cell.figures_of(analyze(run_dir, spark=spark), Path(run_dir), partitions, members, observe_ms, spark)

@@ -1,6 +1,6 @@
 """A sweep cell's figures: what one trigger cost a run, each figure declared once (FIGURES: its name, what it is, its
 unit, whether the curve plots it, the steady state a latency rise is read against) and measured here. The sweep asks
-for a cell's figures (:func:`cell_figures`, or :func:`history_figures` without Spark) and shows what FIGURES says:
+for a cell's figures (job.cell_figures, or :func:`history_figures` without Spark) and shows what FIGURES says:
 a new figure is its declaration and the code that gives it, in this module or the one it calls.
 """
 from __future__ import annotations
@@ -61,12 +61,12 @@ ROW_COLUMNS = ("settled", "valid", "anomalies", "lost", "duplicates", "trigger_f
                "assignment_ms", *MACHINE)
 
 
-def cell_figures(run_dir: Path, partitions: list[tuple[str, int]], members: int, observe_ms: int, spark) -> dict:
-    """A cell's figures: the analysis's verdict and counts (``summary``: the run's, analysed), the trigger's cost and the
-    machine's state in its window (:func:`history_figures`), the latency around it: over every partition, and over
-    those the trigger moved or left unserved, each against its own steady state before the trigger."""
-    from analysis.job import analyze
-    summary = analyze(run_dir, spark=spark)
+def figures_of(summary: dict, run_dir: Path, partitions: list[tuple[str, int]], members: int, observe_ms: int,
+               spark) -> dict:
+    """A cell's figures: the analysis's verdict and counts (``summary``: the run's, analysed; job.cell_figures
+    analyses it), the trigger's cost and the machine's state in its window (:func:`history_figures`), the latency
+    around it: over every partition, and over those the trigger moved or left unserved, each against its own steady
+    state before the trigger."""
     figures, hit = history_figures(run_dir, partitions, members, observe_ms)
     t0 = figures["trigger_ms"]
     windows = {"steady": (t0 - STEADY_S * 1000, t0), "window": (t0, figures["window_end_ms"])}
