@@ -9,7 +9,7 @@ analysis/). A name here is a promise; what sits behind it (analysis/rundir, engi
 - the checks: `REGISTRY`, `invalid_types()`, a zoo signature over a run (`signature`: find, Match);
 - what a run directory says: its history (`history`), the coordinator's rounds (`coordinator_log`: FILE, STAMP),
   the brokers' slow controller events (`broker_logs`), the contract (`contract`; `EVENT_KINDS`), run.json's
-  workload phase (`WORKLOAD_PHASE`);
+  workload phase (`WORKLOAD_PHASE`), output-topic mode's file (`OUTPUT_FILE`);
 - a trigger's cost (`rebalance_cost`, `status`: the one rule of a settled, valid cell) and the latency around it
   (`latency`); a sweep cell's figures (`cell_figures`, `history_figures` without Spark), each declared once in
   `FIGURES` (and the machine's, `MACHINE`);
@@ -55,6 +55,7 @@ _WHERE = {
     "contract": ("analysis.rundir.contract", None),
     "EVENT_KINDS": ("analysis.rundir.contract", "EVENT_KINDS"),
     "WORKLOAD_PHASE": ("analysis.rundir.contract", "WORKLOAD_PHASE"),
+    "OUTPUT_FILE": ("analysis.rundir.contract", "OUTPUT_FILE"),
 }
 
 __all__ = sorted(_WHERE)
