@@ -447,8 +447,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
                     pool.start(member.name, lane=member.lane)
             command_members_started(plan, pool, outcome)
             limit_s = stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members))
-            stable = wait_until(lambda: watcher.is_stable(len(plan.members)) or not command_members_alive(plan, pool),
-                                limit_s, "group stable") and watcher.is_stable(len(plan.members))
+            alive = partial(command_members_alive, plan, pool)  # a command member that exits ends the wait
+            stable = wait_until(lambda: watcher.is_stable(len(plan.members)) or not alive(), limit_s,
+                                "group stable") and alive()
             command_members_ran(plan, pool, outcome)
             if not stable:
                 if not watcher.ever_described:  # not a finding: the harness could not see the group
