@@ -42,12 +42,14 @@ class Application:
         self.consumer = app.Consumer({"bootstrap.servers": args.bootstrap_servers, "group.id": args.group,
                                       "enable.auto.commit": False, "auto.offset.reset": "earliest"})
         self.consumer.subscribe(app.topics(args.topic or ["example"]), on_assign=self.on_assign,
-                                on_revoke=self.on_revoke)
+                                on_revoke=self.on_revoke, on_lost=self.on_lost)
         self.output, self.member = args.output, app.member("example-app")
         self.producer = Producer(app.producer_settings({"bootstrap.servers": args.bootstrap_servers})) \
             if args.output else None
 
     def on_assign(self, consumer, partitions) -> None:
+        for p in partitions:  # work done in an earlier ownership is the committed offset's to say, not ours
+            self.done.pop((p.topic, p.partition), None)
         if self.bug == "seek-past":
             committed = consumer.committed(partitions, timeout=10)
             for p, c in zip(partitions, committed):
@@ -61,6 +63,11 @@ class Application:
     def on_revoke(self, consumer, partitions) -> None:
         """Commit what was worked on in the partitions taken away, before another member starts on them."""
         self.commit({(p.topic, p.partition) for p in partitions})
+
+    def on_lost(self, consumer, partitions) -> None:
+        """Partitions lost (the group went on without this member): too late to commit; another member has them."""
+        for p in partitions:
+            self.done.pop((p.topic, p.partition), None)
 
     def work(self, batch) -> None:
         if not batch:

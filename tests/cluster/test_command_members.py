@@ -2,6 +2,7 @@
 member's field, its command and its log (ScenarioError: `kafka-chaos run` exits 2), in run.json's errors; the other
 members are stopped and every member's log is kept. The planted bugs of examples/python (slow) are caught."""
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -29,10 +30,12 @@ c.close()
 """
 
 
-def refused(chaos_run, scenario: dict, tmp_path) -> tuple[str, Path]:
+def refused(chaos_run, scenario: dict, request, tmp_path) -> tuple[str, Path]:
+    """The line a refused run ends on, and its run directory (chaos_run's: under --keep-runs, or tmp_path/runs)."""
     with pytest.raises(ScenarioError) as err:
         chaos_run(scenario)
-    [run_dir] = list((tmp_path / "runs").iterdir())
+    keep = request.config.getoption("keep_runs")
+    [run_dir] = list((keep / re.sub(r"[^\w.-]+", "_", request.node.name) if keep else tmp_path / "runs").iterdir())
     assert json.loads((run_dir / "run.json").read_text())["errors"] == [str(err.value)]
     return str(err.value), run_dir
 
@@ -41,27 +44,28 @@ def command_group(command, count=2, **fields) -> dict:
     return {**SHORT, "consumer_group": {"members": [{"count": count, "command": command, **fields}]}}
 
 
-def test_a_program_that_exits_before_it_started_stops_the_run(chaos_run, tmp_path):
-    line, run_dir = refused(chaos_run, command_group(["{python}", "-c", "print('bye'); raise SystemExit(4)"]), tmp_path)
+def test_a_program_that_exits_before_it_started_stops_the_run(chaos_run, request, tmp_path):
+    line, run_dir = refused(chaos_run, command_group(["{python}", "-c", "print('bye'); raise SystemExit(4)"]), request,
+                            tmp_path)
     assert "consumer_group.members[0].command: {python} -c" in line, line
     assert "member-1 exited with 4 before it logged `started`; see logs/member-1.log" in line, line
     assert "bye" in (run_dir / "logs" / "member-1.log").read_text()
     assert (run_dir / "logs" / "member-2.log").exists()
-    assert not (run_dir / "report").exists()
+    assert not (run_dir / "report" / "summary.json").exists()  # nothing analysed
 
 
-def test_a_program_that_never_logs_started_stops_the_run_at_its_time_out(chaos_run, tmp_path):
+def test_a_program_that_never_logs_started_stops_the_run_at_its_time_out(chaos_run, request, tmp_path):
     line, _ = refused(chaos_run, command_group(["{python}", "-c", "import time; time.sleep(60)"], count=1,
-                                               start_timeout_s=5), tmp_path)
+                                               start_timeout_s=5), request, tmp_path)
     assert "member-1 logged no `started` within 5 s (start_timeout_s); see logs/member-1.log" in line, line
 
 
-def test_a_client_id_that_names_no_member_stops_the_run(chaos_run, tmp_path):
+def test_a_client_id_that_names_no_member_stops_the_run(chaos_run, request, tmp_path):
     program = tmp_path / "own_client_id.py"
     program.write_text(OWN_CLIENT_ID)
     scenario = {**command_group(["{python}", str(program)]), "consumer_group": {
         "members": [{"count": 2, "command": ["{python}", str(program)]}], "output": {"topic": "out"}}}
-    line, _ = refused(chaos_run, scenario, tmp_path)
+    line, _ = refused(chaos_run, scenario, request, tmp_path)
     assert "consumer_group.members[0].command: client.id app-1 names no member: set it to {member}" in line, line
 
 
