@@ -99,10 +99,10 @@ class Application:
         while not self.stopping:
             batch = [m for m in self.consumer.consume(100, timeout=1.0) if m.error() is None]
             if self.bug == "commit-first":
-                if batch:
-                    self.consumer.commit(asynchronous=False)  # the position: past records not yet worked on
-                self.work(held)
-                held = batch
+                if batch:  # the position committed: past records not yet worked on, held until the next batch
+                    self.consumer.commit(asynchronous=False)
+                    self.work(held)
+                    held = batch
             else:
                 self.work(batch)
                 self.commit()
