@@ -8,8 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-from analysis.checks import REGISTRY
-from analysis.pages.compare import check_ran
 from analysis.errors import InputError
 from analysis.engine.spark import SparkUnavailable
 
@@ -27,8 +25,22 @@ output: RUN_DIR/report/summary.json and RUN_DIR/report/index.html (self-containe
 
 checks (count unit; needs):
 {checks}
-""".format(invalid=", ".join(n for n, c in REGISTRY.items() if c.invalidates), checks="\n".join(
-    f"  {n:22} {c.unit}{'; needs ' + ', '.join(c.needs) if c.needs else ''}" for n, c in REGISTRY.items()))
+"""
+
+
+def analyze_epilog() -> str:
+    """The epilog of `analyze --help`, from the checks registered when it is shown (loading them only then)."""
+    from analysis.checks import REGISTRY
+    return ANALYZE_EPILOG.format(invalid=", ".join(n for n, c in REGISTRY.items() if c.invalidates), checks="\n".join(
+        f"  {n:22} {c.unit}{'; needs ' + ', '.join(c.needs) if c.needs else ''}" for n, c in REGISTRY.items()))
+
+
+class EpilogWhenShown(argparse.RawDescriptionHelpFormatter):
+    """A formatter that calls a callable description or epilog when the help is shown, not when the parser is built."""
+
+    def add_text(self, text):
+        super().add_text(text() if callable(text) else text)
+
 
 COMPARE_EPILOG = """Each RUN is a run directory. Runs without report/summary.json are analysed first (Spark).
 Writes compare.json and compare.md into --out (default: the current directory) and prints the table.
@@ -43,7 +55,7 @@ def add_parser(subparsers) -> None:
         description="Check a run directory (run-directory contract v1) for lost records, duplicates and whether "
                     "the commit protocol explains them, skips and steps back inside one member's ownership, commit "
                     "regressions and unhealed faults; attribute each anomaly to the faults active at the time.",
-        epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=analyze_epilog, formatter_class=EpilogWhenShown)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the run directory (runs/<run-id>/)")
     _spark_args(p)
     p.add_argument("--conf", action="append", type=_spark_property, default=None, metavar="KEY=VALUE",
@@ -146,6 +158,7 @@ def text_summary(s: dict) -> str:
     lines.append(f"produced {f(s['produced_records'])} acked · consumed {f(s['consumed_rows'])} rows · "
                  f"{f(s['duplicated_offsets'])} duplicated offsets ({f(s['duplicate_extra_deliveries'])} extra deliveries) · "
                  f"{f(s['lost_records'])} lost · {f(s['rebalances'])} rebalances · {len(s['faults'])} faults")
+    from analysis.pages.compare import check_ran
     skipped = [f"{k} ({v.get('reason')})" for k, v in s["checks"].items() if not check_ran(s, k) and v["status"] != "crashed"]
     broken = [f"{k} ({v.get('error') or v.get('reason')})" for k, v in s["checks"].items() if v["status"] in ("crashed", "unknown")]
     if skipped:
@@ -255,7 +268,7 @@ def cmd_compact(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m analysis", description="kafka-chaos analysis (the checker)",
-                                     epilog=ANALYZE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     epilog=analyze_epilog, formatter_class=EpilogWhenShown)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     add_parser(sub)
     if argv and argv[0] not in ("analyze", "compare", "trend", "compact", "-h", "--help"):

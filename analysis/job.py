@@ -355,7 +355,8 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
             missing = [n for n in chk.needs if not (hist.has_events if n == "events" else hist.has_faults if n == "faults"
                                                      else consumed.has(n))]
             if missing:
-                run.skip(name, {"events": "no events", "faults": "no faults.jsonl"}.get(missing[0],
+                no_events = "output-topic mode" if hist.output is not None else "no events"
+                run.skip(name, {"events": no_events, "faults": "no faults.jsonl"}.get(missing[0],
                          f"no {'/'.join(missing)} columns in consumed/"))
                 continue
             res = run.guarded((name,), chk.run, facts)

@@ -66,8 +66,8 @@ def run(records: int, fmt: str, repeat: int, data_dir: Path, seed: int, cold_cli
         out["cold_cli_s"] = round(time.monotonic() - t, 2)
         out["cold_cli_exit"] = proc.returncode
 
-    from analysis import analyze
-    from analysis.engine.spark import get_session
+    from analysis.api import analyze
+    from analysis.api import get_session
     t = time.monotonic()
     spark = get_session()
     out["session_start_s"] = round(time.monotonic() - t, 2)
@@ -110,8 +110,8 @@ def compacted_figures(rd: Path, spark, repeat: int) -> dict:
     """The JSONL run as `kafka-chaos run` leaves it: compacted to Parquet once, then analysed."""
     import shutil
 
-    from analysis import analyze
-    from analysis.rundir.compact import compact
+    from analysis.api import analyze
+    from analysis.api import compact
     copy = rd.with_name(rd.name + "-compacted")
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(rd, copy)

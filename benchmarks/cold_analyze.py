@@ -36,7 +36,7 @@ def timed(argv: list[str], env: dict) -> float:
 
 def stop_service(folder: str) -> None:
     """Stop the service of this folder only (not `kafka-chaos clean`: that also removes other runs' containers)."""
-    subprocess.run([sys.executable, "-c", "from analysis import service; service.stop()"], cwd=ROOT,
+    subprocess.run([sys.executable, "-c", "from analysis.api import service; service.stop()"], cwd=ROOT,
                    env={**os.environ, "PYTHONPATH": str(ROOT), "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR": folder}, capture_output=True)
 
 

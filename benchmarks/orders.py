@@ -37,7 +37,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "kafka-chaos-bench")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
     a = ap.parse_args(argv)
-    from analysis.engine.spark import get_session
+    from analysis.api import get_session
     spark = get_session()
     base = Plan(records=a.records, partitions=a.partitions)
     runs = {}

@@ -42,7 +42,7 @@ def cell_plan(records: int, cell: str, generations: int, order: str) -> Plan:
 
 
 def measure(run_dir: Path, spark, repeat: int) -> dict:
-    from analysis import analyze
+    from analysis.api import analyze
     analyze(run_dir, spark=spark)  # not counted: the first analysis of a new shape compiles and caches
     walls, phases = [], []
     for _ in range(repeat):
@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.runs:
         return print_real(measure_real(a.runs, a.repeat), a.out)
-    from analysis.engine.spark import get_session
+    from analysis.api import get_session
     spark = get_session()
     results = []
     print(f"{'cell':>10} {'order':>11} {'wall median (min-max)':>24} {'scanning':>9} {'checks':>8} {'load':>5}")

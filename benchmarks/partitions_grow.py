@@ -13,11 +13,11 @@ import argparse
 import json
 from pathlib import Path
 
-from analysis import analyze
+from analysis.api import analyze
 
-from analysis.rundir import history
+from analysis.api import history
 
-from analysis.figures import rebalance_cost
+from analysis.api import rebalance_cost
 from harness.releases.versions import kafka_version
 from harness.run import run_scenario
 from harness.scenario import load_scenario, parse_scenario

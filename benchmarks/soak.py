@@ -137,7 +137,7 @@ def main(argv=None) -> int:
             tempfile.TemporaryDirectory(prefix="kafka-chaos-warm-") as warm_run:
         env = {**env, "KAFKA_CHAOS_ANALYSIS_SERVICE": "1", "KAFKA_CHAOS_ANALYSIS_SERVICE_DIR": folder}
         try:
-            from analysis.engine.synthetic import write_run
+            from analysis.api import write_synthetic_run as write_run
             figures["service_start"] = {k: v for k, v in measured(CLI + [str(write_run(Path(warm_run)))], env).items() if k not in OUTPUT}
             print(f"service    started and warmed on the 20,000-record built-in run: {figures['service_start']}", flush=True)
             analysed = measured(CLI + [str(rd), "--json"], env)

@@ -15,21 +15,21 @@ import statistics
 import time
 from pathlib import Path
 
-from analysis import analyze
-from analysis.engine import spark as S
+from analysis.api import analyze
+from analysis import api
 from harness.cluster.spark import SparkCluster
 
 
 def timed(run_dir: Path, repeat: int, **target) -> tuple[list[float], list[float], dict]:
     """Seconds of each analysis (the first with a fresh session), the load average after each, the summary."""
-    S.stop_session()
+    api.stop_session()
     seconds, loads, summary = [], [], None
     for _ in range(repeat):
         t0 = time.monotonic()
         summary = analyze(run_dir, **target)
         seconds.append(round(time.monotonic() - t0, 2))
         loads.append(round(os.getloadavg()[0], 1))
-    S.stop_session()
+    api.stop_session()
     return seconds, loads, summary
 
 

@@ -163,7 +163,8 @@ def _describe_group(admin: AdminClient, group_id: str) -> dict:
     description = admin.describe_consumer_groups([group_id], request_timeout=REQUEST_TIMEOUT_S)[group_id].result()
     return {"state": description.state.name, "members": len(description.members),
             "assigned": sum(len(m.assignment.topic_partitions) for m in description.members if m.assignment),
-            "coordinator": description.coordinator.id if description.coordinator else None}
+            "coordinator": description.coordinator.id if description.coordinator else None,
+            "client_ids": sorted(m.client_id for m in description.members)}
 
 
 def _answer(bootstrap: str) -> None:

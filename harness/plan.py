@@ -52,6 +52,9 @@ class MemberSettings(Strict):
     metadata_refresh_ms: int | None
     static_membership: bool
     config: dict[str, str | int | bool]
+    command: list[str] | str | None = None  # a command member's program (workloads/command.py)
+    workdir: str | None = None  # the folder it starts in (absolute)
+    start_timeout_s: int | None = None  # it logs `started` within this (None: 60 s)
 
     @classmethod
     def of(cls, spec: ConsumerGroupSpec) -> "MemberSettings":
@@ -180,6 +183,19 @@ class Plan(Strict):
             if member.host is not None:
                 hosts.setdefault(member.host, []).append(member)
         return {host: tuple(members) for host, members in hosts.items()}
+
+    def member_field(self, name: str) -> str:
+        """The scenario field that declares member `name`: consumer_group.members[i] of a mixed group, else
+        consumer_group (a spare's, a duplicate's)."""
+        group = self.scenario.consumer_group
+        index = int(name.rsplit("-", 1)[1]) if name.count("-") == 1 and name.rsplit("-", 1)[1].isdigit() else 0
+        if isinstance(group.members, list) and 1 <= index <= group.member_count:
+            first = 0
+            for i, entry in enumerate(group.members):
+                first += entry.count
+                if index <= first:
+                    return f"consumer_group.members[{i}]"
+        return "consumer_group"
 
     def release(self, client: str, version: str | None) -> ClientRelease:
         found = [c for c in self.clients if (c.client, c.version) == (client, version)]

@@ -34,10 +34,14 @@ from harness.scenario import FaultEntry, Scenario
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from kafkanet import waiting
 from harness.hosting import hosted_settings
+from harness.command_members import (command_members_alive, command_members_named, command_members_ran,
+                                     command_members_started, unlisted_commands)
+from harness.output_topic import read_back
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
 from workloads.kinds import member_kind
 from workloads.security import security_config
+from workloads.command import DEFAULT_START_TIMEOUT_S
 from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
                                 host_process, member_process, producer_process, stop_all)
 
@@ -99,7 +103,10 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
         commit=settings.commit, auto_commit_interval_ms=settings.auto_commit_interval_ms,
         processing=ProcessingConfig(**settings.processing.model_dump()), batch_size=settings.batch_size,
         extra=dict(settings.config), instance_id=instance_id,
-        subscribed_topics=None if settings.topics is None else list(settings.topics))
+        subscribed_topics=None if settings.topics is None else list(settings.topics),
+        command=settings.command, workdir=settings.workdir,
+        start_timeout_s=settings.start_timeout_s or DEFAULT_START_TIMEOUT_S,
+        output_topic=output.topic if (output := plan.scenario.consumer_group.output) else None)
 
 
 def producer_config(plan: Plan, run_dir: Path, bootstrap: str) -> ProducerConfig:
@@ -425,6 +432,8 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         with phase("topics" if len(plan.topics) > 1 else "topic"):
             for topic in plan.topics:
                 cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
+            if (output := plan.scenario.consumer_group.output) is not None:
+                cluster.create_topic(output.topic, output.partitions, output.replication_factor)
         watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
                                sum(t.partitions for t in plan.topics), log=group_log)
         if not security_config():  # the wire sampler speaks plaintext only: a SASL/SSL cluster's run has no band
@@ -436,12 +445,19 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             for member in plan.members:
                 if member.host is None:
                     pool.start(member.name, lane=member.lane)
+            command_members_started(plan, pool, outcome)
             limit_s = stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members))
-            if not wait_until(lambda: watcher.is_stable(len(plan.members)), limit_s, "group stable"):
+            alive = partial(command_members_alive, plan, pool)  # a command member that exits ends the wait
+            stable = wait_until(lambda: watcher.is_stable(len(plan.members)) or not alive(), limit_s,
+                                "group stable") and alive()
+            command_members_ran(plan, pool, outcome)
+            if not stable:
                 if not watcher.ever_described:  # not a finding: the harness could not see the group
                     raise ClusterError(f"the group could not be described once in {limit_s:g} s "
                                        f"({watcher.describe_error or 'Kafka could not say'}); see {run_dir / 'logs'}")
-                unsettled(outcome, group_log, watcher, "join", limit_s, len(plan.members))
+                unsettled(outcome, group_log, watcher, "join", limit_s, len(plan.members),
+                          unlisted_commands(plan, pool, watcher.last_described))
+            command_members_named(plan, watcher.last_described, outcome)
         with phase(WORKLOAD_PHASE):
             nemesis = nemesis_for(plan, cluster, pool, timeline, topics, schedule, rpc_proxy)
             producer = producer_process(producer_config(plan, run_dir, cluster.lane_bootstrap_servers(plan.producer.lane))).start()
@@ -478,6 +494,10 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             stop_all(([producer] if producer else []) + pool.os_processes() + ([probe] if probe else []))
         for process in pool.os_processes():
             after_stop(process)
+    if (output := plan.scenario.consumer_group.output) is not None:
+        with phase("read the output topic"):
+            read_back(run_dir, cluster.control_bootstrap_servers, output, plan.group_id,
+                      {t.name: t.partitions for t in plan.topics})
 
 
 def sampled_protocol(plan: Plan) -> str:
@@ -486,10 +506,11 @@ def sampled_protocol(plan: Plan) -> str:
 
 
 def unsettled(outcome: RunOutcome, group_log: GroupLog, watcher: GroupWatcher, phase: str, limit_s: float,
-              expected_members: int) -> None:
+              expected_members: int, unlisted: dict[str, str] | None = None) -> None:
     """The group did not settle within its limit: a finding (harness.settling), in group.jsonl and run.json."""
     progress = watcher.last_progress
     lag = lag_by_partition(progress.end_offsets, progress.committed) if progress is not None else None
-    row = group_log.unsettled(phase, limit_s, expected_members, watcher.partitions, watcher.last_described, lag)
+    row = group_log.unsettled(phase, limit_s, expected_members, watcher.partitions, watcher.last_described, lag,
+                              unlisted)
     outcome.unsettled.append(finding_line(row))
     say(f"finding: {outcome.unsettled[-1]}")

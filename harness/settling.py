@@ -64,10 +64,15 @@ class GroupLog:
         self._write({"kind": "described", "phase": phase, **description})
 
     def unsettled(self, phase: str, limit_s: float, expected_members: int, partitions: int,
-                  last_described: dict | None, lag: dict[str, int] | None) -> dict:
+                  last_described: dict | None, lag: dict[str, int] | None,
+                  unlisted: dict[str, str] | None = None) -> dict:
+        """`unlisted`: the members the harness saw running and the coordinator did not list, with their commands
+        (output-topic mode: the members write no events the analysis could tell it from)."""
         row = {"kind": "unsettled", "phase": phase, "limit_ms": round(limit_s * 1000),
                "expected_members": expected_members, "partitions": partitions,
                "last_described": last_described, "lag": lag}
+        if unlisted is not None:
+            row["unlisted"] = unlisted
         return self._write(row)
 
     def _write(self, row: dict) -> dict:

@@ -73,6 +73,10 @@ class MemberConfig:
     hosted_settings: dict = field(default_factory=dict)  # client settings a hosted member changes (harness/hosting.py)
     join_watch_s: float | None = None  # librdkafka: no assignment this long after subscribing writes its group debug
     #                                    log (workloads/client_debug.py); the harness passes the group's stable limit
+    command: list[str] | str | None = None  # a command member's program (workloads/command.py): argv, or sh -c's
+    workdir: str | None = None  # the folder the command starts in
+    start_timeout_s: float = 60  # a command member logs `started` within this
+    output_topic: str | None = None  # output-topic mode: the topic a command member writes what it consumed to
 
 
 @dataclass(frozen=True)

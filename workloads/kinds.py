@@ -22,8 +22,9 @@ class MemberKind:
     name: str                    # what consumer_group.client says
     title: str                   # how an error names it: "the <title> ..."
     about: str                   # one line for the scenario reference
-    library: Literal["librdkafka", "kafka-clients"]  # the client library: how a release of it is resolved
-    module: str                  # the process one member of its own runs (python -m <module>)
+    library: Literal["librdkafka", "kafka-clients", "any"]  # the client library: how a release of it is resolved
+    module: str | None           # the process one member of its own runs (python -m <module>); None: its command
+    command: bool = False        # a program of the user's, started from its consumer_group command (no release)
     host_module: str | None = None  # the member host (many members, one process); None: one member a process
     member_as_host: bool = False    # a member of its own runs as a host of one (module takes a host's config)
     stacks_signal: int | None = None  # makes the host write every thread's stack into its log
@@ -137,3 +138,9 @@ register(MemberKind(
     stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
     sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
     events=MEMBER_EVENTS - {"join_overdue"}))
+
+register(MemberKind(
+    name="command", title="command member", library="any",
+    about="a program of yours, from the member spec's command (workloads/app.py writes the run directory's contract)",
+    module=None, command=True, pins_version=False, unpinned="harness", processing_delay=False, eager_sticky=True,
+    admin_probe=False, refused_faults={"slow_processing": "the harness cannot slow a program of yours down"}))

@@ -6,10 +6,8 @@ to the log BEFORE its offsets are committed, so a killed member never looks like
 """
 from __future__ import annotations
 
-import json
 import random
 import re
-import struct
 import sys
 import time
 import zlib
@@ -19,70 +17,14 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from workloads import config as workload_config
+from workloads.app import (ContractLog, consumer_settings, current_generation, error_detail, is_fatal,
+                           package_version, partition_names, row_of, subscription)
 from workloads.client_debug import JoinWatch
 from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
-from workloads.history import JsonlLog, end_event, now_ms, started_facts
-from workloads.security import security_config
+from workloads.history import end_event, now_ms, started_facts
 
 CLIENT = "librdkafka"
-
-
-def consumer_settings(cfg: MemberConfig) -> dict:
-    settings = {
-        **security_config(),
-        "bootstrap.servers": cfg.bootstrap_servers,
-        "group.id": cfg.group_id,
-        "client.id": cfg.member,
-        "enable.auto.commit": cfg.commit == "auto",
-        "auto.offset.reset": "earliest",
-        "max.poll.interval.ms": cfg.max_poll_interval_ms,
-        "group.protocol": cfg.protocol,
-    }
-    if cfg.protocol == "classic":
-        settings.update({
-            "partition.assignment.strategy": cfg.assignor,
-            "session.timeout.ms": cfg.session_timeout_ms,
-            "heartbeat.interval.ms": cfg.heartbeat_interval_ms,
-        })
-    elif cfg.remote_assignor:
-        settings["group.remote.assignor"] = cfg.remote_assignor
-    if cfg.commit == "auto":
-        # librdkafka's defaults: an offset is stored as consume() hands the record over, and a timer
-        # commits what is stored. A crash can therefore lose records committed but not yet logged.
-        settings["auto.commit.interval.ms"] = cfg.auto_commit_interval_ms or 5000
-    if cfg.instance_id:
-        settings["group.instance.id"] = cfg.instance_id
-    if cfg.metadata_refresh_ms:
-        settings["topic.metadata.refresh.interval.ms"] = cfg.metadata_refresh_ms
-    settings.update(cfg.hosted_settings)
-    settings.update(cfg.extra)
-    return settings
-
-
-def subscription(cfg: MemberConfig) -> list[str]:
-    """The run's topics by name (or only the member's own, consumer_group.members[i].topics), or the pattern
-    (librdkafka: a name that starts with ^ is a regular expression; anchored at both ends, so it means what
-    Java's Pattern.matches means)."""
-    if cfg.pattern:
-        return [f"^({cfg.pattern})$"]
-    return list(cfg.subscribed_topics or cfg.topics)
-
-
-def current_generation(consumer: Consumer) -> int:
-    """The group generation (KIP-848: the member epoch) this member is in; -1 when unknown.
-
-    librdkafka has no getter; its serialized group metadata is b"CGMDv2:" + int32 generation
-    (native byte order) + group id ... That layout is undocumented, so anything unexpected gives -1.
-    """
-    blob = consumer.consumer_group_metadata()
-    if not isinstance(blob, bytes) or not blob.startswith(b"CGMDv2:") or len(blob) < 11:
-        return -1
-    return struct.unpack("=i", blob[7:11])[0]
-
-
-def partition_names(partitions) -> list[str]:
-    return [f"{p.topic}:{p.partition}" for p in partitions]
 
 
 class Processing:
@@ -108,11 +50,6 @@ GROUP_REQUESTS = ("ConsumerGroupHeartbeat", "JoinGroup", "SyncGroup", "Heartbeat
                   "OffsetFetch", "FindCoordinator")
 
 
-def is_fatal(error: KafkaError) -> bool:
-    """librdkafka hands a fatal error to consume() as a _FATAL message whose fatal() flag may be unset."""
-    return error.fatal() or error.code() == KafkaError._FATAL
-
-
 def _descriptions() -> list[tuple[str, str]]:
     """(librdkafka's text, Kafka error name) of every error code, the longest text first."""
     codes = {v for k, v in vars(KafkaError).items() if k.isupper() and not k.startswith("_") and isinstance(v, int)}
@@ -133,34 +70,9 @@ def named_request(error: KafkaError) -> str | None:
     return match.group(1) if match and match.group(1) in GROUP_REQUESTS else None
 
 
-def package_version() -> str:
-    """confluent-kafka's release: version() is (text, number) before 2.16 and the text from 2.16 on."""
-    version = confluent_kafka.version()
-    return version if isinstance(version, str) else version[0]
-
-
 def librdkafka_facts(member: MemberConfig | None = None) -> dict:
     """The `started` facts of a process on this client: the confluent-kafka and librdkafka that run it."""
     return started_facts(CLIENT, package_version(), member, librdkafka_version=confluent_kafka.libversion()[0])
-
-
-def next_sequence(log: Path) -> int:
-    """The consumption sequence number after the last row of a consumed log (0 for a new log): its last line's n
-    plus one. Read from the tail only (JsonlLog has already dropped a cut-short last line)."""
-    try:
-        with open(log, "rb") as fh:
-            end = fh.seek(0, 2)
-            fh.seek(max(0, end - 4096))
-            lines = fh.read().splitlines()
-    except FileNotFoundError:
-        return 0
-    for line in reversed(lines):
-        try:
-            n = json.loads(line).get("n")
-        except ValueError:
-            continue
-        return n + 1 if isinstance(n, int) else 0
-    return 0
 
 
 class FatalError(Exception):
@@ -176,18 +88,12 @@ class Member:
         self.cfg = cfg
         self.name = cfg.member
         run_dir = Path(cfg.run_dir)
-        self.consumed = JsonlLog(run_dir / "consumed" / f"{self.name}.jsonl")
-        # the consumption sequence (the contract's column n): a restarted process goes on from its log's last row
-        self.next_n = next_sequence(run_dir / "consumed" / f"{self.name}.jsonl")
-        self.events = JsonlLog(run_dir / "events" / f"{self.name}.jsonl")
+        self.log = ContractLog(cfg, CLIENT)  # consumed/ and events/, the sequence n, the commit windows
         self.stopping = False
         self.crashed = False  # a hosted member brought down as if killed (workloads/member_host.py)
-        self.generation = -1  # the last one seen; kept for events after close()
         # A failed commit is retried when the member is idle: otherwise a group whose last commit
         # failed (e.g. in a rebalance) would never show its real progress to Kafka.
         self.uncommitted = False
-        self.next_commit_id = 0  # per process: the analysis pairs commit_sent with its answer inside one process
-        self.sent_async: list[tuple[dict, int, int]] = []  # (offsets, commit_id, requested_at) awaiting on_commit
         settings = consumer_settings(cfg)
         if cfg.commit in ("async", "auto"):
             settings["on_commit"] = self.on_commit  # results arrive in later consume() calls
@@ -202,12 +108,11 @@ class Member:
         self.consumer = Consumer(settings)
 
     def refresh_generation(self) -> int:
-        self.generation = current_generation(self.consumer)
-        return self.generation
+        self.log.generation = current_generation(self.consumer)
+        return self.log.generation
 
     def event(self, kind: str, **fields) -> None:
-        self.events.append({"ts_ms": now_ms(), "member": self.name, "kind": kind, "generation": self.generation, **fields})
-        self.events.flush()
+        self.log.event(kind, **fields)
 
     # Rebalance callbacks run inside consume(), between batches: the previous batch is already committed.
     def on_assign(self, consumer, partitions) -> None:
@@ -244,20 +149,20 @@ class Member:
             self._end_on(exc.args[0], None)
             return 3
         finally:
-            self.consumed.close()
+            self.log.consumed.close()
             if self.join_watch is not None:
                 self.join_watch.close()
         if self.crashed:
             return 0
         self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
         self.event("stopped")
-        self.events.close()
+        self.log.events.close()
         return 0
 
     def abandon(self) -> None:
         """A crashed member's end: its Consumer destroyed without the consumer close (confluent-kafka's dealloc passes
         RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE: no final commit, no LeaveGroup of its own), its logs left as they are."""
-        self.events.close()
+        self.log.events.close()
         self.consumer = None
 
     def _watch_join(self, subscribed_s: float) -> None:
@@ -303,18 +208,8 @@ class Member:
         return True
 
     def _log_batch(self, records, at: int) -> None:
-        generation = self.refresh_generation()
-        instance_id = self.cfg.instance_id
-        rows = []
-        for m in records:
-            producer_id, _, seq = (m.value() or b"").decode(errors="replace").partition(":")
-            rows.append({"topic": m.topic(), "partition": m.partition(), "offset": m.offset(), "member": self.name,
-                         "consumed_at_ms": at, "key": m.key().decode(errors="replace") if m.key() else None,
-                         "producer_id": producer_id or None, "seq": int(seq) if seq.isdigit() else None,
-                         "instance_id": instance_id, "generation": generation, "client": CLIENT, "n": self.next_n})
-            self.next_n += 1
-        self.consumed.extend(rows)
-        self.consumed.flush()
+        generation, log = self.refresh_generation(), self.log
+        log.rows([row_of(m, self.name, at, generation, log.take_n(), self.cfg.instance_id, CLIENT) for m in records])
 
     def _commit(self, records) -> None:
         next_offsets: dict[tuple[str, int], int] = {}
@@ -337,49 +232,24 @@ class Member:
             self.uncommitted = False
 
     def _commit_offsets(self, offsets: list[TopicPartition]) -> None:
-        """The broker applies a commit somewhere between its sending and its answer, and a member frozen mid-commit
-        learns the answer long after: both ends of that window are logged. ``commit_sent`` is flushed before the
-        commit leaves, so that a member killed before the answer leaves a trace of a commit that may have landed;
-        its ``commit_id`` pairs it with the answer (``requested_at_ms``: the sending)."""
-        committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
-        commit_id, self.next_commit_id = self.next_commit_id, self.next_commit_id + 1
-        requested_at = now_ms()
-        self.event("commit_sent", offsets=committed, commit_id=commit_id)
-        if self.cfg.commit == "async":
-            self.sent_async.append((committed, commit_id, requested_at))
-            self.consumer.commit(offsets=offsets, asynchronous=True)
-            return
-        window = {"commit_id": commit_id, "requested_at_ms": requested_at}
+        """Commit through the contract's window (workloads/app.py ContractLog.commit); a failed commit is retried when
+        the member is idle, and a fatal one ends the member."""
+        asynchronous = self.cfg.commit == "async"
+        send = lambda: self.consumer.commit(offsets=offsets, asynchronous=asynchronous)  # noqa: E731
         try:
-            self.consumer.commit(offsets=offsets, asynchronous=False)
-            self.uncommitted = False
-            self.event("committed", offsets=committed, **window)
+            self.log.commit(offsets, send, asynchronous)
+            if not asynchronous:  # an asynchronous commit's answer comes to on_commit
+                self.uncommitted = False
         except KafkaException as exc:
             error = exc.args[0]
             self.uncommitted = True
-            self.event("commit_failed", offsets=committed, **window, detail=error_detail(error))
             if is_fatal(error):  # the commit's own answer, unless librdkafka's fatal state was set before (_FATAL)
                 raise FatalError(error, "OffsetCommit" if error.code() != KafkaError._FATAL else None) from None
 
     def on_commit(self, err, partitions) -> None:
-        """Result of an asynchronous commit: of one the member sent (paired by its offsets; answers come in the order
-        of the requests), or of the auto-commit timer (no window known)."""
-        offsets = {f"{p.topic}:{p.partition}": p.offset for p in partitions}
+        """Result of an asynchronous commit (the member's or the auto-commit timer's)."""
         self.uncommitted = err is not None
-        window = {}
-        sent = next((i for i, (o, _, _) in enumerate(self.sent_async) if o == offsets), None)
-        if sent is not None:
-            _, commit_id, requested_at = self.sent_async.pop(sent)
-            window = {"commit_id": commit_id, "requested_at_ms": requested_at}
-        if err is None:
-            self.event("committed", offsets=offsets, **window)
-        else:
-            self.event("commit_failed", offsets=offsets, **window, detail=error_detail(err))
-
-
-def error_detail(error) -> str:
-    """A KafkaError as events carry it: the Kafka error name first (ILLEGAL_GENERATION: ...)."""
-    return f"{error.name()}: {error.str()}"
+        self.log.answer(err, partitions)
 
 
 if __name__ == "__main__":

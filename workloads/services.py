@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from kafkanet.waiting import wait_until
-from workloads import config as workload_config
+from workloads import command, config as workload_config
+from workloads.app import subscription
 from workloads.control import host_ack_path, host_control_path, write_atomically
 from workloads.history import JsonlLog, now_ms
 from workloads.owner import owner_gone, this_owner
@@ -38,6 +39,9 @@ class WorkloadProcess:
     lane: str | None = None  # the client lane it was started on, when not its own name's (a duplicate's)
     sent: set[int] = field(default_factory=set, repr=False)  # the signals the harness sent the current process
     watcher: threading.Thread | None = field(default=None, repr=False)  # logs its death by a signal not sent
+    argv: list[str] | None = None  # a command member's program (None: python -m <module>)
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)  # added to the harness's own environment
 
     def start(self) -> "WorkloadProcess":
         log_path = self.run_dir / "logs" / f"{self.name}.log"
@@ -45,8 +49,8 @@ class WorkloadProcess:
         self.sent = set()
         with open(log_path, "ab") as log:
             self.process = subprocess.Popen(
-                [self.python, "-m", self.module],
-                env={**os.environ, **workload_config.encode(self.config), OWNER_ENV: this_owner(),
+                self.argv or [self.python, "-m", self.module], cwd=self.cwd,
+                env={**os.environ, **self.env, **workload_config.encode(self.config), OWNER_ENV: this_owner(),
                      "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))},
                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 start_new_session=True,  # its own process group; a Ctrl-C in the terminal is the harness's to handle
@@ -109,22 +113,33 @@ class WorkloadProcess:
 
 def watch_death(workload: WorkloadProcess, process: subprocess.Popen, sent: set[int]) -> None:
     """Waits for one process of a workload; if a signal the harness did not send ended it, logs that death (a
-    host's: each of its members')."""
+    host's: each of its members'); so does a command member's exit on its own, whatever its code (a program of the
+    user's writes no event of its own end)."""
     code = process.wait()
+    if isinstance(workload.config, MemberConfig) and workload.config.output_topic is not None:
+        return  # output-topic mode writes no events/: a crash of the harness's alone would make the checks read them
     if code < 0 and -code not in sent:
         if isinstance(workload.config, HostConfig):
             for member in workload.config.members:
                 log_death(workload.run_dir, member.member, "member", code)
         else:
             log_death(workload.run_dir, workload.name, workload.role, code)
+    elif code >= 0 and not sent and workload.argv is not None:
+        log_death(workload.run_dir, workload.name, workload.role, code)
 
 
 def log_death(run_dir: Path, name: str, role: str, exit_code: int) -> None:
     """The `crashed` event a process killed by a signal cannot write itself (e.g. SIGABRT from a failed assertion
-    in librdkafka): in its own events file, at the time the harness saw it die."""
-    name_of = signal_name(-exit_code)
-    row = {"ts_ms": now_ms(), "member": name, "kind": "crashed", "signal": name_of, "exit_code": exit_code,
-           "detail": f"{name_of}: ended by a signal the harness did not send (logged by the harness)"}
+    in librdkafka), or a command member's exit on its own: in its own events file, at the time the harness saw it
+    die."""
+    if exit_code < 0:
+        name_of = signal_name(-exit_code)
+        detail = f"{name_of}: ended by a signal the harness did not send (logged by the harness)"
+        row = {"ts_ms": now_ms(), "member": name, "kind": "crashed", "signal": name_of, "exit_code": exit_code,
+               "detail": detail}
+    else:
+        row = {"ts_ms": now_ms(), "member": name, "kind": "crashed", "exit_code": exit_code,
+               "detail": f"exited on its own with code {exit_code} (logged by the harness)"}
     if role != "member":
         row["role"] = role
     events = JsonlLog(run_dir / "events" / f"{name}.jsonl")
@@ -149,10 +164,33 @@ def admin_probe_process(config: AdminProbeConfig) -> WorkloadProcess:
 
 
 def member_process(config: MemberConfig) -> WorkloadProcess:
+    if member_kind(config.client).command:
+        return command_process(config)
     if member_kind(config.client).member_as_host:  # the program takes a host's config, whatever the number of members
         return host_process(HostConfig(host=config.member, run_dir=config.run_dir, members=[config]))
     return WorkloadProcess(config.member, member_kind(config.client).module, config, Path(config.run_dir),
                            python=config.release.python or sys.executable, role="member")
+
+
+def command_process(config: MemberConfig) -> WorkloadProcess:
+    """A command member: the user's program with the run's values filled in (workloads/command.py), in its folder."""
+    filled = command.values(bootstrap_servers=config.bootstrap_servers, group_id=config.group_id,
+                            topics=subscription(config), member=config.member, instance_id=config.instance_id,
+                            output_topic=config.output_topic)
+    return WorkloadProcess(config.member, None, config, Path(config.run_dir), role="member",
+                           argv=command.argv(config.command, filled), cwd=config.workdir,
+                           env=command.environment(filled))
+
+
+def wait_started(process: WorkloadProcess, timeout_s: float) -> str | None:
+    """Waits for a member's `started` event; None once it is there, else why not (exited first, or not in time)."""
+    events = process.run_dir / "events" / f"{process.name}.jsonl"
+    logged = lambda: events.exists() and b'"kind":"started"' in events.read_bytes()  # noqa: E731
+    if wait_until(lambda: logged() or not process.alive(), timeout_s, interval_s=0.1) and logged():
+        return None
+    if not process.alive():
+        return f"exited with {process.exit_code} before it logged `started`"
+    return f"logged no `started` within {timeout_s:g} s (start_timeout_s)"
 
 
 def host_process(config: HostConfig) -> WorkloadProcess:

@@ -31,7 +31,8 @@ def unsettled(x: Facts):
         held = {tp: last_ownership(x.history, tp, row["ts_ms"]) for tp in lag}
         owners = {tp: p.member if p else None for tp, p in held.items()}
         coordinator = coordinator_owners(x.history.group_states, lag, row["ts_ms"])
-        unlisted = unlisted_members(x.history, row["ts_ms"])
+        commands = row.get("unlisted") or {}  # output-topic mode: the harness names them, with their commands
+        unlisted = sorted({*unlisted_members(x.history, row["ts_ms"]), *commands})
         debug_logs = {e.member: e.facts["debug_log"] for e in x.history.events
                       if e.kind == "join_overdue" and e.member in unlisted and "debug_log" in e.facts}
         out.append({"type": "unsettled", "topic": None, "partition": None, "offsets": None, "count": 1,
@@ -43,6 +44,7 @@ def unsettled(x: Facts):
                     "lag": lag, "last_owner": owners,
                     "owned_until": {tp: None if p is None or p.end > row["ts_ms"] else p.end for tp, p in held.items()},
                     "coordinator_owner": coordinator, "unlisted": unlisted, "debug_logs": debug_logs,
+                    **({"commands": commands} if commands else {}),
                     "reason": ("not stable" if row.get("phase") == "join" else "not caught up") +
                               f" within {row['limit_ms'] / 1000:g} s" + (
                                   f"; {', '.join(unlisted)}: started, alive, and not in the group the coordinator "

@@ -22,7 +22,7 @@ class LostOffset(NamedTuple):
 
 def read_frontiers(x: Facts) -> dict[tuple[str, int], int]:
     """(topic, partition) -> the highest offset some member of the group read past: the highest it consumed there,
-    or the group's last successful commit there less one. An acked record nobody consumed is ``lost`` at or below
+    or the group's last successful commit there less one (its final commits in output-topic mode, output.json). An acked record nobody consumed is ``lost`` at or below
     it (a read went past it without it) and ``unseen`` above it (nothing has been read that far yet: the record is
     still in Kafka), as Jepsen's Kafka checker tells them apart."""
     def frontiers():
@@ -34,6 +34,8 @@ def read_frontiers(x: Facts) -> dict[tuple[str, int], int]:
             if c.ok:
                 key = (c.topic, c.partition)
                 out[key] = max(out.get(key, -1), c.offset - 1)
+        for key, offset in ((x.history.output or {}).get("commits") or {}).items():  # output-topic mode's final ones
+            out[key] = max(out.get(key, -1), offset - 1)
         return out
     return x.once("read_frontiers", frontiers)
 

@@ -13,9 +13,19 @@ ANY_MEMBER = "any"
 def fatal_ends(h: History) -> list:
     """The events on which a member ended on a client error it could not go on after: an ``error`` marked
     ``fatal``, ``fenced`` (always an end; run directories written before ``fatal`` existed carry no flag), and a
-    ``crashed`` with a ``signal``: the harness logs a death by a signal it did not send (an abort in the client)."""
+    ``crashed`` the harness logged: a death by a signal it did not send (an abort in the client), or a command
+    member's program that exited on its own (its ``exit_code``, no signal)."""
     return [e for e in h.events if (e.kind in ("fenced", "error") and e.facts.get("fatal", e.kind == "fenced") is True)
-            or (e.kind == "crashed" and e.facts.get("signal"))]
+            or (e.kind == "crashed" and (e.facts.get("signal") or e.facts.get("exit_code") is not None))]
+
+
+def _error_of(e) -> str:
+    """What a fatal end is called: the Kafka error, the signal, a program's exit code, else its detail's first word."""
+    if e.facts.get("error") or e.facts.get("signal"):
+        return str(e.facts.get("error") or e.facts.get("signal"))
+    if e.kind == "crashed" and e.facts.get("exit_code") is not None:
+        return f"exit code {e.facts['exit_code']}"
+    return (e.detail or "").partition(": ")[0] or e.kind  # detail: "NAME: text"
 
 
 class Drawn(NamedTuple):
@@ -50,7 +60,7 @@ def member_fatal(x: Facts):
     h = x.history
     out, expected = [], []
     for e in fatal_ends(h):
-        error = str(e.facts.get("error") or e.facts.get("signal") or (e.detail or "").partition(": ")[0] or e.kind)  # detail: "NAME: text"
+        error = _error_of(e)
         text = (e.detail or "").removeprefix(f"{error}: ")
         drawn = _drawn_by(h, e.member, error, e.ts)
         generation = e.generation if e.generation is not None and e.generation >= 0 else \

@@ -7,8 +7,7 @@ from typing import NamedTuple
 
 from analysis.checks.context import crashes
 from analysis.checks.framework import CheckResult, Facts, check
-from analysis.engine.kernels import Span, merge_spans
-from analysis.intervals import gaps
+from analysis.intervals import Span, gaps, merge_spans
 from analysis.rundir.history import ENDS, OPEN, History
 
 

@@ -12,6 +12,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from analysis.intervals import Span, merge_spans, segmented_cummax
+
 # the sides of a row (a produced row's by its status: ok or absent, fail, info, unplaced; contract.STATUSES)
 CONSUMED, PRODUCED, FAILED, INFO, UNPLACED, BAD_PRODUCED, BAD_CONSUMED = 0, 1, 2, 3, 4, 8, 9
 NO_EVENTS_PERIOD, OUTSIDE_PERIOD = -2, -1
@@ -529,16 +531,6 @@ def _gap_tops(good, spans, stall_blocks, pb):
         yield t, top, {k: pb[k][lo[t]:hi[t]] for k in ("b", "mask", "tmin", "tmax", "kmin", "kmax")}
 
 
-def segmented_cummax(key, v) -> np.ndarray:
-    """Running maximum of ``v`` restarted at each new value of ``key`` (rows sorted by key), exact for any values:
-    the running maximum of (key, rank of v) pairs packed in one integer."""
-    if len(v) == 0:
-        return v
-    u, rank = np.unique(v, return_inverse=True)
-    seg = np.cumsum(np.r_[True, key[1:] != key[:-1]]) - 1
-    return u[np.maximum.accumulate(seg * len(u) + rank.ravel()) - seg * len(u)]
-
-
 def _delivery_spans(bg, stall_ms) -> tuple[list[tuple[int, Span]], list[tuple]]:
     """When each partition was delivered, folded into spans with no gap above ``stall_ms`` inside, each with the
     highest offset delivered in it (the ``stall`` check's input): [(partition code, Span)]. A
@@ -548,32 +540,6 @@ def _delivery_spans(bg, stall_ms) -> tuple[list[tuple[int, Span]], list[tuple]]:
     blocks = sorted(set(zip(bg["tp"][long].tolist(), bg["b"][long].tolist())))
     short = ~long
     return merge_spans(bg["tmin"][short], bg["tmax"][short], bg["omax"][short], stall_ms, key=bg["tp"][short]), blocks
-
-
-class Span(NamedTuple):
-    """A time a partition was delivered: from ``start`` to ``end`` (ms), ``top`` the highest offset delivered in it."""
-    start: int
-    end: int
-    top: int
-
-
-def merge_spans(t0, t1, omax, gap_ms: int, key=None) -> list:
-    """Time spans [t0, t1] (each with a highest offset) merged wherever no gap above ``gap_ms`` separates them:
-    [Span], in time order; with ``key``, only spans of one key merge: [(key, Span)], by key and time. The one span
-    rule of the ``stall`` check (executor and driver)."""
-    t0, t1, omax = (np.asarray(v, np.int64) for v in (t0, t1, omax))
-    k = np.zeros(len(t0), np.int64) if key is None else np.asarray(key, np.int64)
-    if len(t0) == 0:
-        return []
-    order = np.lexsort((t0, k))
-    k, t0, t1, omax = k[order], t0[order], t1[order], omax[order]
-    reach = segmented_cummax(k, t1)
-    new = np.ones(len(t0), bool)
-    new[1:] = (k[1:] != k[:-1]) | (t0[1:] - reach[:-1] > gap_ms)
-    st = np.flatnonzero(new)
-    spans = [Span(*s) for s in zip(t0[st].tolist(), np.maximum.reduceat(t1, st).tolist(),
-                                   np.maximum.reduceat(omax, st).tolist())]
-    return spans if key is None else list(zip(k[st].tolist(), spans))
 
 
 def _skips(bg, allK, known) -> list[dict]:

@@ -45,9 +45,9 @@ import numpy as np
 from analysis.engine import kernels
 from analysis.engine.kernels import (BAD_CONSUMED, BAD_PRODUCED, BIG, CONSUMED, FAILED, INFO, LOG_ROWS, LOG_SCHEMA,
                                      PRODUCED, SEGMENT, SEQUENCE_WORDS, STEP, UNPLACED, bit_runs,
-                                     check_groups, check_task, codes, int_columns, log_batch, log_task,
-                                     segmented_cummax)
-from analysis.intervals import gaps_inclusive, merged_ranges
+                                     check_groups, check_task, codes, int_columns, log_batch, log_task)
+from analysis import intervals
+from analysis.intervals import gaps_inclusive, merged_ranges, segmented_cummax
 
 
 # ------------------------------------------------------------------------------------------------- Spark
@@ -199,9 +199,11 @@ def unnamed(got: dict[str, list[dict]], names: dict[tuple[str, int], str]) -> di
 
 
 def by_value(cloudpickle) -> None:
-    """Executors get this module's functions and the kernels by value: they need numpy and pyarrow, not this package."""
+    """Executors get this module's functions, the kernels and the interval arithmetic by value: they need numpy and
+    pyarrow, not this package."""
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     cloudpickle.register_pickle_by_value(kernels)
+    cloudpickle.register_pickle_by_value(intervals)
 
 
 def check_partitions(agg, cfg: dict, in_driver: bool = False) -> dict[str, list[dict]]:

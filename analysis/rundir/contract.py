@@ -16,6 +16,7 @@ STATUSES = ("ok", "fail", "info", "unplaced")  # produced status: docs/DESIGN.md
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed", "fenced",
                "stopped", "crashed", "error", "admin_call", "join_overdue")
 WORKLOAD_PHASE = "workload and faults"  # run.json's phase of the workload (its cpu_pressure_pct, its seconds)
+OUTPUT_FILE = "output.json"  # output-topic mode: the read-back of the members' output topic (harness/output_topic.py)
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
 RECORD_SUFFIXES = (".parquet", ".jsonl")
 EFFECT_FROM = ("inject", "first_hit", "never")  # a fault's window of effect opens at its inject, its first hit, never

@@ -28,8 +28,9 @@ STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "hea
                  "librdkafka_version")
 COMMIT_FACTS = ("requested_at_ms", "commit_id")  # of a commit's events: when it was sent, and which commit it is
 COMMIT_KINDS = ("commit_sent", "committed", "commit_failed")
-END_FACTS = ("error", "fatal", "request", "signal")  # of a `fenced` or `error` event: the error, as the member logged
-# it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not send
+END_FACTS = ("error", "fatal", "request", "signal", "exit_code")  # of a `fenced` or `error` event: the error, as the
+# member logged it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not
+# send, or the exit code of a command member's program that exited on its own
 OVERDUE_FACTS = ("debug_log", "waited_ms")  # of `join_overdue`: the member's client debug log, and the wait it passed
 
 
@@ -182,6 +183,7 @@ class History:
     group: list[dict] | None = None  # group.jsonl: what the harness saw of the group (None: not written)
     group_states: list[dict] | None = None  # group-states.jsonl: the coordinator's view, sampled (None: not written)
     coordinator: list[tuple[int, str]] | None = None  # coordinator.log: (ts, sentence) its coordinator logged (None: none)
+    output: dict | None = None  # output.json: output-topic mode's read-back, with the group's final commits (None: none)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -365,6 +367,20 @@ def read_group(run_dir: Path, warnings: list[str], file: str = "group.jsonl", ta
     return sorted(rows, key=lambda r: r["ts_ms"])
 
 
+def read_output(run_dir: Path) -> dict | None:
+    """output.json (output-topic mode: the harness read the members' output topic back into consumed/), or None.
+    Its `commits` ("topic:partition" -> offset) are the group's final commits: they count in the read frontier."""
+    path = run_dir / contract.OUTPUT_FILE
+    if not path.is_file():
+        return None
+    try:
+        output = json.loads(path.read_text())
+        commits = {parse_tp(tp, contract.OUTPUT_FILE, "commits"): int(o) for tp, o in (output.get("commits") or {}).items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise InputError(f"{contract.OUTPUT_FILE}: not what output-topic mode writes ({exc})") from None
+    return {**output, "commits": commits}
+
+
 def build(run_dir: Path, protocol: str = "auto") -> History:
     warnings: list[str] = []
     events = read_events(run_dir, warnings)
@@ -373,7 +389,7 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
     h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
                 warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE],
                 group=read_group(run_dir, warnings), group_states=read_group(run_dir, warnings, "group-states.jsonl", "group_states"),
-                coordinator=coordinator_log.read(run_dir))
+                coordinator=coordinator_log.read(run_dir), output=read_output(run_dir))
     if members:
         rebuild_ownership(h, protocol)
     return h

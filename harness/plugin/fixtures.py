@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from harness.plugin.assertions import ChaosRun, undecided_checks
-from harness.scenario import ClusterSpec, parse_with_unique_names
+from harness.scenario import ClusterSpec, parse_with_unique_names, read_yaml, with_workdir
 
 # The session cluster starts before any scenario is known: lanes for up to 8 members, 2 member hosts and the producer.
 SESSION_LANES = tuple(f"member-{n}" for n in range(1, 9)) + ("host-1", "host-2", "producer-1")
@@ -85,14 +85,21 @@ def kafka_cluster(pytestconfig):
 
 @pytest.fixture
 def chaos_run(kafka_cluster, request, tmp_path):
-    """Run a scenario (a dict, as in a scenario file) on the session cluster, analyse it, return a ChaosRun."""
+    """Run a scenario (a dict, as in a scenario file, or a scenario file's path, relative to the test file) on the
+    session cluster, analyse it, return a ChaosRun. A command member starts in the scenario file's folder (a dict's:
+    the test file's)."""
     from harness.run import run_scenario
     keep = request.config.getoption("keep_runs")
     runs_root = keep / re.sub(r"[^\w.-]+", "_", request.node.name) if keep else tmp_path / "runs"
 
-    def run(scenario: dict, analyze: bool = True) -> ChaosRun:
+    def run(scenario: dict | str | Path, analyze: bool = True) -> ChaosRun:
         kafka_cluster.reset_faults()  # one test's leftovers must not poison the next
-        parsed = parse_with_unique_names(scenario, secrets.token_hex(3), "chaos_run")
+        if isinstance(scenario, (str, Path)):  # a scenario file: its command members start in its folder
+            path = Path(scenario) if Path(scenario).is_absolute() else request.path.parent / scenario
+            scenario, folder, source = read_yaml(path, "scenario"), path.parent, str(path)
+        else:  # a scenario as a dict: in the test file's folder
+            folder, source = request.path.parent, "chaos_run"
+        parsed = parse_with_unique_names(with_workdir(scenario, folder), secrets.token_hex(3), source)
         outcome = run_scenario(parsed, runs_root, cluster=kafka_cluster, source=request.node.nodeid)
         if analyze and parsed.analysis.enabled:
             from analysis.api import analyze as analyze_run

@@ -193,6 +193,8 @@ def member_client(client: str, version: str | None, default_java, log=print, off
     or classpath, and what its release can do. `default_java()` gives the brokers' own (classpath, log4j
     config) for an unpinned Java member. Offline: None for a release not on this machine yet (it would be
     downloaded) and for the brokers' own Java client (it is read from the Kafka image)."""
+    if member_kind(client).command:  # a program of the user's brings its own client
+        return ClientRelease()
     if member_kind(client).library == "librdkafka":
         if version is None:
             return ClientRelease(python=sys.executable)

@@ -11,7 +11,20 @@ from harness.scenario.schema import Scenario, parse_scenario
 
 def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
-    return parse_scenario(read_yaml(path, "scenario"), str(path))
+    return parse_scenario(with_workdir(read_yaml(path, "scenario"), path.parent), str(path))
+
+
+def with_workdir(data: object, folder: Path) -> object:
+    """A scenario whose command members start in `folder` (the scenario file's, or a test file's), or in its
+    consumer_group.workdir taken relative to it: the folder made absolute, so the plan runs it from anywhere."""
+    group = data.get("consumer_group") if isinstance(data, dict) else None
+    if not isinstance(group, dict):
+        return data
+    entries = group.get("members") if isinstance(group.get("members"), list) else []
+    if group.get("command") is None and not any(isinstance(m, dict) and m.get("command") is not None for m in entries):
+        return data
+    workdir = (Path(folder) / str(group.get("workdir") or ".")).resolve()
+    return {**data, "consumer_group": {**group, "workdir": str(workdir)}}
 
 
 def parse_with_unique_names(data: object, suffix: str, source: str) -> Scenario:
@@ -31,6 +44,8 @@ def unique_names(scenario: dict, suffix: str) -> dict:
     suffixed = lambda names: None if names is None else [f"{n}-{suffix}" for n in names]  # noqa: E731
     if group.get("topics") is not None:
         out["consumer_group"]["topics"] = suffixed(group["topics"])
+    if isinstance(group.get("output"), dict) and group["output"].get("topic"):
+        out["consumer_group"]["output"] = {**group["output"], "topic": f"{group['output']['topic']}-{suffix}"}
     if isinstance(group.get("members"), list):
         out["consumer_group"]["members"] = [{**m, "topics": suffixed(m["topics"])} if m.get("topics") else m
                                             for m in group["members"]]

@@ -8,12 +8,15 @@ a Scenario, a `fault` a FaultEntry (not imported: the schema imports this module
 from __future__ import annotations
 
 import re
+from pathlib import Path
+
 from faults.context import ScenarioFacts
 from faults.targets import TARGET_CHECKS
 from faults.triggers import MAX_REPLICAS_PER_BROKER
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting
 from harness.releases.client_versions import version_tuple
 from harness.releases.kafka_release import KIP_848_GA
+from workloads.command import check_command
 from workloads.kinds import KINDS, member_kind, suggest
 
 from harness.zoo.spec import Contrast, ZooSpec
@@ -21,11 +24,14 @@ from harness.zoo.spec import Contrast, ZooSpec
 
 def check_group(group) -> None:
     """Every rule of a consumer_group (each member's own settings too, as a list entry overrides them)."""
+    if member_kind(group.client).command:
+        _command_rules(group)
     _group_size(group)
     if not isinstance(group.members, int):
         group.member_specs()
     _client_rules(group)
     _protocol_rules(group)
+    check_output_mode(group)
 
 
 def _group_size(group) -> None:
@@ -40,6 +46,33 @@ def _group_size(group) -> None:
         specs = [] if isinstance(group.members, int) else group.members
         check_hosting({group.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
                       total, group.members_per_host)
+
+
+def _command_rules(group) -> None:
+    """A command member: a command that can start, and none of the settings only the harness's own members take."""
+    if group.command is None:
+        raise ValueError("command: a command member needs the program to run (an argv list, or a string for sh -c)")
+    try:
+        check_command(group.command, Path(group.workdir or "."))
+    except ValueError as exc:
+        raise ValueError(f"command: {exc}") from None
+    refused = [("version", group.version is not None, "pins no client release: your program brings its own client"),
+               ("members_per_host", group.members_per_host is not None,
+                "is never hosted: each runs as a program of its own, on a lane of its own"),
+               ("processing", group.has_processing_delay, "does its own work: the harness has no delay to add")]
+    for field, wrong, why in refused:
+        if wrong:
+            raise ValueError(f"{field}: a command member {why}")
+
+
+def check_output_mode(group) -> None:
+    """Output-topic mode is the group's: every member a command member (a group mixing modes cannot be judged)."""
+    if group.output is None:
+        return
+    for i, spec in enumerate(group.member_specs()):
+        if not member_kind(spec.client).command:
+            raise ValueError(f"output: every member of an output-topic group is a command member; member-{i + 1} is "
+                             f"the {member_kind(spec.client).title} (a group mixing modes cannot be judged)")
 
 
 def _client_rules(group) -> None:
@@ -112,6 +145,13 @@ def check_scenario(scenario) -> None:
     for kind in map(member_kind, sorted({spec.client for spec in scenario.consumer_group.member_specs()})):
         if len(scenario.topics) > 1 and not kind.topic_choice:
             raise ValueError(f"topics: the {kind.title} subscribes to one topic" + suggest(lambda k: k.topic_choice, kind))
+    output = scenario.consumer_group.output
+    if output is not None and output.topic in names:
+        raise ValueError(f"consumer_group.output.topic: {output.topic!r} is one of the run's topics; the output "
+                         "topic is the program's own")
+    if output is not None and output.replication_factor > scenario.cluster.brokers:
+        raise ValueError(f"consumer_group.output.replication_factor: {output.replication_factor} is more than "
+                         f"cluster.brokers ({scenario.cluster.brokers})")
     _check_subscriptions(scenario.consumer_group, names)
     _check_replicas(scenario)
     facts = scenario.facts()

@@ -87,16 +87,66 @@ ASSIGNORS = Literal["range", "roundrobin", "sticky", "cooperative-sticky"]
 COMMIT_MODES = Literal["sync", "async", "auto", "before_process"]
 
 
+Command = Annotated[Union[list[Annotated[str, Field(min_length=1)]], Annotated[str, Field(min_length=1)]], Field(
+    description="run a program of yours as the member (a command member): an argv list, or a string run by sh -c, "
+                "from the scenario file's folder; {bootstrap_servers}, {group_id}, {topics}, {member}, {instance_id}, "
+                "{output_topic} and {python} are filled in (and set as KAFKA_CHAOS_* variables); the program makes "
+                "its consumer through workloads/app.py, which writes the run directory")]
+START_TIMEOUT = Field(None, ge=1, le=3600, description="a command member must log `started` within this many seconds "
+                      "of its start (default: 60)")
+
+
+class OutputFields(Strict):
+    """Where an output record says which input record it came from: header names, or keys of its JSON value."""
+    topic: str = "in-topic"
+    partition: str = "in-partition"
+    offset: str = "in-offset"
+    member: str = Field("in-member", description="the member that processed it (optional in a record; absent: "
+                        "`output`)")
+
+
+class OutputSpec(Strict):
+    """Output-topic mode: a consume-transform-produce program that cannot be changed tells what it consumed by what
+    it writes. The harness creates the topic (with the run's suffix), reads it to its end once the members stopped,
+    and writes consumed/<member>.jsonl and output.json from it."""
+    topic: str = Field(pattern=r"^[A-Za-z0-9._-]{1,200}$", description="the topic the program writes to ({output_topic})")
+    source: Literal["headers", "json"] = Field("headers", description="headers: the fields are record headers; json: "
+                                               "keys of the record's JSON value")
+    fields: OutputFields = Field(default_factory=OutputFields)
+    isolation: Literal["read_committed", "read_uncommitted"] = Field(
+        "read_committed", description="how the harness reads the topic (read_committed: a transactional program's "
+                                      "aborted writes are not counted)")
+    partitions: int = Field(6, ge=1, le=MAX_TOPIC_PARTITIONS)
+    replication_factor: int = Field(3, ge=1)
+
+
+def _command_names_the_kind(data):
+    """A spec that names a command is a command member: it takes no `client`."""
+    if isinstance(data, dict) and data.get("command") is not None:
+        if data.get("client") not in (None, "command"):
+            raise ValueError(f"client: a command member runs your program, not the {member_kind(data['client']).title}"
+                             "; give client or command, not both")
+        data = {**data, "client": "command"}
+    return data
+
+
 class MemberSpec(Strict):
     """Some members of a mixed group (consumer_group.members as a list); a field left out is the group's."""
     count: int = Field(1, ge=1, le=MAX_HOSTED_MEMBERS)
     client: Client | None = None
+    command: Command | None = None
+    start_timeout_s: int | None = START_TIMEOUT
     version: str | None = Field(None, pattern=VERSION)
     assignor: ASSIGNORS | None = None
     static_membership: bool | None = None
     commit: COMMIT_MODES | None = None
     topics: list[str] | None = Field(None, min_length=1, description="subscribe to only these of the run's topics "
                                      "(librdkafka)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_command_member(cls, data):
+        return _command_names_the_kind(data)
 
 
 class AdminProbeSpec(Strict):
@@ -112,8 +162,8 @@ class AdminProbeSpec(Strict):
 class ConsumerGroupSpec(Strict):
     group_id: str = "chaos-group"
     members: int | list[MemberSpec] = Field(
-        3, description="how many members, or a list of member specs (count, client, version, assignor, "
-                       "static_membership, commit, topics) for a mixed group")
+        3, description="how many members, or a list of member specs (count, client or command, version, assignor, "
+                       "static_membership, commit, topics, start_timeout_s) for a mixed group")
     client: Client = Field(DEFAULT_KIND, description="the member kind: " + "; ".join(
         f"{k.name}: {k.about}" for k in KINDS.values()))
     members_per_host: int | None = Field(None, ge=1, le=MAX_HOSTED_MEMBERS, description=(
@@ -148,6 +198,17 @@ class ConsumerGroupSpec(Strict):
     config: dict[str, str | int | bool] = Field(default_factory=dict, description="extra librdkafka consumer settings")
     admin_probe: AdminProbeSpec | None = Field(None, description="an admin client asking about the group in a loop, "
                                                "beside the members (librdkafka: the group's confluent-kafka release)")
+    command: Command | None = None
+    output: OutputSpec | None = Field(None, description="output-topic mode for command members that write what they "
+                                      "consumed to a topic instead of through workloads/app.py")
+    workdir: str | None = Field(None, description="the folder a command member starts in, relative to the scenario "
+                                "file's (default: the scenario file's own folder)")
+    start_timeout_s: int | None = START_TIMEOUT
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_command_member(cls, data):
+        return _command_names_the_kind(data)
 
     @model_validator(mode="after")
     def _rules(self):

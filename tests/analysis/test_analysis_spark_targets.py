@@ -237,3 +237,10 @@ def test_a_cluster_session_runs_on_the_default_jvm_and_a_local_one_on_the_local_
 def test_standalone_cli_exit_code_equals_local(runs, master_url, capsys):
     rd, _, local_code = runs["known-jsonl"]
     assert cli.main(["analyze", str(rd), "--master", master_url]) == local_code == 1
+
+
+def test_session_target_includes_the_properties():
+    """A session built with other properties (another cluster's driver address) is not reused."""
+    assert S._target("spark://h:7077", None, {"spark.driver.host": "a"}) != S._target("spark://h:7077", None, None)
+    assert S._target("spark://h:7077", None, {"b": "1", "a": "2"}) == S._target("spark://h:7077", None, {"a": "2", "b": "1"})
+    assert S._target(None, "sc://h:1", {"a": "1"}) == S._target(None, "sc://h:1", None)

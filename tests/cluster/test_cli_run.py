@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis import service
+from analysis.api import service
 from kafkanet.waiting import wait_until
 
 pytestmark = pytest.mark.cluster

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from analysis import analyze
+from analysis.api import analyze
 from harness.cluster import log_disk
 from harness.cluster.external import ExternalBroker, ExternalClusterError
 from harness.plugin.assertions import ChaosRun

@@ -72,7 +72,7 @@ def test_disk_full_halts_the_node_and_the_heal_brings_it_back(tmp_path):
     """The short form of test_disk_full.py's nightly run, on a cluster of its own with 32 MB log disks."""
     import secrets
 
-    from analysis import analyze
+    from analysis.api import analyze
     from harness.cluster import log_disk
     from harness.run import run_scenario
     from harness.scenario import parse_with_unique_names

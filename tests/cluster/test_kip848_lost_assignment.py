@@ -6,9 +6,9 @@ timed out the same way, sends a full one and gets it. Each side runs as `kafka-c
 its own: the scenario's brokers keep a frozen member for 50 s (cluster.broker_config), the session cluster's for 10."""
 import pytest
 
-from analysis import analyze
+from analysis.api import analyze
 
-from analysis.checks import signature
+from analysis.api import signature
 from harness.run import run_scenario
 from harness.scenario import parse_scenario
 from harness.zoo.runner import on_side, select

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from analysis.pages.trend import collect
+from analysis.api import trend
 
 pytestmark = pytest.mark.cluster
 
@@ -16,7 +16,7 @@ def test_run_json_names_the_test_and_two_runs_are_one_series(chaos_run, request)
     first, second = chaos_run(TINY), chaos_run(TINY)
     for run in (first, second):
         assert json.loads((run.run_dir / "run.json").read_text())["source"] == request.node.nodeid
-    [series] = collect([first.run_dir.parent]).values()
+    [series] = trend.collect([first.run_dir.parent]).values()
     assert series.identity["source"] == request.node.nodeid and len(series.rows) == 2
     assert series.identity["client"] == "librdkafka" and series.identity["membership"] == "dynamic"
     assert series.identity["client_version"][0].isdigit(), series.identity   # the version the members reported

@@ -34,7 +34,7 @@ def test_a_large_group_joins_takes_a_join_and_a_crash_and_settles(name, tmp_path
     if outcome.unsettled and name in KNOWN_FINDINGS:
         pytest.xfail(f"{KNOWN_FINDINGS[name]}; kept in {outcome.run_dir}")
     assert outcome.unsettled == [], f"a finding, kept in {outcome.run_dir}: {outcome.unsettled}"
-    from analysis import analyze
+    from analysis.api import analyze
     summary = analyze(outcome.run_dir)
     assert summary["lost_records"] == 0 and summary["valid"] is True, summary["anomaly_counts"]
     crash = next(json.loads(line) for line in (outcome.run_dir / "faults.jsonl").read_text().splitlines()

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from analysis import analyze, cli as analysis_cli
-from analysis.engine import spark as S
+from analysis.api import analyze, cli as analysis_cli
+from analysis import api
 from benchmarks.synth import Plan, generate
 from harness import cli as harness_cli
 from harness.cluster.containers import docker_client
@@ -47,7 +47,7 @@ def cluster(runs):
     with SparkCluster(workers=2, memory_mb=2048, mounts=(root,)) as started:
         yield started
     assert containers_of(started.cluster_id) == [], "the cluster's containers outlived it"
-    S.get_session()  # the module leaves the cached session local[*] again
+    api.get_session()  # the module leaves the cached session local[*] again
 
 
 @pytest.mark.parametrize("name", PLANS)
@@ -55,7 +55,7 @@ def test_summary_on_two_workers_equals_local(runs, cluster, name):
     rd, local = runs[1][name]
     assert local["valid"] is False and local["lost_records"] > 0 and local["anomaly_counts"]["backwards"] > 0
     got = analyze(rd, master=cluster.master_url, conf=cluster.driver_conf())
-    sc = S.get_session(master=cluster.master_url, conf=cluster.driver_conf()).sparkContext
+    sc = api.get_session(master=cluster.master_url, conf=cluster.driver_conf()).sparkContext
     assert sc.master == cluster.master_url and sc.pythonExec == EXECUTOR_PYTHON
     executors = {e.host() for e in sc._jsc.sc().statusTracker().getExecutorInfos()} - {sc.getConf().get("spark.driver.host")}
     assert len(executors) == 2, f"both workers' executors should have joined: {executors}"

@@ -3,7 +3,7 @@ one miss in a make test at load 45), so these run under the slow marker in `make
 --repeat N`, whose table judges them by their rates."""
 import pytest
 
-from analysis.checks import signature
+from analysis.api import signature
 from harness.zoo.runner import on_side, select
 
 pytestmark = pytest.mark.cluster

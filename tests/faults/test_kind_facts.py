@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from analysis.rundir.history import fault_facts
+from analysis.api import history
 from faults.base import Fault
 from faults.kinds import fault_kinds
 from faults.rpc import RpcFault, RpcParams
@@ -65,8 +65,8 @@ def test_a_kind_writes_what_the_analysis_reads_into_an_older_row_of_it(kind):
                        {"api": "OffsetCommit", "action": "delay", "delay_ms": 500}, {"api": "LeaveGroup", "action": "drop_connection"},
                        {"api": "JoinGroup", "action": "observe"}, {"api": "Heartbeat", "action": "hold"}):
             fault = rule(**params)
-            assert fault.facts() == fault_facts({"kind": kind, "params": fault.params}), params
+            assert fault.facts() == history.fault_facts({"kind": kind, "params": fault.params}), params
         return
     cls = fault_kinds()[kind]
     declared = cls.__new__(cls).facts()  # the kind's own facts(); no target needed to tell them
-    assert declared == fault_facts({"kind": kind, "params": {}})
+    assert declared == history.fault_facts({"kind": kind, "params": {}})

@@ -8,8 +8,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from analysis import analyze
-from analysis.engine.synthetic import write_run
+from analysis.api import analyze
+from analysis.api import write_synthetic_run as write_run
 from harness.plugin.assertions import ChaosAssertionError, ChaosRun
 from harness.plugin.fixtures import JUNIT_FIELDS
 

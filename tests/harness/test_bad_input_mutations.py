@@ -137,7 +137,7 @@ def test_the_mutations_are_mostly_refused(tmp_path, capsys):
 # Run directories: a few cases only, each one analysis in this process's Spark session.
 
 def _synthetic_run(root: Path, jsonl_members=("a",)) -> Path:
-    from analysis.engine.synthetic import write_run
+    from analysis.api import write_synthetic_run as write_run
     return write_run(root, jsonl_members)
 
 

@@ -34,9 +34,11 @@ def refusal(data: dict) -> str:
 
 
 def test_every_kind_the_harness_ships_is_registered_with_what_it_runs():
-    assert set(KINDS) >= {"librdkafka", "java", "java-member"}
+    assert set(KINDS) >= {"librdkafka", "java", "java-member", "command"}
     for kind in KINDS.values():
-        assert kind.module.startswith("workloads.") and (kind.host_module is None) == (not kind.hosts)
+        assert (kind.module is None) == kind.command  # a command member runs the user's program
+        assert kind.command or kind.module.startswith("workloads.")
+        assert (kind.host_module is None) == (not kind.hosts)
         assert kind.commit_modes and kind.events <= KINDS["librdkafka"].events | {"admin_call"}
 
 

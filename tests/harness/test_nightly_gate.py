@@ -100,7 +100,7 @@ def test_an_open_bug_with_a_contrast_is_red_only_when_the_contrast_shows_it_or_t
     from collections import Counter
     from pathlib import Path
 
-    from analysis.checks.signature import Match
+    from analysis.api import signature
     from harness.zoo.runner import BugResult, Tally, write
     from harness.zoo.spec import ZooSpec
     spec = ZooSpec(bug="unreported:librdkafka-kip848-lost-assignment", swap="client_kind", affected="2.16.1",
@@ -114,7 +114,7 @@ def test_an_open_bug_with_a_contrast_is_red_only_when_the_contrast_shows_it_or_t
             t = tallies[side] = Tally(side, release)
             for i in range(3):
                 t.started += 1
-                t.add(Path(f"{side}-{i}"), Match(i < shown, [1], [None], Counter()))
+                t.add(Path(f"{side}-{i}"), signature.Match(i < shown, [1], [None], Counter()))
         d = night(tmp_path, name=name)
         write(d, [BugResult("kip848-lost-assignment.yaml", spec, tallies)], "2026-11-29")
         return d

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from analysis.checks import REGISTRY
+from analysis.api import REGISTRY
 from harness.plugin.assertions import ChaosAssertionError, ChaosRun
 
 CHECKS = (*REGISTRY, "attribution", "rebalances")

@@ -2,7 +2,6 @@
 session or container is started (the real cluster: tests/cluster/test_spark_cluster.py)."""
 import pytest
 
-from analysis.engine import spark as S
 from harness import cli
 from harness.cluster.spark import SparkCluster
 
@@ -50,10 +49,3 @@ def test_spark_cluster_up_needs_its_mounts(tmp_path, capsys):
 def test_a_cluster_needs_a_worker():
     with pytest.raises(ValueError, match="at least one worker"):
         SparkCluster(workers=0)
-
-
-def test_session_target_includes_the_properties():
-    """A session built with other properties (another cluster's driver address) is not reused."""
-    assert S._target("spark://h:7077", None, {"spark.driver.host": "a"}) != S._target("spark://h:7077", None, None)
-    assert S._target("spark://h:7077", None, {"b": "1", "a": "2"}) == S._target("spark://h:7077", None, {"a": "2", "b": "1"})
-    assert S._target(None, "sc://h:1", {"a": "1"}) == S._target(None, "sc://h:1", None)

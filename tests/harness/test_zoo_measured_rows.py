@@ -5,7 +5,7 @@ from those runs' report/anomalies.jsonl and events/, cut to the member and windo
 import json
 from pathlib import Path
 
-from analysis.checks import signature
+from analysis.api import signature
 from harness.scenario import parse_scenario, read_yaml
 
 ZOO_DIR = Path(__file__).resolve().parents[2] / "scenarios" / "zoo"

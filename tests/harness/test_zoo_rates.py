@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.checks.signature import Match
+from analysis.api import signature
 from harness.zoo.runner import BugResult, Tally, binomial_cdf, wilson
 from harness.zoo.spec import ZooSpec
 
@@ -25,7 +25,7 @@ def tally(side, shown, started, failed=0):
         if i < failed:
             t.add(None, failure="harness: boom")
         else:
-            t.add(Path(f"r{i}"), Match(i - failed < shown, [1], [None], Counter({"duplicate": 1})))
+            t.add(Path(f"r{i}"), signature.Match(i - failed < shown, [1], [None], Counter({"duplicate": 1})))
     return t
 
 
@@ -132,7 +132,7 @@ def with_contrast(affected_shown, contrast_shown, started=3):
     c = Tally("contrast", "java-member")
     for i in range(started):
         c.started += 1
-        c.add(Path(f"c{i}"), Match(i < contrast_shown, [1], [None]))
+        c.add(Path(f"c{i}"), signature.Match(i < contrast_shown, [1], [None]))
     return BugResult("kip848-lost-assignment.yaml", ZooSpec(**UNREPORTED), {"affected": t, "contrast": c})
 
 

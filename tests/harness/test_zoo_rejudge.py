@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis import analyze
+from analysis.api import analyze
 from harness import cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analysis"))
@@ -54,7 +54,7 @@ def rejudged(tmp_path: Path, zoo_dir: Path, capsys) -> dict:
 
 
 def test_rejudge_judges_the_recorded_runs_by_the_signature_now(tmp_path, capsys):
-    from analysis.engine.spark import get_session
+    from analysis.api import get_session
     spark = get_session()
     planted, clean = a_run(tmp_path / "planted", skip=50), a_run(tmp_path / "clean", skip=None)
     for run_dir in (planted, clean):

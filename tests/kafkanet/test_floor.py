@@ -4,6 +4,8 @@ the protocols of faults/backend.py, which every backend implements."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,14 +90,16 @@ def test_the_arrow_check_sees_an_arrow_up(tmp_path):
 def analysis_modules_imported(root: Path, package: str) -> set[str]:
     """The modules of analysis/ that `package`'s modules import, each as `analysis.x.y` (`analysis` alone: the
     package; a name imported from analysis.api is analysis.api)."""
+    return set().union(*(analysis_imports_of(module) for module in (root / package).rglob("*.py")))
+
+
+def analysis_imports_of(module: Path) -> set[str]:
     found = set()
-    for module in (root / package).rglob("*.py"):
-        for node in ast.walk(ast.parse(module.read_text(), str(module))):
-            if isinstance(node, ast.Import):
-                found |= {a.name for a in node.names if a.name.split(".")[0] == "analysis"}
-            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "analysis":
-                found |= ({f"{node.module}.{a.name}" for a in node.names} if node.module == "analysis"
-                          else {node.module})
+    for node in ast.walk(ast.parse(module.read_text(), str(module))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "analysis"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "analysis":
+            found |= {f"{node.module}.{a.name}" for a in node.names} if node.module == "analysis" else {node.module}
     return found
 
 
@@ -109,6 +113,41 @@ def test_the_api_check_sees_an_import_past_the_api(tmp_path):
     (tmp_path / "harness" / "x.py").write_text("from analysis.api import analyze\nfrom analysis.engine import spark\n"
                                                "def f():\n    from analysis import history\n")
     assert analysis_modules_imported(tmp_path, "harness") == {"analysis.api", "analysis.engine", "analysis.history"}
+
+
+# The analysis's own unit tests reach the module they test; these benchmarks time one of the engine's plans or
+# kernels against its peer, so they reach inside too. Everything else calls analysis.api.
+ANALYSIS_OWN_TESTS = ROOT / "tests" / "analysis"
+ENGINE_BENCHMARKS = {"group_width.py", "plan_timing.py", "radix_fold.py"}
+
+
+def past_the_api(files) -> dict[str, list[str]]:
+    found = {}
+    for module in files:
+        if other := sorted(analysis_imports_of(module) - {"analysis.api"}):
+            found[str(module.relative_to(ROOT))] = other
+    return found
+
+
+def test_the_benchmarks_and_tests_call_the_analysis_through_its_public_api():
+    files = [m for m in (ROOT / "tests").rglob("*.py") if ANALYSIS_OWN_TESTS not in m.parents]
+    files += [m for m in (ROOT / "benchmarks").rglob("*.py") if m.name not in ENGINE_BENCHMARKS]
+    other = past_the_api(files)
+    assert not other, f"these import analysis/ past analysis.api (add the name to analysis/api.py): {other}"
+
+
+def test_every_name_of_the_api_resolves():
+    import analysis.api as api
+    missing = [name for name in api.__all__ if not hasattr(api, name)]
+    assert not missing and set(api.__all__) >= {"analyze", "compare", "get_session", "REGISTRY"}, missing
+
+
+def test_the_api_loads_no_check_or_spark_for_the_cli_parser():
+    """`kafka-chaos --help` builds every parser: the API loads only the modules asked for, not the checks or Spark."""
+    code = ("import sys; from harness.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('analysis.checks', 'numpy', 'pyspark', 'pyarrow'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]", loaded
 
 
 MAX_ANALYSIS_LINES = 800

@@ -11,7 +11,7 @@ from harness.scenario import parse_scenario
 from workloads import config as workload_config
 from workloads.config import ClientRelease, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.java_member import client_properties, command_line
-from workloads.member import consumer_settings, subscription
+from workloads.app import consumer_settings, subscription
 
 SCENARIO = """
 name: typed

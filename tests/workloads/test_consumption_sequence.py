@@ -3,7 +3,7 @@ n orders all of a member's consumed rows (a restarted process appends to the sam
 import json
 
 from workloads.history import JsonlLog
-from workloads.member import next_sequence
+from workloads.app import next_sequence
 
 
 def test_a_new_log_starts_at_zero(tmp_path):

@@ -5,7 +5,8 @@ import pytest
 from confluent_kafka import KafkaError
 
 from workloads.history import FENCING
-from workloads.member import error_name, is_fatal, named_request, package_version
+from workloads.app import is_fatal, package_version
+from workloads.member import error_name, named_request
 
 FENCED_TEXT = "Fatal error: Broker: Static consumer fenced by other consumer with same group.instance.id"
 UNRELEASED_TEXT = "Fatal error: Broker: The instance ID is still used by another member in the consumer group"

@@ -1,7 +1,7 @@
 """The producer's log row for each delivery report (workloads/producer.py): an ack without an offset (seen from
 librdkafka 2.16.0 on partitions just added) is `unplaced` (its partition, no offset), never an `ok` row the contract
 cannot place."""
-from analysis.rundir import contract
+from analysis.api import contract
 from workloads.producer import UNPLACED_ACK, SequencedProducer
 
 

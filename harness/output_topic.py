@@ -1,0 +1,106 @@
+"""Output-topic mode (consumer_group.output): what a consume-transform-produce program consumed, read back from the
+topic it wrote to once the members stopped. Each output record names the input record it came from (headers, or
+keys of its JSON value); the harness writes consumed/<member>.jsonl from them (the member from the record, else
+`output`; consumed_at_ms: the output record's timestamp; no `n`) and output.json: the topic, how it was read, the rows,
+what could not be read, and the group's final commits, which count in the read frontier (docs/DESIGN.md).
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+from analysis.api import OUTPUT_FILE
+from workloads.history import JsonlLog
+from workloads.security import security_config
+
+NO_MEMBER = "output"  # the member of a record that names none
+EXAMPLES = 5
+
+
+def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict[str, int],
+              timeout_s: float = 120) -> dict:
+    """Read `output.topic` to its end (with its isolation level), write the consumed logs and output.json; returns
+    what output.json says. `topics`: the run's input topics and their partitions (for the group's final commits)."""
+    rows, unread = _read_topic(bootstrap, output, timeout_s)
+    by_member: dict[str, list[dict]] = defaultdict(list)
+    for row in rows:
+        by_member[row["member"]].append(row)
+    for member, member_rows in by_member.items():
+        log = JsonlLog(run_dir / "consumed" / f"{member}.jsonl")
+        log.extend(member_rows)
+        log.close()
+    summary = {"topic": output.topic, "source": output.source, "isolation": output.isolation, "rows": len(rows),
+               "members": {m: len(r) for m, r in sorted(by_member.items())}, "unread": len(unread),
+               "unread_examples": unread[:EXAMPLES], "commits": final_commits(bootstrap, group_id, topics)}
+    (run_dir / OUTPUT_FILE).write_text(json.dumps(summary, indent=1) + "\n")
+    return summary
+
+
+def _read_topic(bootstrap: str, output, timeout_s: float) -> tuple[list[dict], list[dict]]:
+    consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "enable.auto.commit": False,
+                         "group.id": f"kafka-chaos-output-reader-{secrets.token_hex(3)}",
+                         "isolation.level": output.isolation, "enable.partition.eof": True})
+    try:
+        partitions = consumer.list_topics(output.topic, timeout=30).topics[output.topic].partitions
+        consumer.assign([TopicPartition(output.topic, p, OFFSET_BEGINNING) for p in partitions])
+        rows, unread, at_end, deadline = [], [], set(), time.monotonic() + timeout_s
+        while len(at_end) < len(partitions):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the output topic {output.topic} was not read to its end within {timeout_s:g} s")
+            for message in consumer.consume(1000, timeout=1.0):
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        at_end.add(message.partition())
+                        continue
+                    raise RuntimeError(f"reading the output topic {output.topic}: {error.str()}")
+                row, why = input_row(message, output)
+                if row is None:
+                    unread.append({"partition": message.partition(), "offset": message.offset(), "why": why})
+                else:
+                    rows.append(row)
+        return rows, unread
+    finally:
+        consumer.close()
+
+
+def input_row(message, output) -> tuple[dict | None, str | None]:
+    """The consumed row an output record stands for, or (None, why not)."""
+    fields = output.fields
+    if output.source == "headers":
+        named = {k: (v.decode(errors="replace") if isinstance(v, bytes) else v) for k, v in (message.headers() or [])}
+    else:
+        try:
+            named = json.loads(message.value() or b"")
+        except ValueError:
+            return None, "the value is not JSON"
+        if not isinstance(named, dict):
+            return None, "the value is not a JSON object"
+    try:
+        topic, partition, offset = str(named[fields.topic]), int(named[fields.partition]), int(named[fields.offset])
+    except KeyError as exc:
+        return None, f"no {exc.args[0]}"
+    except (TypeError, ValueError):
+        return None, f"{fields.partition} or {fields.offset} is not an integer"
+    _, timestamp = message.timestamp()
+    key = message.key()
+    return {"topic": topic, "partition": partition, "offset": offset,
+            "member": str(named.get(fields.member) or NO_MEMBER), "consumed_at_ms": timestamp,
+            "key": key.decode(errors="replace") if isinstance(key, bytes) else key, "client": "app"}, None
+
+
+def final_commits(bootstrap: str, group_id: str, topics: dict[str, int]) -> dict[str, int]:
+    """The group's committed offsets at the end ("topic:partition" -> offset), read without joining it."""
+    consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "group.id": group_id,
+                         "enable.auto.commit": False})
+    try:
+        asked = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
+        return {f"{tp.topic}:{tp.partition}": tp.offset for tp in consumer.committed(asked, timeout=30)
+                if tp.offset >= 0}
+    finally:
+        consumer.close()
