@@ -1,6 +1,6 @@
 """The Java app under chaos (slow: its first start builds it with Maven). The kafka-chaos plugin alone.
 
-    pytest examples/java/test_app.py
+    pytest examples/java/test_java_app.py
 """
 import pytest
 
