@@ -67,6 +67,7 @@ public final class App implements ConsumerRebalanceListener {
 
     @Override
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
+        partitions.forEach(done::remove);  // work done in an earlier ownership is the committed offset's to say
         if ("seek-past".equals(bug)) {
             Map<TopicPartition, OffsetAndMetadata> committed = consumer.kafka().committed(new java.util.HashSet<>(partitions));
             committed.forEach((tp, o) -> {
@@ -75,6 +76,12 @@ public final class App implements ConsumerRebalanceListener {
                 }
             });
         }
+    }
+
+    /** Partitions lost (the group went on without this member): too late to commit; another member has them. */
+    @Override
+    public void onPartitionsLost(Collection<TopicPartition> partitions) {
+        partitions.forEach(done::remove);
     }
 
     /** Commit what was worked on in the partitions taken away, before another member starts on them. */
@@ -130,11 +137,11 @@ public final class App implements ConsumerRebalanceListener {
             List<ConsumerRecord<byte[], byte[]>> batch = new ArrayList<>();
             records.forEach(batch::add);
             if ("commit-first".equals(bug)) {
-                if (!batch.isEmpty()) {
-                    consumer.commitSync();  // the position: past records not yet worked on
+                if (!batch.isEmpty()) {  // the position committed: past records not yet worked on, held until the next batch
+                    consumer.commitSync();
+                    work(held);
+                    held = batch;
                 }
-                work(held);
-                held = batch;
             } else {
                 work(batch);
                 commit(null);
