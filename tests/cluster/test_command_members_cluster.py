@@ -12,7 +12,7 @@ import yaml
 from harness.scenario import ScenarioError
 
 pytestmark = pytest.mark.cluster
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SHORT = {"producer": {"records": 1000, "rate": 1000}}
 
 # A program of the user's that makes its consumer with its own client.id (not through workloads/app.py).
@@ -70,12 +70,17 @@ def test_a_client_id_that_names_no_member_stops_the_run(chaos_run, request, tmp_
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("app", ["python", "java"])
 @pytest.mark.parametrize("bug, mode", [("commit-first", "scenario"), ("commit-first", "output"),
                                        ("seek-past", "scenario"), ("seek-past", "output")])
-def test_the_examples_planted_bugs_are_caught(chaos_run, tmp_path, bug, mode):
+def test_the_examples_planted_bugs_are_caught(chaos_run, tmp_path, app, bug, mode):
     """commit-first holds committed, unprocessed records a crash loses; seek-past skips a record at each hand-over."""
-    for name in ("app.py", f"{mode}.yaml"):
-        shutil.copy(EXAMPLE / name, tmp_path / name)
+    example = EXAMPLES / app
+    for name in ("app.py", "pom.xml", f"{mode}.yaml"):
+        if (example / name).exists():
+            shutil.copy(example / name, tmp_path / name)
+    if (example / "src").exists():
+        shutil.copytree(example / "src", tmp_path / "src")
     scenario = yaml.safe_load((tmp_path / f"{mode}.yaml").read_text())
     [entry] = scenario["consumer_group"]["members"]
     entry["command"] = entry["command"] + ["--bug", bug]

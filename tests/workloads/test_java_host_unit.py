@@ -23,7 +23,7 @@ from workloads import java_build, java_host
 from workloads.config import ClientRelease, HostConfig, MemberConfig, ProcessingConfig, encode
 from workloads.control import control_path, host_ack_path, host_control_path, write_atomically
 from workloads.history import started_facts
-from workloads.member import consumer_settings
+from workloads.app import consumer_settings
 
 KAFKA_CLIENTS = "4.3.1"
 
@@ -70,13 +70,14 @@ def test_the_jar_is_built_into_its_sources_hash_whole_and_only_once(tmp_path, mo
     shutil.copytree(java_build.SOURCES, sources, ignore=shutil.ignore_patterns("target"))
     cache = tmp_path / "cache"
     jar = java_build.member_jar(sources, cache)
-    assert jar == cache / java_build.sources_hash(sources) / java_build.JAR_NAME
+    assert jar == cache / java_build.build_key(sources) / java_build.JAR_NAME
     assert sorted(p.name for p in cache.iterdir()) == [jar.parent.name]  # no .partial left behind, no build/ inside
     assert sorted(p.name for p in jar.parent.iterdir()) == [java_build.JAR_NAME]
     with zipfile.ZipFile(jar) as archive:
         assert "org/kafkachaos/MemberHost.class" in archive.namelist()
         assert "Main-Class: org.kafkachaos.MemberHost" in archive.read("META-INF/MANIFEST.MF").decode()
-        assert not any(n.startswith("org/apache/kafka/") for n in archive.namelist())  # provided: the image's
+        assert "org/kafkachaos/contract/ContractLog.class" in archive.namelist()  # the contract library, shaded in
+        assert not any(n.startswith(("org/apache/kafka/", "com/fasterxml/")) for n in archive.namelist())  # the image's
     monkeypatch.setattr(java_build, "_build", lambda *a: pytest.fail("built again with unchanged sources"))
     assert java_build.member_jar(sources, cache) == jar
 
@@ -88,7 +89,7 @@ def test_a_changed_source_or_pom_is_another_build_and_target_is_not_a_source(tmp
     (sources / "target").mkdir()
     (sources / "target" / "classes.txt").write_text("a manual build's output")
     assert java_build.sources_hash(sources) == before
-    source = sources / "src" / "main" / "java" / "org" / "kafkachaos" / "Json.java"
+    source = sources / "src" / "main" / "java" / "org" / "kafkachaos" / "Member.java"
     source.write_text(source.read_text() + "\n")
     assert java_build.sources_hash(sources) != before
 

@@ -1,5 +1,10 @@
 package org.kafkachaos;
 
+import org.kafkachaos.contract.ConsumerSettings;
+import org.kafkachaos.contract.ContractLog;
+import org.kafkachaos.contract.Json;
+import org.kafkachaos.contract.JsonlLog;
+import org.kafkachaos.contract.MemberConfig;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import java.io.BufferedReader;
@@ -28,7 +33,7 @@ public final class Check {
     public static void main(String[] args) throws IOException {
         switch (args.length == 0 ? "" : args[0]) {
             case "settings":
-                for (Config.Member m : Config.fromEnvironment().members()) {
+                for (MemberConfig m : Config.fromEnvironment().members()) {
                     Properties p = ConsumerSettings.of(m, System.getenv());
                     Map<String, Object> settings = new TreeMap<>();
                     p.stringPropertyNames().forEach(k -> settings.put(k, p.getProperty(k)));
@@ -39,15 +44,15 @@ public final class Check {
             case "json":
                 BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
                 for (String line = in.readLine(); line != null; line = in.readLine()) {
-                    System.out.println(Json.write(Config.plain(MAPPER.readTree(line))));
+                    System.out.println(Json.write(MemberConfig.plain(MAPPER.readTree(line))));
                 }
                 break;
             case "sequence":
                 JsonlLog.dropUnterminatedTail(Path.of(args[1]));
-                System.out.println(Member.nextSequence(Path.of(args[1])));
+                System.out.println(ContractLog.nextSequence(Path.of(args[1])));
                 break;
             case "delays":
-                Processing processing = new Processing(Config.Processing.of(MAPPER.readTree(args[1])),
+                Processing processing = new Processing(MemberConfig.Processing.of(MAPPER.readTree(args[1])),
                         Member.memberSeed(args[2]));
                 List<Long> delays = new ArrayList<>();
                 for (int i = 0; i < Integer.parseInt(args[3]); i++) {

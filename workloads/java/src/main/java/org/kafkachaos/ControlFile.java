@@ -1,5 +1,6 @@
 package org.kafkachaos;
 
+import org.kafkachaos.contract.Json;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 

@@ -1,7 +1,11 @@
 package org.kafkachaos;
 
+import org.kafkachaos.contract.ConsumerSettings;
+import org.kafkachaos.contract.ContractLog;
+import org.kafkachaos.contract.Json;
+import org.kafkachaos.contract.KafkaErrors;
+import org.kafkachaos.contract.MemberConfig;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -14,11 +18,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.utils.AppInfoParser;
 
-import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -48,12 +48,10 @@ final class Member implements ConsumerRebalanceListener {
     static final long ERROR_PAUSE_MS = 100;
     /** How the group refuses a duplicated group.instance.id (workloads/history.py FENCING): a `fenced` end. */
     static final Set<String> FENCING = Set.of("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID");
-    private static final ObjectMapper MAPPER = new ObjectMapper();
 
-    private final Config.Member cfg;
+    private final MemberConfig cfg;
     private final String name;
-    private final JsonlLog consumed;
-    private final JsonlLog events;
+    private final ContractLog log;  // consumed/ and events/, the sequence n, the commit windows
     private final long seed;
     private final Processing processing;
     private final ControlFile control;
@@ -64,22 +62,16 @@ final class Member implements ConsumerRebalanceListener {
     private volatile KafkaConsumer<byte[], byte[]> consumer;
     private volatile boolean stopping;
     private volatile boolean crashed;
-    private volatile int generation = -1;  // the last one seen; kept for events after close()
     // A failed commit is retried when the member is idle: otherwise a group whose last commit failed (e.g. in a
     // rebalance) would never show its real progress to Kafka.
     private volatile boolean uncommitted;
-    private long nextN;
-    private long nextCommitId;  // per life: the analysis pairs commit_sent with its answer until the next `started`
     private JsonNode override;
     private Processing slow;
 
-    Member(Config.Member cfg) {
+    Member(MemberConfig cfg) {
         this.cfg = cfg;
         this.name = cfg.member();
-        Path consumedPath = Path.of(cfg.runDir(), "consumed", name + ".jsonl");
-        this.consumed = new JsonlLog(consumedPath);
-        this.nextN = nextSequence(consumedPath);  // a restarted member goes on from its log's last row
-        this.events = new JsonlLog(Path.of(cfg.runDir(), "events", name + ".jsonl"));
+        this.log = new ContractLog(cfg, CLIENT);  // a restarted member goes on from its log's last row
         this.seed = memberSeed(name);
         this.processing = new Processing(cfg.processing(), seed);
         this.control = new ControlFile(ControlFile.path(cfg.runDir(), name));
@@ -109,8 +101,7 @@ final class Member implements ConsumerRebalanceListener {
      */
     void crash() {
         crashed = true;
-        consumed.kill();
-        events.kill();
+        log.kill();
         woken.countDown();
         KafkaConsumer<byte[], byte[]> c = consumer;
         if (c != null) {
@@ -128,8 +119,8 @@ final class Member implements ConsumerRebalanceListener {
             consumer = newConsumer();
         } catch (KafkaException e) {
             end(e, null);
-            events.close();
-            consumed.close();
+            log.closeEvents();
+            log.closeConsumed();
             return 3;
         }
         try {
@@ -181,7 +172,7 @@ final class Member implements ConsumerRebalanceListener {
                 return 1;
             }
         } finally {
-            consumed.close();
+            log.closeConsumed();
         }
         if (crashed) {
             bringDown("crashed");
@@ -193,13 +184,13 @@ final class Member implements ConsumerRebalanceListener {
             System.err.println(name + ": close failed: " + e);
         }
         event("stopped", Json.obj());
-        events.close();
+        log.closeEvents();
         return 0;
     }
 
     /** The consumer closed as a dead process leaves it: no leave, no commit ({@link Crash}). */
     private void bringDown(String why) {
-        events.kill();
+        log.killEvents();
         try {
             String how = Crash.down(consumer, "auto".equals(cfg.commit()));
             System.err.println(name + ": " + why + ": " + how);
@@ -236,7 +227,7 @@ final class Member implements ConsumerRebalanceListener {
     }
 
     /** The `started` facts (workloads/history.py started_facts), in its order. */
-    static Map<String, Object> startedFacts(Config.Member cfg) {
+    static Map<String, Object> startedFacts(MemberConfig cfg) {
         Map<String, Object> facts = Json.obj("client", CLIENT, "protocol", cfg.protocol(), "assignor", cfg.assignorFact(),
                 "instance_id", cfg.instanceId(), "commit", cfg.commit(), "heartbeat_interval_ms", cfg.heartbeatIntervalMs());
         if (cfg.host() != null) {  // a hosted member: its host, and the client settings hosting changed
@@ -249,14 +240,12 @@ final class Member implements ConsumerRebalanceListener {
 
     /** Appends and flushes one event; false when the member is dead (crashed) and nothing was written. */
     private boolean event(String kind, Map<String, Object> fields) {
-        Map<String, Object> row = Json.obj("ts_ms", System.currentTimeMillis(), "member", name, "kind", kind,
-                "generation", generation);
-        row.putAll(fields);
-        return events.write(row);
+        return log.event(kind, fields);
     }
 
     private int refreshGeneration() {
-        generation = consumer.groupMetadata().generationId();
+        int generation = consumer.groupMetadata().generationId();
+        log.generation(generation);
         return generation;
     }
 
@@ -265,25 +254,19 @@ final class Member implements ConsumerRebalanceListener {
     public void onPartitionsAssigned(Collection<TopicPartition> partitions) {
         refreshGeneration();
         partitions.forEach(positions::remove);
-        event("assigned", Json.obj("partitions", names(partitions), "member_id", consumer.groupMetadata().memberId()));
+        event("assigned", Json.obj("partitions", ContractLog.names(partitions), "member_id", consumer.groupMetadata().memberId()));
     }
 
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
         partitions.forEach(positions::remove);
-        event("revoked", Json.obj("partitions", names(partitions)));
+        event("revoked", Json.obj("partitions", ContractLog.names(partitions)));
     }
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
         partitions.forEach(positions::remove);
-        event("lost", Json.obj("partitions", names(partitions)));
-    }
-
-    static List<String> names(Collection<TopicPartition> partitions) {
-        List<String> out = new ArrayList<>();
-        partitions.forEach(tp -> out.add(tp.topic() + ":" + tp.partition()));
-        return out;
+        event("lost", Json.obj("partitions", ContractLog.names(partitions)));
     }
 
     /**
@@ -318,7 +301,7 @@ final class Member implements ConsumerRebalanceListener {
         }
         if (wanted == null ? override != null : !wanted.equals(override)) {
             override = wanted;
-            slow = wanted == null ? null : new Processing(Config.Processing.of(wanted), seed);
+            slow = wanted == null ? null : new Processing(MemberConfig.Processing.of(wanted), seed);
         }
         return slow != null ? slow : processing;
     }
@@ -336,34 +319,11 @@ final class Member implements ConsumerRebalanceListener {
 
     private void logBatch(List<ConsumerRecord<byte[], byte[]>> records, long at) {
         int gen = refreshGeneration();
-        String instanceId = cfg.instanceId();
         List<Map<String, Object>> rows = new ArrayList<>(records.size());
         for (ConsumerRecord<byte[], byte[]> m : records) {
-            String value = m.value() == null ? "" : new String(m.value(), StandardCharsets.UTF_8);
-            int colon = value.indexOf(':');
-            String producerId = colon < 0 ? value : value.substring(0, colon);
-            String seq = colon < 0 ? "" : value.substring(colon + 1);
-            rows.add(Json.obj("topic", m.topic(), "partition", m.partition(), "offset", m.offset(), "member", name,
-                    "consumed_at_ms", at,
-                    "key", m.key() == null || m.key().length == 0 ? null : new String(m.key(), StandardCharsets.UTF_8),
-                    "producer_id", producerId.isEmpty() ? null : producerId, "seq", sequence(seq),
-                    "instance_id", instanceId, "generation", gen, "client", CLIENT, "n", nextN));
-            nextN++;
+            rows.add(log.row(m, at, gen));
         }
-        consumed.extend(rows);
-        consumed.flush();
-    }
-
-    /** Python's int(seq) if seq.isdigit() else None. */
-    static Long sequence(String seq) {
-        if (seq.isEmpty() || !seq.chars().allMatch(c -> c >= '0' && c <= '9')) {
-            return null;
-        }
-        try {
-            return Long.parseLong(seq);
-        } catch (NumberFormatException e) {
-            return null;
-        }
+        log.rows(rows, true);
     }
 
     private void commit(List<ConsumerRecord<byte[], byte[]>> records) {
@@ -398,29 +358,19 @@ final class Member implements ConsumerRebalanceListener {
     }
 
     /**
-     * The broker applies a commit somewhere between its sending and its answer, and a member frozen mid-commit learns
-     * the answer long after: both ends of that window are logged. {@code commit_sent} is flushed before the commit
-     * leaves (and a dead member's is refused: its commit never leaves); its {@code commit_id} pairs it with the answer
-     * ({@code requested_at_ms}: the sending).
+     * Commit through the contract's window (ContractLog: rows flushed, then {@code commit_sent}, then the commit, then
+     * its answer); a dead member's {@code commit_sent} is refused and its commit never leaves.
      */
     private void commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
-        Map<String, Object> committed = offsetsField(offsets);
-        long commitId = nextCommitId++;
-        long requestedAt = System.currentTimeMillis();
-        if (!event("commit_sent", Json.obj("offsets", committed, "commit_id", commitId))) {
+        ContractLog.Sent sent = log.sending(offsets);
+        if (sent == null) {
             return;  // crashed: a killed process sends nothing more
         }
         if ("async".equals(cfg.commit())) {
             try {
                 consumer.commitAsync(offsets, (answered, error) -> {
                     uncommitted = error != null;
-                    Map<String, Object> window = Json.obj("offsets", committed, "commit_id", commitId, "requested_at_ms", requestedAt);
-                    if (error == null) {
-                        event("committed", window);
-                    } else {
-                        window.put("detail", KafkaErrors.detail(error));
-                        event("commit_failed", window);
-                    }
+                    log.answered(sent, error);
                 });
             } catch (WakeupException e) {
                 throw e;
@@ -429,17 +379,15 @@ final class Member implements ConsumerRebalanceListener {
             }
             return;
         }
-        Map<String, Object> window = Json.obj("offsets", committed, "commit_id", commitId, "requested_at_ms", requestedAt);
         try {
             consumer.commitSync(offsets);
             uncommitted = false;
-            event("committed", window);
+            log.answered(sent, null);
         } catch (WakeupException e) {
             throw e;
         } catch (KafkaException e) {
             uncommitted = true;
-            window.put("detail", KafkaErrors.detail(e));
-            event("commit_failed", window);
+            log.answered(sent, e);
             if (KafkaErrors.fatal(e)) {
                 throw new Fatal(e, "OffsetCommit");
             }
@@ -453,14 +401,8 @@ final class Member implements ConsumerRebalanceListener {
     void autoCommitted(Map<TopicPartition, OffsetAndMetadata> offsets) {
         uncommitted = false;
         if (!offsets.isEmpty()) {  // the classic client "commits" nothing (sends nothing) before it has positions
-            event("committed", Json.obj("offsets", offsetsField(offsets)));
+            log.committedWithoutWindow(offsets);
         }
-    }
-
-    private static Map<String, Object> offsetsField(Map<TopicPartition, OffsetAndMetadata> offsets) {
-        Map<String, Object> out = new LinkedHashMap<>();
-        offsets.forEach((tp, o) -> out.put(tp.topic() + ":" + tp.partition(), o == null ? null : o.offset()));
-        return out;
     }
 
     /**
@@ -471,40 +413,6 @@ final class Member implements ConsumerRebalanceListener {
         String errorName = KafkaErrors.name(error);
         event(FENCING.contains(errorName) ? "fenced" : "error", Json.obj("error", errorName, "fatal", true,
                 "request", request, "detail", errorName + ": " + error.getMessage()));
-    }
-
-    /**
-     * The consumption sequence number after the last row of a consumed log (0 for a new log): its last line's n plus
-     * one (member.py next_sequence), read from the tail only.
-     */
-    static long nextSequence(Path log) {
-        if (!Files.exists(log)) {
-            return 0;
-        }
-        try (RandomAccessFile file = new RandomAccessFile(log.toFile(), "r")) {
-            long end = file.length();
-            long start = Math.max(0, end - 4096);
-            byte[] tail = new byte[(int) (end - start)];
-            file.seek(start);
-            file.readFully(tail);
-            String[] lines = new String(tail, StandardCharsets.UTF_8).split("\n");
-            for (int i = lines.length - 1; i >= 0; i--) {
-                JsonNode row;
-                try {
-                    row = MAPPER.readTree(lines[i]);
-                } catch (IOException e) {
-                    continue;
-                }
-                if (row == null || !row.isObject()) {
-                    continue;
-                }
-                JsonNode n = row.get("n");
-                return n != null && n.isIntegralNumber() ? n.asLong() + 1 : 0;
-            }
-        } catch (IOException e) {
-            return 0;
-        }
-        return 0;
     }
 
     /** An error the member cannot go on after, with the group request that drew it (null: unknown). */

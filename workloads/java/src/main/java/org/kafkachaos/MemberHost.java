@@ -1,5 +1,7 @@
 package org.kafkachaos;
 
+import org.kafkachaos.contract.Json;
+import org.kafkachaos.contract.MemberConfig;
 import com.fasterxml.jackson.databind.JsonNode;
 import sun.misc.Signal;
 
@@ -30,7 +32,7 @@ public final class MemberHost {
     static final long GRACE_MS = 15_000;  // after the harness is gone: a clean stop may wait on a frozen broker
 
     private final Config.Host cfg;
-    private final Map<String, Config.Member> configs = new LinkedHashMap<>();
+    private final Map<String, MemberConfig> configs = new LinkedHashMap<>();
     private final Map<String, Slot> members = new LinkedHashMap<>();
     private final ControlFile control;
     private Map<String, String> down = new TreeMap<>();  // member -> crashed or stopped, as the harness asked
@@ -64,7 +66,7 @@ public final class MemberHost {
         System.out.println(cfg.host() + ": " + configs.size() + " members, open-file limit " + openFileLimit()
                 + ", max heap " + (Runtime.getRuntime().maxMemory() >> 20) + " MB");
         System.out.flush();
-        for (Config.Member m : configs.values()) {
+        for (MemberConfig m : configs.values()) {
             members.put(m.member(), new Slot(m).start());
         }
         while (!stopping && (!down.isEmpty() || members.values().stream().anyMatch(Slot::running))) {
@@ -194,13 +196,13 @@ public final class MemberHost {
 
     /** One member's place in the host: its config, and its current life (a Member) in a thread. */
     static final class Slot {
-        private final Config.Member cfg;
+        private final MemberConfig cfg;
         private volatile Member member;
         private Thread thread;
         volatile int exitCode;
         volatile long endedAtMs;  // when its thread ended: a crashed member's consumer is down by then
 
-        Slot(Config.Member cfg) {
+        Slot(MemberConfig cfg) {
             this.cfg = cfg;
         }
 

@@ -1,5 +1,6 @@
 package org.kafkachaos;
 
+import org.kafkachaos.contract.MemberConfig;
 import java.util.Random;
 
 /**
@@ -13,7 +14,7 @@ final class Processing {
     private final boolean exponential;
     private final Random rng;
 
-    Processing(Config.Processing spec, long memberSeed) {
+    Processing(MemberConfig.Processing spec, long memberSeed) {
         this.perRecordMs = spec.perRecordMs();
         this.perBatchMs = spec.perBatchMs();
         this.exponential = "exponential".equals(spec.distribution());

@@ -1,4 +1,4 @@
-package org.kafkachaos;
+package org.kafkachaos.contract;
 
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
@@ -9,21 +9,21 @@ import java.util.Properties;
 import java.util.stream.Collectors;
 
 /**
- * A member's client settings: workloads/member.py consumer_settings(), in the Java client's names. The classic
+ * A member's client settings: workloads/app.py consumer_settings(), in the Java client's names. The classic
  * protocol's settings go only to a classic member (the Java client refuses them under group.protocol=consumer).
  */
-final class ConsumerSettings {
-    static final Map<String, String> ASSIGNORS = Map.of(
+public final class ConsumerSettings {
+    public static final Map<String, String> ASSIGNORS = Map.of(
             "range", "org.apache.kafka.clients.consumer.RangeAssignor",
             "roundrobin", "org.apache.kafka.clients.consumer.RoundRobinAssignor",
             "sticky", "org.apache.kafka.clients.consumer.StickyAssignor",
             "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
-    static final String ENV_PREFIX = "KAFKA_CHAOS_CLIENT_";  // workloads/security.py
+    public static final String ENV_PREFIX = "KAFKA_CHAOS_CLIENT_";  // workloads/security.py
 
     private ConsumerSettings() {
     }
 
-    static Properties of(Config.Member cfg, Map<String, String> environment) {
+    public static Properties of(MemberConfig cfg, Map<String, String> environment) {
         Properties p = new Properties();
         p.putAll(security(environment));
         p.put("bootstrap.servers", cfg.bootstrapServers());
@@ -62,7 +62,7 @@ final class ConsumerSettings {
     }
 
     /** A JSON value as a client property: a list as the Java client's comma-separated form. */
-    static String property(Object value) {
+    public static String property(Object value) {
         if (value instanceof List) {
             return ((List<?>) value).stream().map(String::valueOf).collect(Collectors.joining(","));
         }
@@ -74,7 +74,7 @@ final class ConsumerSettings {
      * names both clients share pass as they are; librdkafka's sasl.username/sasl.password become a JAAS login and
      * ssl.ca.location a PEM trust store.
      */
-    static Properties security(Map<String, String> environment) {
+    public static Properties security(Map<String, String> environment) {
         Properties p = new Properties();
         environment.forEach((key, value) -> {
             if (key.startsWith(ENV_PREFIX)) {

@@ -1,4 +1,4 @@
-package org.kafkachaos;
+package org.kafkachaos.contract;
 
 import java.io.FileOutputStream;
 import java.io.IOException;
@@ -20,13 +20,13 @@ import java.util.Map;
  * thread can write nothing more: each append and flush says whether it was written, and a member sends a commit
  * only after its {@code commit_sent} was.
  */
-final class JsonlLog {
+public final class JsonlLog {
     private final FileOutputStream out;
     private final StringBuilder pending = new StringBuilder();
     private boolean closed;
     private boolean killed;
 
-    JsonlLog(Path path) {
+    public JsonlLog(Path path) {
         try {
             Files.createDirectories(path.toAbsolutePath().getParent());
             dropUnterminatedTail(path);
@@ -37,7 +37,7 @@ final class JsonlLog {
     }
 
     /** False when the log takes no more rows (killed or closed). */
-    synchronized boolean append(Map<String, Object> row) {
+    public synchronized boolean append(Map<String, Object> row) {
         if (closed) {
             return false;
         }
@@ -46,7 +46,7 @@ final class JsonlLog {
         return true;
     }
 
-    synchronized boolean extend(List<Map<String, Object>> rows) {
+    public synchronized boolean extend(List<Map<String, Object>> rows) {
         if (closed) {
             return false;
         }
@@ -58,7 +58,7 @@ final class JsonlLog {
     }
 
     /** To the OS (survives a killed process, not a lost host). False when nothing can be written any more. */
-    synchronized boolean flush() {
+    public synchronized boolean flush() {
         if (closed) {
             return false;
         }
@@ -74,11 +74,11 @@ final class JsonlLog {
     }
 
     /** An append and a flush as one step: the row is in the file, or (killed) never will be. */
-    synchronized boolean write(Map<String, Object> row) {
+    public synchronized boolean write(Map<String, Object> row) {
         return append(row) && flush();
     }
 
-    synchronized void close() {
+    public synchronized void close() {
         if (closed) {
             return;
         }
@@ -91,7 +91,7 @@ final class JsonlLog {
     }
 
     /** As a killed process leaves it: what was not flushed is lost, and nothing more is written. */
-    synchronized void kill() {
+    public synchronized void kill() {
         killed = true;
         pending.setLength(0);
         if (!closed) {
@@ -100,7 +100,7 @@ final class JsonlLog {
         }
     }
 
-    synchronized boolean killed() {
+    public synchronized boolean killed() {
         return killed;
     }
 
@@ -116,7 +116,7 @@ final class JsonlLog {
      * A process killed while writing can leave half a line; nothing that depended on it (a commit) happened, so a
      * restarted writer drops the fragment instead of appending after it (history.py drop_unterminated_tail).
      */
-    static void dropUnterminatedTail(Path path) throws IOException {
+    public static void dropUnterminatedTail(Path path) throws IOException {
         if (!Files.exists(path)) {
             return;
         }

@@ -1,4 +1,4 @@
-package org.kafkachaos;
+package org.kafkachaos.contract;
 
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -9,12 +9,12 @@ import java.util.Map;
  * writes them (workloads/history.py): keys in insertion order, non-ASCII and control characters as lowercase
  * {@code \\uXXXX} escapes (ensure_ascii). Reading (the config, the control files) is Jackson's job.
  */
-final class Json {
+public final class Json {
     private Json() {
     }
 
     /** An ordered object from alternating keys and values: {@code obj("a", 1, "b", null)}. */
-    static Map<String, Object> obj(Object... keysAndValues) {
+    public static Map<String, Object> obj(Object... keysAndValues) {
         if (keysAndValues.length % 2 != 0) {
             throw new IllegalArgumentException("obj() takes keys and values in pairs");
         }
@@ -25,13 +25,13 @@ final class Json {
         return out;
     }
 
-    static String write(Object value) {
+    public static String write(Object value) {
         StringBuilder out = new StringBuilder();
         write(out, value);
         return out.toString();
     }
 
-    static void write(StringBuilder out, Object value) {
+    public static void write(StringBuilder out, Object value) {
         if (value == null) {
             out.append("null");
         } else if (value instanceof String) {

@@ -1,4 +1,4 @@
-package org.kafkachaos;
+package org.kafkachaos.contract;
 
 import org.apache.kafka.common.errors.AuthenticationException;
 import org.apache.kafka.common.errors.AuthorizationException;
@@ -11,7 +11,7 @@ import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.protocol.Errors;
 
 /** How the Java client's exceptions appear in the events contract: the Kafka error name and whether it is fatal. */
-final class KafkaErrors {
+public final class KafkaErrors {
     private KafkaErrors() {
     }
 
@@ -20,7 +20,7 @@ final class KafkaErrors {
      * code maps to keeps its class's name in the same form (CommitFailedException: COMMIT_FAILED), as
      * workloads/verifiable.py kafka_error_name names VerifiableConsumer's.
      */
-    static String name(Throwable e) {
+    public static String name(Throwable e) {
         Errors error = Errors.forException(e);
         if (error != Errors.UNKNOWN_SERVER_ERROR || e instanceof UnknownServerException) {
             return error.name();
@@ -33,7 +33,7 @@ final class KafkaErrors {
     }
 
     /** "<ERROR>: <message>", the form of every event's detail about an error. */
-    static String detail(Throwable e) {
+    public static String detail(Throwable e) {
         return name(e) + ": " + e.getMessage();
     }
 
@@ -41,7 +41,7 @@ final class KafkaErrors {
      * Errors the member cannot go on after: the group refused its instance id, or the client cannot be used with
      * this cluster at all. A failed commit, a rebalance in progress or a time-out are not.
      */
-    static boolean fatal(Throwable e) {
+    public static boolean fatal(Throwable e) {
         return e instanceof FencedInstanceIdException || e instanceof UnreleasedInstanceIdException
                 || e instanceof AuthenticationException || e instanceof AuthorizationException
                 || e instanceof UnsupportedVersionException || e instanceof GroupMaxSizeReachedException
