@@ -7,6 +7,7 @@ what could not be read, and the group's final commits, which count in the read f
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections import defaultdict
@@ -44,7 +45,8 @@ def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict
 def _read_topic(bootstrap: str, output, timeout_s: float) -> tuple[list[dict], list[dict]]:
     consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "enable.auto.commit": False,
                          "group.id": f"kafka-chaos-output-reader-{secrets.token_hex(3)}",
-                         "isolation.level": output.isolation, "enable.partition.eof": True})
+                         "isolation.level": output.isolation, "enable.partition.eof": True},
+                        logger=logging.getLogger("kafka-chaos.output"))
     try:
         partitions = consumer.list_topics(output.topic, timeout=30).topics[output.topic].partitions
         consumer.assign([TopicPartition(output.topic, p, OFFSET_BEGINNING) for p in partitions])
@@ -97,7 +99,7 @@ def input_row(message, output) -> tuple[dict | None, str | None]:
 def final_commits(bootstrap: str, group_id: str, topics: dict[str, int]) -> dict[str, int]:
     """The group's committed offsets at the end ("topic:partition" -> offset), read without joining it."""
     consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "group.id": group_id,
-                         "enable.auto.commit": False})
+                         "enable.auto.commit": False}, logger=logging.getLogger("kafka-chaos.output"))
     try:
         asked = [TopicPartition(t, p) for t, n in topics.items() for p in range(n)]
         return {f"{tp.topic}:{tp.partition}": tp.offset for tp in consumer.committed(asked, timeout=30)

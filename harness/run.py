@@ -26,7 +26,7 @@ from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance
 from harness.progress import one_line, progress, say
 from harness.releases.kafka_release import KafkaVersionError
 from harness.releases.versions import kafka_version
-from harness.rundir import create_run_dir, new_run_id, write_json
+from harness.rundir import clients_logged, create_run_dir, new_run_id, write_json
 from analysis.api import WORKLOAD_PHASE
 from harness.bad_input import ScenarioError
 from harness.input_file import read_yaml
@@ -262,38 +262,39 @@ def run_plan(plan: Plan, runs_root: Path, cluster: KafkaCluster | None = None,
     phase = partial(timed_phase, outcome)
     say(f"run {run_id}: {run_dir}")
     own_cluster = cluster is None
-    try:
-        if not own_cluster:
-            refuse_a_cluster_unlike_the_plan(plan, cluster)
-        schedule = planned_faults(plan, cluster or KafkaCluster, outcome)  # its own cluster: the class says what it gives
-        if own_cluster:
-            with phase("cluster"):
-                try:  # the brokers of another release are built first; one that cannot be is bad input
-                    cluster = KafkaCluster(plan.scenario.cluster, run_id, client_lanes=plan.lanes).start()
-                except KafkaVersionError as exc:
-                    raise ScenarioError(f"cluster.kafka_version: {exc}") from None
-        missing = [lane for lane in plan.starting_lanes if lane not in cluster.client_lanes]
-        if missing and "lanes" in cluster.capabilities:
-            raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
-                                f"(its lanes: {', '.join(cluster.client_lanes)})")
-        with member_lanes_proxied(cluster, plan) as rpc_proxy:
-            _run_on(cluster, plan, run_dir, outcome, phase, schedule, rpc_proxy, on_drain)
-        with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
-            leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome, plan.group_id, started)
-            if plan.scenario.run.log_format == "parquet":
-                with phase("compact logs"):
-                    compact_logs(run_dir)
-            cluster = None
-            leaving.result()
-    except ScenarioError:
-        raise
-    except Exception as exc:  # the harness failed: said in run.json too, and raised on (the CLI: exit 3)
-        outcome.errors.append(one_line(exc))
-        raise
-    finally:
-        if cluster is not None:  # a run that failed before its end
-            _let_go(cluster, own_cluster, run_dir, phase, outcome, plan.group_id, started)
-        write_json(run_dir / "run.json", outcome.to_json())
+    with clients_logged(run_dir):
+        try:
+            if not own_cluster:
+                refuse_a_cluster_unlike_the_plan(plan, cluster)
+            schedule = planned_faults(plan, cluster or KafkaCluster, outcome)  # its own cluster: the class says what it gives
+            if own_cluster:
+                with phase("cluster"):
+                    try:  # the brokers of another release are built first; one that cannot be is bad input
+                        cluster = KafkaCluster(plan.scenario.cluster, run_id, client_lanes=plan.lanes).start()
+                    except KafkaVersionError as exc:
+                        raise ScenarioError(f"cluster.kafka_version: {exc}") from None
+            missing = [lane for lane in plan.starting_lanes if lane not in cluster.client_lanes]
+            if missing and "lanes" in cluster.capabilities:
+                raise ScenarioError(f"consumer_group.members: this cluster has no lane for {', '.join(missing)} "
+                                    f"(its lanes: {', '.join(cluster.client_lanes)})")
+            with member_lanes_proxied(cluster, plan) as rpc_proxy:
+                _run_on(cluster, plan, run_dir, outcome, phase, schedule, rpc_proxy, on_drain)
+            with ThreadPoolExecutor(1) as pool:  # the cluster is done with: it goes while the logs are compacted
+                leaving = pool.submit(_let_go, cluster, own_cluster, run_dir, phase, outcome, plan.group_id, started)
+                if plan.scenario.run.log_format == "parquet":
+                    with phase("compact logs"):
+                        compact_logs(run_dir)
+                cluster = None
+                leaving.result()
+        except ScenarioError:
+            raise
+        except Exception as exc:  # the harness failed: said in run.json too, and raised on (the CLI: exit 3)
+            outcome.errors.append(one_line(exc))
+            raise
+        finally:
+            if cluster is not None:  # a run that failed before its end
+                _let_go(cluster, own_cluster, run_dir, phase, outcome, plan.group_id, started)
+            write_json(run_dir / "run.json", outcome.to_json())
     return outcome
 
 

@@ -65,7 +65,7 @@ def test_a_run_with_an_anomaly_exits_1(tmp_path):
     """A loss planted for certain: partitions added at 2 s are written to within 2 s (the producer's metadata
     refresh) while the group, with auto.offset.reset=latest, notices them only after 10 s and starts them at their
     end: the records written in between are passed over, and the group reads past them (`lost`)."""
-    scenario = {"name": "planted-loss", "producer": {"records": 36000, "rate": 2000},
+    scenario = {"name": "planted-loss", "producer": {"records": 28000, "rate": 2000},
                 "consumer_group": {"metadata_refresh_ms": 10000, "config": {"auto.offset.reset": "latest"}},
                 "faults": [{"kind": "partitions_add", "target": "topic", "partitions": 12, "at_s": 2, "duration_s": 1}]}
     done, run_dir = kafka_chaos(tmp_path, scenario, KAFKA_CHAOS_ANALYSIS_SERVICE="0")
@@ -88,7 +88,9 @@ def test_a_group_that_did_not_settle_exits_1_without_the_analysis_too(tmp_path):
                 "faults": [], "run": {"stable_timeout_s": 0.3}}  # a JVM's start alone is longer (test_group_settling.py)
     done, run_dir = kafka_chaos(tmp_path, scenario, "--no-analysis")
     assert done.returncode == 1, done.stderr[-3000:]
-    [line] = our_lines(done.stderr)
+    lines = our_lines(done.stderr)
+    assert len(lines) == 1, done.stderr[-3000:]
+    [line] = lines
     assert line.startswith("finding: the group did not become stable within 0.3 s (last seen: "), line
     assert json.loads((run_dir / "run.json").read_text())["errors"] == []
 
@@ -99,7 +101,9 @@ def test_an_analysis_that_fails_is_exit_3_in_one_line_and_the_run_directory_is_k
     which `kafka-chaos analyze` then analyses."""
     done, run_dir = kafka_chaos(tmp_path, SMALL, KAFKA_CHAOS_ANALYSIS_SERVICE="0", KAFKA_CHAOS_SPARK_DRIVER_MEMORY="1k")
     assert done.returncode == 3, done.stderr[-3000:]
-    [line] = our_lines(done.stderr)
+    lines = our_lines(done.stderr)
+    assert len(lines) == 1, done.stderr[-3000:]
+    [line] = lines
     assert line.startswith(f"kafka-chaos: the analysis of {run_dir} failed: cannot start Spark")
     assert line.endswith(f"`kafka-chaos analyze {run_dir}` analyses it again")
     assert "Too small" in (run_dir / "report" / "analysis.log").read_text()  # the JVM's own words, kept
