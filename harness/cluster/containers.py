@@ -110,6 +110,9 @@ def remove_container(container: DockerContainer) -> None:
         wrapped.remove(force=True, v=True)
     except docker.errors.NotFound:
         pass
+    except docker.errors.APIError as exc:  # another remover (`kafka-chaos clean`, a SIGTERM's cleanup) got there first
+        if exc.status_code != 409 or "already in progress" not in str(exc):
+            raise
 
 
 def remove_network(network) -> None:
