@@ -1,8 +1,9 @@
 """An application of yours as a consumer-group member under kafka-chaos: library mode (workloads/app.py).
 
-It reads its topics in batches of up to 100 records, works 200 ms on each batch, and commits what it worked on after
-each batch and when partitions are taken from it. The only lines that are kafka-chaos's: the consumer comes from
-`app.Consumer` instead of `confluent_kafka.Consumer`, and `consumer.processed(record)` says a record's work is done.
+It reads its topics in batches of up to 500 records (a Java consumer's max.poll.records), works 200 ms on each
+batch, and commits what it worked on after each batch and when partitions are taken from it. The only lines that
+are kafka-chaos's: the consumer comes from `app.Consumer` instead of `confluent_kafka.Consumer`, and
+`consumer.processed(record)` says a record's work is done.
 Outside a run it is an ordinary consumer: `python app.py --bootstrap-servers HOST:PORT --topic T --group G`.
 
 Two bugs can be planted on purpose (the harness must catch them):
@@ -21,6 +22,7 @@ from confluent_kafka import KafkaException, Producer, TopicPartition
 from workloads import app
 
 WORK_PER_BATCH_S = 0.2
+MAX_BATCH = 500
 
 
 def arguments() -> argparse.Namespace:
@@ -97,7 +99,7 @@ class Application:
     def run(self) -> None:
         held = []  # --bug commit-first: the records of the poll before
         while not self.stopping:
-            batch = [m for m in self.consumer.consume(100, timeout=1.0) if m.error() is None]
+            batch = [m for m in self.consumer.consume(MAX_BATCH, timeout=1.0) if m.error() is None]
             if self.bug == "commit-first":
                 if batch:  # the position committed: past records not yet worked on, held until the next batch
                     self.consumer.commit(asynchronous=False)

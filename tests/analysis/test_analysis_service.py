@@ -108,6 +108,7 @@ def test_a_warm_up_stops_for_a_request_and_a_warm_service_warms_no_more(tmp_path
     assert 1 <= int(line.split()[1]) < 40, line
 
 
+@pytest.mark.slow  # 11 s, a start of its own; the warm-up's stop is tested above in make test
 def test_a_service_that_analysed_enough_runs_skips_the_warm_up(tmp_path, env, monkeypatch):
     monkeypatch.setenv("KAFKA_CHAOS_ANALYSIS_WARM_ROUNDS", "2")
     warm = lambda: service._ask({"op": "warm", "code": service.code_version()}, lambda *a: None)  # noqa: E731
