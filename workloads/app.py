@@ -28,6 +28,7 @@ The project's own member (workloads/member.py) writes the contract through the s
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import struct
@@ -235,10 +236,14 @@ class ContractLog:
 
 
 def run_config() -> MemberConfig | None:
-    """This member's config when the harness started the program (KAFKA_CHAOS_WORKLOAD_CONFIG); None outside a run."""
-    if workload_config.ENV_VAR not in os.environ:
-        return None
-    return workload_config.decode(MemberConfig)
+    """This member's config when the harness started the program (KAFKA_CHAOS_WORKLOAD_CONFIG); None outside a run.
+    Decoded once per value of the variable (app.topics, member, producer_settings and Consumer all ask)."""
+    return _decoded(os.environ.get(workload_config.ENV_VAR))
+
+
+@functools.lru_cache(maxsize=1)
+def _decoded(encoded: str | None) -> MemberConfig | None:
+    return None if encoded is None else workload_config.decode_text(MemberConfig, encoded)
 
 
 def member(default: str | None = None) -> str | None:
@@ -273,14 +278,13 @@ class Consumer(confluent_kafka.Consumer):
         self._cfg = run_config()
         self._log = None
         settings = dict(settings, **kwargs)
+        if self._cfg is not None:
+            settings = program_settings(self._cfg, settings)
         if self._cfg is not None and self._cfg.output_topic is None:  # output-topic mode: the harness reads the output
             self._log = ContractLog(self._cfg, CLIENT)
             self._polled: dict[tuple[str, int, int], tuple[int, int, int]] = {}  # -> (n, at, generation)
             self._their_on_commit = settings.pop("on_commit", None)
-            settings = program_settings(self._cfg, settings)
             settings["on_commit"] = self._on_commit
-        elif self._cfg is not None:
-            settings = program_settings(self._cfg, settings)
         super().__init__(settings)
 
     # what the program calls ------------------------------------------------------------------------------------------

@@ -129,10 +129,14 @@ def encode(config) -> dict[str, str]:
 
 def decode(cls: type[T]) -> T:
     try:
-        data = json.loads(os.environ[ENV_VAR])
+        encoded = os.environ[ENV_VAR]
     except KeyError:
         raise SystemExit(f"{ENV_VAR} is not set: workload processes are started by the kafka-chaos harness") from None
-    return _from_dict(cls, data)
+    return decode_text(cls, encoded)
+
+
+def decode_text(cls: type[T], encoded: str) -> T:
+    return _from_dict(cls, json.loads(encoded))
 
 
 def _from_dict(cls, data: dict):
