@@ -75,6 +75,7 @@ def test_a_run_with_an_anomaly_exits_1(tmp_path):
     assert summary["valid"] is False and summary["lost_records"] > 0, summary["anomaly_counts"]
 
 
+@pytest.mark.slow  # make test's 30 minutes: --no-analysis runs in make test below (a group that did not settle, exit 1)
 def test_no_analysis_exits_0_and_leaves_the_run_to_analyse(tmp_path):
     done, run_dir = kafka_chaos(tmp_path, SMALL, "--no-analysis")
     assert done.returncode == 0, done.stderr[-3000:]

@@ -125,6 +125,7 @@ def test_a_consumer_group_heartbeat_answered_fenced_member_epoch_makes_the_membe
     assert any(h["generation"] > 0 for h in following[1:]), "member-2 never got a new epoch"
 
 
+@pytest.mark.slow  # make test's 30 minutes: every rpc test above runs through the proxy and asserts no loss
 def test_a_run_through_the_proxy_without_rules_consumes_what_a_direct_run_consumes(chaos_run):
     scenario = {"producer": {"records": 20_000, "rate": 4_000}, "consumer_group": {"members": 3}}
     consumed = {}

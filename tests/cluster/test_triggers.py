@@ -208,6 +208,7 @@ def test_a_static_member_bounced_within_its_session_gets_its_partitions_back_wit
     assert outcome.summary["lost_records"] == 0
 
 
+@pytest.mark.slow  # make test's 30 minutes: a dynamic leave and a join each have their test above, the bounce family static-bounce
 def test_a_dynamic_member_bounced_causes_a_rebalance_at_its_leave_and_at_its_return(chaos_run):
     outcome, down_at, back_at, had = member_3_away(chaos_run, "dynamic-bounce")
     taken = {p for e in events(outcome, "assigned") if e["member"] != "member-3" and down_at < e["ts_ms"] < back_at

@@ -13,11 +13,22 @@ from pathlib import Path
 from confluent_kafka import Consumer
 from harness.rundir import CLIENTS_LOG, clients_logged, create_run_dir
 
+class Watched:  # the harness's logger, passed on to; no handler of its own, which would keep Python's last resort
+    # quiet and the test from failing
+    def __init__(self, logger):
+        self.logger, self.seen = logger, False
+
+    def log(self, *args, **kwargs):
+        self.seen = True
+        self.logger.log(*args, **kwargs)
+
 def refused():
-    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, logger=logging.getLogger("kafka-chaos.watcher"))
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    watched = Watched(logging.getLogger("kafka-chaos.watcher"))
+    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "g"}, logger=watched)
+    deadline = time.monotonic() + 30
+    while not watched.seen and time.monotonic() < deadline:  # until librdkafka has said it (a second or so)
         consumer.poll(0.2)
+    assert watched.seen, "librdkafka said nothing"
     consumer.close()
 
 run_dir = create_run_dir(Path(sys.argv[1]), "r")
