@@ -6,11 +6,13 @@ Make the consumer through this module instead of confluent_kafka, and say when t
 
     consumer = app.Consumer({"enable.auto.commit": False})   # your settings; the run's are added
     consumer.subscribe(app.topics(["orders"]), on_revoke=commit_what_you_did)
-    while running:
-        for message in consumer.consume(100, timeout=1.0):
+    while running:                                             # set false on SIGTERM (how the harness stops it)
+        batch = [m for m in consumer.consume(100, timeout=1.0) if m.error() is None]
+        for message in batch:
             work(message)
             consumer.processed(message)                        # one row of consumed/<member>.jsonl
-        consumer.commit(asynchronous=False)                    # logged as a commit window
+        if batch:                                              # nothing consumed: confluent-kafka raises _NO_OFFSET
+            consumer.commit(asynchronous=False)                # logged as a commit window
     consumer.close()
 
 Inside a run (the harness set KAFKA_CHAOS_WORKLOAD_CONFIG) the consumer gets the run's bootstrap servers, group,
