@@ -12,7 +12,10 @@ Make the consumer through this module instead of confluent_kafka, and say when t
             work(message)
             consumer.processed(message)                        # one row of consumed/<member>.jsonl
         if batch:                                              # nothing consumed: confluent-kafka raises _NO_OFFSET
-            consumer.commit(asynchronous=False)                # logged as a commit window
+            try:
+                consumer.commit(asynchronous=False)            # logged as a commit window
+            except KafkaException:                             # a rebalance under way: the next owner reads on
+                pass                                           # from the last commit
     consumer.close()
 
 Inside a run (the harness set KAFKA_CHAOS_WORKLOAD_CONFIG) the consumer gets the run's bootstrap servers, group,
