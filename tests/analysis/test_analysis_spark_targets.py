@@ -198,6 +198,7 @@ def test_unreachable_master_exits_3_at_once(tmp_path, spark, capsys):
 
 
 # ------------------------------------------------------------------------------------------ Spark Connect
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 29 min 32 s of tests on 2026-11-29): standalone in make test, Connect in the nightly
 @pytest.mark.parametrize("name", RUNS)
 def test_connect_summary_equals_local(runs, connect_url, name):
     rd, local, _ = runs[name]
@@ -206,6 +207,7 @@ def test_connect_summary_equals_local(runs, connect_url, name):
     assert comparable(got) == comparable(local)
 
 
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 29 min 32 s of tests on 2026-11-29): standalone in make test, Connect in the nightly
 @pytest.mark.parametrize("name", ["clean-jsonl", "known-parquet"])
 def test_connect_cli_exit_code_equals_local(runs, connect_url, name, capsys):
     rd, _, local_code = runs[name]

@@ -90,6 +90,7 @@ def test_a_producer_that_dies_is_a_harness_failure(tmp_path):
     assert_nothing_left(run, run_dir)
 
 
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 29 min 32 s of tests on 2026-11-29): a producer that dies keeps the harness-failure exit in make test
 def test_a_workload_that_does_not_end_is_a_harness_failure(tmp_path):
     run = Run(tmp_path, {"name": "workload-never-ends", "producer": {"records": 200000, "rate": 1000},
                          "run": {"workload_timeout_s": 3, "drain_timeout_s": 2}})
@@ -99,6 +100,7 @@ def test_a_workload_that_does_not_end_is_a_harness_failure(tmp_path):
     assert_nothing_left(run, run_dir)
 
 
+@pytest.mark.slow  # make test's 30 minutes (a fresh clone: 29 min 32 s of tests on 2026-11-29)
 def test_the_docker_engine_gone_mid_run(tmp_path):
     """The engine's socket refuses from the start of the workload: the broker freeze at 2 s fails at its inject (its
     row is in faults.jsonl with inject_error, never healed), its heal fails, the logs and the teardown fail; the run

@@ -104,7 +104,7 @@ def produce(cluster, topic: str, first: int, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("protocol", ["classic", pytest.param("consumer", marks=pytest.mark.slow)])  # make test's 30 minutes
 def test_hosted_java_members_log_the_contract_and_one_crashes_without_a_leave(kafka_cluster, tmp_path, protocol):
     if not hasattr(kafka_cluster, "proxied_lanes"):
         pytest.skip("needs the harness's own cluster: its lanes through the request-aware proxy, its brokers' logs")
