@@ -49,9 +49,12 @@ def sources_hash(sources: Path = SOURCES) -> str:
     return digest.hexdigest()[:16]
 
 
+REPOSITORY_ENV = "KAFKA_CHAOS_MAVEN_REPO"  # another local Maven repository; every build here is then run with it
+
+
 def local_repository() -> Path:
-    """Maven's local repository (its default: `make setup` sets no other)."""
-    return Path(os.environ.get("KAFKA_CHAOS_MAVEN_REPO") or Path.home() / ".m2" / "repository")
+    """Maven's local repository (its default, unless KAFKA_CHAOS_MAVEN_REPO names another)."""
+    return Path(os.environ.get(REPOSITORY_ENV) or Path.home() / ".m2" / "repository")
 
 
 def installed_contract(contract: Path = CONTRACT) -> Path:
@@ -117,6 +120,8 @@ def _maven(sources: Path, build_dir: Path, goal: str, jar_name: str) -> Path:
     if mvn is None:
         raise JavaBuildError("Maven (mvn) is not on PATH: `make setup` installs it (Debian's maven package)")
     command = [mvn, "-B", "-q", "-f", str(sources / "pom.xml"), f"-DbuildDirectory={build_dir}", goal]
+    if os.environ.get(REPOSITORY_ENV):  # the repository installed_contract() looks in is the one Maven installs to
+        command.insert(1, f"-Dmaven.repo.local={local_repository()}")
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
