@@ -335,7 +335,8 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
                "acked_in_block": lambda arg: spark_plan.acked_in_block(produced, arg),
                "window_deliveries": lambda arg: spark_plan.window_deliveries(consumed, arg),
                "commits_ahead": lambda arg: spark_plan.commits_ahead(produced, consumed, arg),
-               "unplaced": lambda arg: spark_plan.unplaced_acks(produced, consumed)}
+               "unplaced": lambda arg: spark_plan.unplaced_acks(produced, consumed),
+               "consumed_keys": lambda arg: spark_plan.consumed_keys(produced, consumed)}
     early: dict = {}  # kind -> (its question, the answer under way)
     facts = Facts(hist, ctx, got, [], need, [], lambda kind, arg: early[kind][1].result()
                     if kind in early and early[kind][0] == arg else queries[kind](arg), stall_ms=stall_ms,
@@ -353,10 +354,10 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
             if name in run.checks:
                 continue
             missing = [n for n in chk.needs if not (hist.has_events if n == "events" else hist.has_faults if n == "faults"
-                                                     else consumed.has(n))]
+                                                     else hist.state is not None if n == "state" else consumed.has(n))]
             if missing:
                 no_events = "output-topic mode" if hist.output is not None else "no events"
-                run.skip(name, {"events": no_events, "faults": "no faults.jsonl"}.get(missing[0],
+                run.skip(name, {"events": no_events, "faults": "no faults.jsonl", "state": "no state/"}.get(missing[0],
                          f"no {'/'.join(missing)} columns in consumed/"))
                 continue
             res = run.guarded((name,), chk.run, facts)

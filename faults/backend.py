@@ -134,7 +134,9 @@ class ClusterHandle(Protocol):
         """A preferred leader election of these partitions; returns once each leader is its first replica."""
         ...
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None: ...
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict | None = None) -> None:
+        """Create a topic (with these topic configs) and wait until it exists."""
+        ...
 
     def start_broker(self, broker: BrokerHandle, timeout_s: float = 120) -> None:
         """broker.start(), then wait until it answers and is registered, unfenced."""

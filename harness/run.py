@@ -30,13 +30,14 @@ from harness.rundir import clients_logged, create_run_dir, new_run_id, write_jso
 from analysis.api import WORKLOAD_PHASE
 from harness.bad_input import ScenarioError
 from harness.input_file import read_yaml
-from harness.scenario import FaultEntry, Scenario
+from harness.scenario import CHANGELOG_CONFIGS, FaultEntry, Scenario
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from kafkanet import waiting
 from harness.hosting import hosted_settings
 from harness.command_members import (command_members_alive, command_members_named, command_members_ran,
                                      command_members_started, unlisted_commands)
 from harness.output_topic import read_back
+from harness.state import key_space, prefill, read_final, state_config
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
 from workloads.kinds import member_kind
@@ -106,14 +107,15 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
         subscribed_topics=None if settings.topics is None else list(settings.topics),
         command=settings.command, workdir=settings.workdir,
         start_timeout_s=settings.start_timeout_s or DEFAULT_START_TIMEOUT_S,
-        output_topic=output.topic if (output := plan.scenario.consumer_group.output) else None)
+        output_topic=output.topic if (output := plan.scenario.consumer_group.output) else None,
+        state=state_config(plan.scenario))
 
 
 def producer_config(plan: Plan, run_dir: Path, bootstrap: str) -> ProducerConfig:
     p = plan.producer.settings
     return ProducerConfig(producer_id=plan.producer.name, run_dir=str(run_dir), bootstrap_servers=bootstrap,
                           topics=[t.name for t in plan.topics], records=p.records, rate=p.rate, acks=p.acks,
-                          idempotence=p.idempotence, extra=dict(p.config))
+                          idempotence=p.idempotence, extra=dict(p.config), keys=key_space(plan.scenario))
 
 
 def admin_probe(plan: Plan, run_dir: Path, cluster) -> WorkloadProcess | None:
@@ -435,6 +437,12 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
                 cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
             if (output := plan.scenario.consumer_group.output) is not None:
                 cluster.create_topic(output.topic, output.partitions, output.replication_factor)
+            if (changelog := plan.scenario.changelog) is not None:
+                cluster.create_topic(changelog.name, changelog.partitions, changelog.replication_factor,
+                                     CHANGELOG_CONFIGS)
+        if plan.scenario.state is not None and plan.scenario.state.prefill:
+            with phase(f"prefill the state ({key_space(plan.scenario).keys} keys)"):
+                prefill(cluster.control_bootstrap_servers, state_config(plan.scenario))
         watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
                                sum(t.partitions for t in plan.topics), log=group_log)
         if not security_config():  # the wire sampler speaks plaintext only: a SASL/SSL cluster's run has no band
@@ -495,6 +503,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             stop_all(([producer] if producer else []) + pool.os_processes() + ([probe] if probe else []))
         for process in pool.os_processes():
             after_stop(process)
+    if plan.scenario.state is not None:
+        with phase("read the final state"):
+            read_final(cluster.control_bootstrap_servers, state_config(plan.scenario), run_dir)
     if (output := plan.scenario.consumer_group.output) is not None:
         with phase("read the output topic"):
             read_back(run_dir, cluster.control_bootstrap_servers, output, plan.group_id,

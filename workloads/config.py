@@ -30,6 +30,37 @@ class ProcessingConfig:
 
 
 @dataclass(frozen=True)
+class KeySpace:
+    """A stateful run's keys (the scenario's `state` block): record seq's key is k<seq mod keys>, and key k<i> lives
+    in partition i mod partitions, of the input topic and of its changelog alike, so each partition holds exactly
+    keys_per_partition keys. The producer names the partition itself: no client's partitioner is involved."""
+    keys_per_partition: int
+    partitions: int
+
+    @property
+    def keys(self) -> int:
+        return self.keys_per_partition * self.partitions
+
+    def key_of(self, seq: int) -> tuple[str, int]:
+        """Record seq's key and its partition."""
+        index = seq % self.keys
+        return f"k{index}", index % self.partitions
+
+    def keys_of(self, partition: int) -> list[str]:
+        """The keys that live in a partition."""
+        return [f"k{i}" for i in range(partition, self.keys, self.partitions)]
+
+
+@dataclass(frozen=True)
+class StateConfig:
+    """What a stateful member keeps (workloads/state.py): per (partition, key) a count, a sum of seq and the last
+    input offset, in memory, written through to the changelog topic and restored from it."""
+    changelog: str
+    keys: KeySpace
+    keep_on_revoke: bool = False
+
+
+@dataclass(frozen=True)
 class ClientRelease:
     """How a member of one client release runs (harness/releases/client_versions.py resolves it, cached)."""
     python: str | None = None  # librdkafka: the interpreter of that confluent-kafka release's venv
@@ -77,6 +108,7 @@ class MemberConfig:
     workdir: str | None = None  # the folder the command starts in
     start_timeout_s: float = 60  # a command member logs `started` within this
     output_topic: str | None = None  # output-topic mode: the topic a command member writes what it consumed to
+    state: StateConfig | None = None  # a stateful member (the scenario's `state` block)
 
 
 @dataclass(frozen=True)
@@ -108,6 +140,7 @@ class ProducerConfig:
     idempotence: bool
     extra: dict = field(default_factory=dict)
     flush_timeout_s: float = 150
+    keys: KeySpace | None = None  # a stateful run's keys; None: record seq's key is str(seq)
 
 
 @dataclass(frozen=True)
@@ -145,7 +178,11 @@ def _from_dict(cls, data: dict):
 
 
 def _field(hint, value):
-    """A field's value as its type says: a dataclass, a list of one (a host's members), or the value itself."""
+    """A field's value as its type says: a dataclass (or None where it is optional), a list of one (a host's
+    members), or the value itself."""
+    optional = [a for a in get_args(hint) if a is not type(None)] if type(None) in get_args(hint) else []
+    if len(optional) == 1 and is_dataclass(optional[0]):
+        return None if value is None else _from_dict(optional[0], value)
     if is_dataclass(hint):
         return _from_dict(hint, value)
     if get_origin(hint) is list and is_dataclass(item := get_args(hint)[0]):

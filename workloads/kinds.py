@@ -14,7 +14,8 @@ from typing import Callable, Literal
 COMMIT_MODES = ("sync", "async", "auto", "before_process")
 # the events a member writes (analysis/rundir/contract.py EVENT_KINDS, less the admin probe's admin_call)
 MEMBER_EVENTS = frozenset({"started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed",
-                           "fenced", "stopped", "crashed", "error", "join_overdue"})
+                           "fenced", "stopped", "crashed", "error", "join_overdue", "restore_start", "restore_end"})
+STATE_EVENTS = frozenset({"restore_start", "restore_end"})  # a stateful member's (keeps_state) only
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class MemberKind:
     admin_probe: bool = True      # the admin probe runs beside it (the probe runs confluent-kafka)
     security: bool = True         # takes the KAFKA_CHAOS_CLIENT_* security settings
     join_watch: bool = False      # writes its client's group debug log when not assigned in time
+    keeps_state: bool = False     # a stateful member (the scenario's `state` block: workloads/state.py)
     events: frozenset[str] = MEMBER_EVENTS
     refused_faults: dict[str, str] = field(default_factory=dict)  # fault kind -> why it cannot take it
     after_stop: Callable[[Path, str, str | None], object] | None = None  # (run_dir, member, instance_id)
@@ -118,14 +120,14 @@ register(MemberKind(
     # returns, so they move no figure while a member keeps up; a member that falls far behind refetches sooner.
     # Recorded in each member's `started` facts (hosted_settings).
     hosted_settings={"queued.max.messages.kbytes": 2048, "queued.min.messages": 2000},
-    fds_per_member=24, mb_per_member=6, sweep_name="librdkafka", join_watch=True))
+    fds_per_member=24, mb_per_member=6, sweep_name="librdkafka", join_watch=True, keeps_state=True))
 
 register(MemberKind(
     name="java", title="Java member (VerifiableConsumer)", library="kafka-clients",
     about="Apache Kafka's VerifiableConsumer, its reference member: one member a JVM",
     module="workloads.java_member", unpinned="brokers", options_by_release=True, commit_modes=("sync", "auto"),
     processing_delay=False, pattern=False, topic_choice=False, eager_sticky=True, admin_probe=False, security=False,
-    events=MEMBER_EVENTS - {"lost", "join_overdue"},
+    events=MEMBER_EVENTS - {"lost", "join_overdue"} - STATE_EVENTS,
     refused_faults={"slow_processing": "it has no processing delay to slow down"},
     after_stop=_final_java_conversion))
 
@@ -137,10 +139,11 @@ register(MemberKind(
     # (1 MB) a partition; the JVM's one heap bounds them all together.
     stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
     sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
-    events=MEMBER_EVENTS - {"join_overdue"}))
+    events=MEMBER_EVENTS - {"join_overdue"} - STATE_EVENTS))
 
 register(MemberKind(
     name="command", title="command member", library="any",
     about="a program of yours, from the member spec's command (workloads/app.py writes the run directory's contract)",
     module=None, command=True, pins_version=False, unpinned="harness", processing_delay=False, eager_sticky=True,
-    admin_probe=False, refused_faults={"slow_processing": "the harness cannot slow a program of yours down"}))
+    admin_probe=False, events=MEMBER_EVENTS - STATE_EVENTS,
+    refused_faults={"slow_processing": "the harness cannot slow a program of yours down"}))

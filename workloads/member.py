@@ -23,8 +23,10 @@ from workloads.client_debug import JoinWatch
 from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import end_event, now_ms, started_facts
+from workloads.state import MemberState
 
 CLIENT = "librdkafka"
+RESTORING_WAIT_MS = 50  # the batch wait while a restore is under way: the restore advances between batches
 
 
 class Processing:
@@ -106,6 +108,7 @@ class Member:
             self.join_watch = JoinWatch(self.name, run_dir, cfg.join_watch_s)
             settings.update(self.join_watch.settings())
         self.consumer = Consumer(settings)
+        self.state = MemberState(cfg, cfg.state, settings) if cfg.state is not None else None
 
     def refresh_generation(self) -> int:
         self.log.generation = current_generation(self.consumer)
@@ -120,11 +123,17 @@ class Member:
             self.join_watch.joined()
         self.refresh_generation()
         self.event("assigned", partitions=partition_names(partitions), member_id=consumer.memberid())
+        if self.state is not None:  # takes the assignment itself, to pause what it restores
+            self.state.assigned(consumer, partitions, self.event)
 
     def on_revoke(self, consumer, partitions) -> None:
+        if self.state is not None:  # the changelog flushed before the partitions go
+            self.state.revoked(partitions, self.event)
         self.event("revoked", partitions=partition_names(partitions))
 
     def on_lost(self, consumer, partitions) -> None:
+        if self.state is not None:
+            self.state.lost(partitions, self.event)
         self.event("lost", partitions=partition_names(partitions))
 
     def run(self) -> int:
@@ -136,8 +145,14 @@ class Member:
         try:
             while not self.stopping and not self.crashed:
                 self._watch_join(subscribed_s)
-                batch = self.consumer.consume(self.cfg.batch_size, timeout=workload_config.BATCH_WAIT_MS / 1000)
+                restoring = self.state is not None and self.state.restoring
+                if restoring:
+                    self.state.step(self.consumer, self.event)
+                wait_ms = RESTORING_WAIT_MS if restoring else workload_config.BATCH_WAIT_MS
+                batch = self.consumer.consume(self.cfg.batch_size, timeout=wait_ms / 1000)
                 records = [m for m in batch if not self._is_error(m)]
+                if self.state is not None:
+                    records = self.state.held_back(records, self.consumer)
                 if records:
                     self._handle(records)
                 elif self.uncommitted:
@@ -155,6 +170,8 @@ class Member:
         if self.crashed:
             return 0
         self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
+        if self.state is not None:
+            self.state.close()
         self.event("stopped")
         self.log.events.close()
         return 0
@@ -164,6 +181,8 @@ class Member:
         RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE: no final commit, no LeaveGroup of its own), its logs left as they are."""
         self.log.events.close()
         self.consumer = None
+        if self.state is not None:
+            self.state.abandon()
 
     def _watch_join(self, subscribed_s: float) -> None:
         watch = self.join_watch
@@ -210,6 +229,8 @@ class Member:
     def _log_batch(self, records, at: int) -> None:
         generation, log = self.refresh_generation(), self.log
         log.rows([row_of(m, self.name, at, generation, log.take_n(), self.cfg.instance_id, CLIENT) for m in records])
+        if self.state is not None:
+            self.state.apply(records, generation)
 
     def _commit(self, records) -> None:
         next_offsets: dict[tuple[str, int], int] = {}
@@ -235,6 +256,8 @@ class Member:
         """Commit through the contract's window (workloads/app.py ContractLog.commit); a failed commit is retried when
         the member is idle, and a fatal one ends the member."""
         asynchronous = self.cfg.commit == "async"
+        if self.state is not None:
+            self.state.flush()  # the changelog before the offsets: a commit never runs ahead of the state
         send = lambda: self.consumer.commit(offsets=offsets, asynchronous=asynchronous)  # noqa: E731
         try:
             self.log.commit(offsets, send, asynchronous)

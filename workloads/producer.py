@@ -31,6 +31,11 @@ def record_value(producer_id: str, seq: int) -> bytes:
     return f"{producer_id}:{seq}".encode()
 
 
+def seq_of(value: bytes) -> int:
+    """The seq a record's value carries (record_value)."""
+    return int(value.rsplit(b":", 1)[1])
+
+
 # librdkafka 2.16.0 acknowledged two records without an error and without an offset (offset -1001), both the first to
 # new partitions just added to the topic under a KIP-848 group; neither was ever consumed, though the group drained
 # (docs/rebalance-cost.md, the 10-member experiment). An ack without an offset cannot be placed in its partition: it
@@ -62,9 +67,9 @@ class SequencedProducer:
         })
 
     def _on_delivery(self, err, msg) -> None:
-        seq = int(msg.key())
+        seq = seq_of(msg.value())
         self.pending.pop(seq, None)
-        row = {"topic": msg.topic(), "key": str(seq), "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms()}
+        row = {"topic": msg.topic(), "key": msg.key().decode(), "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms()}
         if err is None and msg.offset() is None:  # acknowledged, but where it was written is not said
             row.update(partition=msg.partition(), offset=None, status="unplaced", error=UNPLACED_ACK)
         elif err is None:
@@ -98,10 +103,14 @@ class SequencedProducer:
         return 0
 
     def _send(self, seq: int, topic: str) -> None:
+        key, where = str(seq), {}
+        if self.cfg.keys is not None:  # a stateful run: the key's own partition (workloads/config.py KeySpace)
+            key, partition = self.cfg.keys.key_of(seq)
+            where = {"partition": partition}
         while True:
             try:
-                self.producer.produce(topic, key=str(seq).encode(), value=record_value(self.producer_id, seq),
-                                      on_delivery=self._on_delivery)
+                self.producer.produce(topic, key=key.encode(), value=record_value(self.producer_id, seq),
+                                      on_delivery=self._on_delivery, **where)
                 self.pending[seq] = topic
                 return
             except BufferError:  # local queue full: nothing was sent, wait for deliveries
@@ -110,7 +119,8 @@ class SequencedProducer:
     def _record_unknown_outcomes(self) -> None:
         for seq, topic in sorted(self.pending.items()):
             self.counts["info"] += 1
-            self.log.append({"topic": topic, "partition": None, "offset": None, "key": str(seq),
+            key = str(seq) if self.cfg.keys is None else self.cfg.keys.key_of(seq)[0]
+            self.log.append({"topic": topic, "partition": None, "offset": None, "key": key,
                              "producer_id": self.producer_id, "seq": seq, "acked_at_ms": now_ms(),
                              "status": "info", "error": "no delivery report before the producer stopped"})
 

@@ -68,13 +68,13 @@ class CheckResult(NamedTuple):
 # read back (Facts.rows) and the steps back (Facts.steps); and the follow-up Spark questions it may ask (Facts.query,
 # answered by job.py).
 READ_BACKS = ("rows", "steps")
-QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced")
+QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced", "consumed_keys")
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    needs: tuple            # "events", "faults", or consumed/ columns
+    needs: tuple            # "events", "faults", "state" (state/), or consumed/ columns
     invalidates: bool
     unit: str
     color: str

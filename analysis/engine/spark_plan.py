@@ -594,6 +594,24 @@ def unacked_rows(consumed, keys):
             .join(w.keys, w.on, "left_semi").select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
 
 
+def consumed_keys(produced, consumed) -> list[dict]:
+    """Every distinct consumed (topic, partition, offset) with its seq and its key as produced (joined on producer_id
+    and seq, so a consumed `info` record has its key too): the state check's expected values. The produced files
+    are read once more for their key, which the record-level pass never reads."""
+    spark, schema = consumed.df.sparkSession, "producer_id string, seq bigint, key string"
+    frames = [(spark.read.schema(schema).json if s.fmt == "jsonl" else spark.read.schema(schema).parquet)(
+        *[str(p) for p in s.files]) for s in produced.sources]
+    if not frames:
+        return []
+    keys = frames[0]
+    for f in frames[1:]:
+        keys = keys.unionByName(f)
+    seen = (consumed.df.where("_bad IS NULL").select("topic", "partition", "offset", "producer_id", "seq")
+            .dropDuplicates(["topic", "partition", "offset"]))
+    return (seen.join(keys.dropDuplicates(["producer_id", "seq"]), ["producer_id", "seq"], "left")
+            .select("topic", "partition", "offset", "seq", "key").toArrow().to_pylist())
+
+
 def unplaced_acks(produced, consumed) -> list[dict]:
     """The ``unplaced`` acks (acknowledged with no error and no offset: producer_id, seq, topic, partition,
     acked_at_ms) that nobody consumed as the same (producer_id, seq), each with ``next_ok``: the lowest offset of an

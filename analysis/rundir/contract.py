@@ -14,7 +14,7 @@ from analysis.errors import InputError
 STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info", "unplaced")  # produced status: docs/DESIGN.md, produced/
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed", "fenced",
-               "stopped", "crashed", "error", "admin_call", "join_overdue")
+               "stopped", "crashed", "error", "admin_call", "join_overdue", "restore_start", "restore_end")
 WORKLOAD_PHASE = "workload and faults"  # run.json's phase of the workload (its cpu_pressure_pct, its seconds)
 OUTPUT_FILE = "output.json"  # output-topic mode: the read-back of the members' output topic (harness/output_topic.py)
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
@@ -63,6 +63,10 @@ EVENTS = (
     Column("role", STRING), Column("signal", STRING), Column("exit_code", INT64), Column("elapsed_ms", INT64),
     # a commit's window (issue 37): when it was sent (a lower bound), and the id that pairs commit_sent with its answer
     Column("requested_at_ms", INT64), Column("commit_id", INT64, min=0),
+    # a stateful member's restore (workloads/state.py): the changelog read from..to, the records read, whether the
+    # partition went before the restore ended (elapsed_ms: how long it took)
+    Column("from_offset", INT64, min=0), Column("to_offset", INT64, min=0), Column("records", INT64, min=0),
+    Column("aborted", BOOL),
 )
 FAULTS = (
     Column("id", STRING, True), Column("kind", STRING, True), Column("target", STRING, True),
@@ -98,8 +102,18 @@ GROUP_STATES = (  # group-states.jsonl: the group as its coordinator described i
     Column("member_ids", OBJECT),  # member id -> client.id: names the members coordinator.log speaks of by their id
     Column("error", STRING),  # unknown: why the coordinator could not say
 )
+STATE = (  # state/<member>.jsonl: one change a stateful member applied (workloads/state.py)
+    Column("ts_ms", INT64, True), Column("member", STRING, True), Column("topic", STRING, True),
+    Column("partition", INT32, True, **_POSITION), Column("key", STRING, True), Column("offset", INT64, True, **_POSITION),
+    Column("prev_offset", INT64, True, min=-1),  # the last_offset of the value it built on (-1: the zero value)
+    Column("count", INT64, True, min=1), Column("sum", INT64, True), Column("generation", INT32),
+)
+FINAL_STATE = (  # state/final.jsonl: each key's last changelog value after the drain (harness/state.py)
+    Column("partition", INT32, True, **_POSITION), Column("key", STRING, True), Column("count", INT64, True, min=0),
+    Column("sum", INT64, True), Column("last_offset", INT64, True, min=-1),
+)
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP,
-         "group_states": GROUP_STATES}
+         "group_states": GROUP_STATES, "state": STATE, "final_state": FINAL_STATE}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
 # JSON lines are parsed only for these).
 READ = {

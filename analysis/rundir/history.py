@@ -18,6 +18,7 @@ from pathlib import Path
 from analysis.rundir import contract
 
 from analysis.rundir import coordinator_log
+from analysis.rundir import state as state_files
 from analysis.errors import InputError
 from analysis.rundir.inputs import jsonl_objects, rel
 from analysis.engine.kernels import EpochRange
@@ -32,6 +33,8 @@ END_FACTS = ("error", "fatal", "request", "signal", "exit_code")  # of a `fenced
 # member logged it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not
 # send, or the exit code of a command member's program that exited on its own
 OVERDUE_FACTS = ("debug_log", "waited_ms")  # of `join_overdue`: the member's client debug log, and the wait it passed
+RESTORE_KINDS = ("restore_start", "restore_end")  # a stateful member's restore of one partition (workloads/state.py)
+RESTORE_FACTS = ("from_offset", "to_offset", "records", "elapsed_ms", "aborted")
 
 
 @dataclass
@@ -184,6 +187,7 @@ class History:
     group_states: list[dict] | None = None  # group-states.jsonl: the coordinator's view, sampled (None: not written)
     coordinator: list[tuple[int, str]] | None = None  # coordinator.log: (ts, sentence) its coordinator logged (None: none)
     output: dict | None = None  # output.json: output-topic mode's read-back, with the group's final commits (None: none)
+    state: object | None = None  # state/: a stateful run's state rows and final values (rundir/state.py; None: none)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -267,6 +271,7 @@ def read_events(run_dir: Path, warnings: list[str]) -> list[Event] | None:
             facts = {k: str(obj[k]) for k in STARTED_FACTS if obj.get(k) is not None} if kind == "started" else \
                 {k: obj[k] for k in COMMIT_FACTS if obj.get(k) is not None} if kind in COMMIT_KINDS else \
                 {k: obj[k] for k in OVERDUE_FACTS if obj.get(k) is not None} if kind == "join_overdue" else \
+                {k: obj[k] for k in RESTORE_FACTS if obj.get(k) is not None} if kind in RESTORE_KINDS else \
                 {k: obj[k] for k in END_FACTS if obj.get(k) is not None}
             events.append(Event(ts, member, kind, generation, parts, offsets,
                                 None if detail is None else str(detail), order, facts,
@@ -389,7 +394,7 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
     h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
                 warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE],
                 group=read_group(run_dir, warnings), group_states=read_group(run_dir, warnings, "group-states.jsonl", "group_states"),
-                coordinator=coordinator_log.read(run_dir), output=read_output(run_dir))
+                coordinator=coordinator_log.read(run_dir), output=read_output(run_dir), state=state_files.read(run_dir))
     if members:
         rebuild_ownership(h, protocol)
     return h

@@ -198,9 +198,10 @@ class ExternalCluster(BrokerQueries[ExternalBroker]):
         raise ExternalClusterError("cannot wait for brokers of an external cluster to rejoin after a cut between "
                                    "them: that needs the harness's own lanes between the brokers")
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict | None = None) -> None:
         """At most one replica per broker the cluster has."""
-        create_topic_with(self.admin(), NewTopic(name, partitions, min(replication_factor, len(self.brokers))), exist_ok=False)
+        create_topic_with(self.admin(), NewTopic(name, partitions, min(replication_factor, len(self.brokers)),
+                                                 config=configs or {}), exist_ok=False)
 
     def describe(self) -> dict:
         """What cluster.json records: addresses only, never a credential."""

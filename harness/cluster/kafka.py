@@ -303,8 +303,9 @@ class KafkaCluster(StartedInWith, LaneRouting, BrokerQueries[Broker]):
                                       logger=logging.getLogger("kafka-chaos.admin"))
         return self._admin
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int) -> None:
-        create_topic_with(self.admin(), NewTopic(name, partitions, replication_factor), exist_ok=False)
+    def create_topic(self, name: str, partitions: int, replication_factor: int, configs: dict | None = None) -> None:
+        create_topic_with(self.admin(), NewTopic(name, partitions, replication_factor, config=configs or {}),
+                          exist_ok=False)
 
     def delete_topics(self, names: list[str], timeout_s: float = 60) -> None:
         """Delete topics a run is done with (a sweep's cells share one cluster, and each broker holds a bounded

@@ -101,6 +101,17 @@ class ChaosRun:
             self._fail(f"{over} re-delivered record(s) over the commit budget "
                        f"({s['duplicate_extra_deliveries']} re-deliveries in all)", self._of("duplicate_over_budget"))
 
+    def assert_state_exact(self) -> None:
+        """Every stateful key's final value (state/final.jsonl) holds each record of the key consumed, once: no
+        `state_duplicate` nor `state_lost` (a double apply re-delivered within the commit budget is allowed)."""
+        s = self._analysed()
+        self._ran("state_duplicate")
+        self._ran("state_lost")
+        counts = {t: s["anomaly_counts"].get(t) or 0 for t in ("state_duplicate", "state_lost")}
+        if any(counts.values()):
+            self._fail(f"the state is not exact: {counts['state_duplicate']} update(s) applied twice, "
+                       f"{counts['state_lost']} lost", self._of("state_duplicate") + self._of("state_lost"))
+
     def assert_settled(self) -> None:
         """The group became stable within run.stable_timeout_s and caught up within run.drain_timeout_s (read from
         run.json: no analysis needed); a group that did not is a finding (docs/DESIGN.md), named here."""

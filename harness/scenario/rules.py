@@ -153,6 +153,8 @@ def check_scenario(scenario) -> None:
         raise ValueError(f"consumer_group.output.replication_factor: {output.replication_factor} is more than "
                          f"cluster.brokers ({scenario.cluster.brokers})")
     _check_subscriptions(scenario.consumer_group, names)
+    if scenario.state is not None:
+        _state_rules(scenario)
     _check_replicas(scenario)
     facts = scenario.facts()
     for i, fault in enumerate(scenario.faults):
@@ -239,11 +241,53 @@ def _check_subscriptions(group, run_topics: list[str]) -> None:
             raise ValueError(f"{where}: no member subscribes to topic {unread[0]!r}, so its records would never be consumed")
 
 
+def _state_rules(scenario) -> None:
+    """What a stateful run refuses: anything that moves a key to another partition or needs a second changelog
+    (several topics, a pattern, a subscription list, added partitions or topics), a commit mode with no commit to
+    flush the changelog before, and a member kind that keeps no state."""
+    group = scenario.consumer_group
+    if len(scenario.topics) > 1:
+        raise ValueError("topics: with state, a run has one input topic (each topic would need a changelog of its own)")
+    if group.pattern is not None:
+        raise ValueError("consumer_group.pattern: with state, the members subscribe to the one topic by name")
+    for i, spec in _group_and_entries(group):
+        where = "consumer_group" if i is None else f"consumer_group.members[{i}]"
+        if spec.topics is not None:
+            raise ValueError(f"{where}.topics: with state, the members subscribe to the one topic")
+        if spec.commit in ("auto", "before_process"):
+            raise ValueError(f"{where}.commit: {spec.commit} has no commit point to flush the changelog before; "
+                             "with state, use sync or async")
+        kind = member_kind(spec.client)
+        if not kind.keeps_state:
+            raise ValueError(f"{where}.client: the {kind.title} keeps no state" + suggest(lambda k: k.keeps_state, kind))
+    for where, fault in _fault_entries(scenario):
+        if fault.fault_class.group_change == "partitions_added":
+            raise ValueError(f"{where}.kind: {fault.kind} cannot run with state: added partitions move keys to "
+                             "other partitions, and the changelog keeps the partitions it was created with")
+    output = group.output
+    if output is not None and output.topic == scenario.changelog.name:
+        raise ValueError(f"consumer_group.output.topic: {output.topic!r} is the state's changelog topic")
+
+
+def _group_and_entries(group):
+    """The group's own settings (None), then each member list entry's (its index), as the members run them."""
+    yield None, group
+    if not isinstance(group.members, int):
+        for i in range(len(group.members)):
+            yield i, group.entry_spec(i)
+
+
+def _fault_entries(scenario):
+    yield from ((f"faults[{i}]", f) for i, f in enumerate(scenario.faults))
+    menu = scenario.random_faults.menu() if scenario.random_faults else []
+    yield from ((f"random_faults.faults[{i}]", f) for i, f in enumerate(menu))
+
+
 def _check_replicas(scenario) -> None:
     """The replicas a broker holds at the most, every topic at its largest (created at the start or by topic_create,
     grown by partitions_add), against what one broker of this harness was measured to hold."""
     entries = list(scenario.faults) + (scenario.random_faults.menu() if scenario.random_faults else [])
-    sizes = {t.name: (t.partitions, t.replication_factor) for t in scenario.topics}
+    sizes = {t.name: (t.partitions, t.replication_factor) for t in scenario.created_topics()}
     for f in entries:
         if f.kind == "topic_create":
             sizes[f.target] = (f.params.partitions, f.params.replication_factor)

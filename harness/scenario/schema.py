@@ -26,7 +26,10 @@ from workloads.kinds import DEFAULT as DEFAULT_KIND, KINDS, member_kind
 MAX_SCHEDULE_S = 7 * 24 * 3600  # no fault starts later than a week into the run (a run that would never end)
 ADMIN_PROBE = "admin-probe-1"  # the admin probe's name: its lane, its events file
 PRODUCER = "producer-1"  # the producer's name: its lane, its log
-HOSTED_CUTS = ("member_cut",)  # a fault that cuts one hosted member off: the request-aware proxy does it by client.id
+HOSTED_CUTS = ("member_cut",)
+CHANGELOG_SUFFIX = "-changelog"
+# compacted, its segments rolled often so that the cleaner may run during the run: nothing may depend on whether it did
+CHANGELOG_CONFIGS = {"cleanup.policy": "compact", "segment.ms": "10000"}  # a fault that cuts one hosted member off: the request-aware proxy does it by client.id
 
 
 class ClusterSpec(Strict):
@@ -343,6 +346,17 @@ class RunSpec(Strict):
         "false: no debug lines at all")
 
 
+class StateSpec(Strict):
+    """Stateful members (workloads/state.py): record seq's key is k<seq mod (keys_per_partition x partitions)>; each
+    member keeps per key a count, a sum of seq and the last input offset, writes every change to the changelog topic
+    <topic>-changelog and restores a partition from it before it processes the partition."""
+    keys_per_partition: int = Field(1000, ge=1, le=100_000, description="keys in each partition")
+    prefill: bool = Field(True, description="the harness writes every key's zero value to the changelog before the "
+                          "members start, so a restore reads every key")
+    keep_on_revoke: bool = Field(False, description="a member keeps a revoked partition's state; if the partition "
+                                 "comes back, it reads only the changelog written since")
+
+
 class AnalysisSpec(Strict):
     enabled: bool = True
     grace_ms: int = Field(30_000, ge=0)
@@ -381,6 +395,8 @@ class Scenario(Strict):
     run: RunSpec = Field(default_factory=RunSpec)
     analysis: AnalysisSpec = Field(default_factory=AnalysisSpec)
     zoo: ZooSpec | None = Field(None, description="the known bug this scenario reproduces (scenarios/zoo/)")
+    state: StateSpec | None = Field(None, description="stateful members and the exact state check (keys, a "
+                                    "changelog topic, restores)")
 
     @model_validator(mode="before")
     @classmethod
@@ -401,6 +417,17 @@ class Scenario(Strict):
     def _rules(self):
         rules.check_scenario(self)
         return self
+
+    @property
+    def changelog(self) -> TopicSpec | None:
+        """A stateful run's changelog topic: the input topic's partitions and replication factor."""
+        if self.state is None:
+            return None
+        return self.topic.model_copy(update={"name": f"{self.topic.name}{CHANGELOG_SUFFIX}"})
+
+    def created_topics(self) -> list[TopicSpec]:
+        """Every topic the run creates before its members start (a changelog's configs: CHANGELOG_CONFIGS)."""
+        return [*self.topics, *([self.changelog] if self.state is not None else [])]
 
     def warnings(self) -> list[str]:
         """What the scenario allows but its user should know before it runs, each naming the fault entry."""

@@ -142,7 +142,7 @@ def run_cell(spec: SweepSpec, cell: Cell, cluster, folder: SweepDir, spark) -> d
         cluster.reset_faults()
         outcome = run_scenario(scenario, folder.runs, cluster=cluster, source=f"sweep:{spec.name}")
         row["run_dir"] = folder.relative(outcome.run_dir)
-        _delete_topics(cluster, [t.name for t in scenario.topics])
+        _delete_topics(cluster, [t.name for t in scenario.created_topics()])
         if outcome.errors:
             row["error"] = f"harness: {outcome.errors[0].splitlines()[0]}"
             return row

@@ -30,12 +30,14 @@ class Run:
         self.faults: list[dict] = []
         self.group_states: list[dict] = []
         self.coordinator: list[str] = []
+        self.state: dict[str, list[dict]] | None = None  # member -> its state rows (a stateful run)
+        self.final: list[dict] = []                      # state/final.jsonl
 
     # ---- history
-    def produce(self, topic, partition, offsets, at=0, status="ok", step=1):
+    def produce(self, topic, partition, offsets, at=0, status="ok", step=1, key=lambda off: f"k{off}"):
         for i, off in enumerate(offsets):
             self.produced.append({"topic": topic, "partition": partition, "offset": off, "acked_at_ms": T0 + at + i * step,
-                                  "key": f"k{off}", "producer_id": "p0", "seq": seq_of(partition, off), "status": status})
+                                  "key": key(off), "producer_id": "p0", "seq": seq_of(partition, off), "status": status})
         return self
 
     def produce_unknown(self, topic, n, at=0, status="info"):
@@ -94,6 +96,27 @@ class Run:
                                 "(org.apache.kafka.coordinator.group.GroupMetadataManager)")
         return self
 
+    def apply(self, member, topic, partition, offsets, at, table, generation=1, key=lambda off: f"k{off % 3}"):
+        """A stateful member applies offsets to `table` (key -> (count, sum, last_offset)), one state row each, as
+        workloads/state.py does."""
+        if self.state is None:
+            self.state = {}
+        rows = self.state.setdefault(member, [])
+        for off in offsets:
+            k = key(off)
+            count, total, last = table.get(k, (0, 0, -1))
+            table[k] = (count + 1, total + seq_of(partition, off), off)
+            rows.append({"ts_ms": T0 + at, "member": member, "topic": topic, "partition": partition, "key": k,
+                         "offset": off, "prev_offset": last, "count": count + 1, "sum": table[k][1],
+                         "generation": generation})
+        return self
+
+    def final_state(self, partition, table):
+        """state/final.jsonl from a table (the changelog's last values), keys at zero left out."""
+        self.final += [{"partition": partition, "key": k, "count": c, "sum": s, "last_offset": o}
+                       for k, (c, s, o) in sorted(table.items()) if c]
+        return self
+
     # ---- files
     def write(self, events=True, faults=True) -> Path:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -110,6 +133,10 @@ class Run:
             write_jsonl(self.root / "group-states.jsonl", self.group_states)
         if self.coordinator:
             (self.root / "coordinator.log").write_text("".join(f"{line}\n" for line in self.coordinator))
+        if self.state is not None:
+            for member, rows in self.state.items():
+                write_jsonl(self.root / "state" / f"{member}.jsonl", rows)
+            write_jsonl(self.root / "state" / "final.jsonl", self.final)
         return self.root
 
 

@@ -1,0 +1,134 @@
+"""The exact state check (a stateful run: state/): `state_duplicate`, `state_lost` and `state_duplicate_within_budget`.
+
+Expected per key: every distinct offset of the key consumed at least once (the key read from the produced record;
+an acked record nobody consumed is already `lost` and not counted again, a consumed `info` record counts). Each
+final value (state/final.jsonl) is walked back through the state rows: (key, offset = last_offset, count), then
+(key, prev_offset, count - 1), ... to the zero value. An offset applied twice on that chain is a `state_duplicate`
+(`state_duplicate_within_budget` when the duplicate check judges its re-delivery within the budget: the revoked
+owner's uncommitted tail); an expected offset missing from it is `state_lost`.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from analysis.checks.framework import CheckResult, Facts, check
+from analysis.rundir.history import OPEN
+
+NEEDS = ("state",)
+READS = ("groups", "rows")
+
+
+class BrokenChain(AssertionError):
+    """A final value the state rows cannot explain: the member's contract was broken (rows are flushed before the
+    changelog is written), not a finding about Kafka."""
+
+
+def _judge(x: Facts) -> dict:
+    return x.once("state", lambda: _walk(x))
+
+
+def _walk(x: Facts) -> dict:
+    files = x.history.state
+    topics = {r["topic"] for r in files.rows}
+    expected: dict[tuple, set] = defaultdict(set)  # (topic, partition, key) -> offsets consumed
+    keyed = x.query("consumed_keys", None)
+    for r in keyed:
+        if r["key"] is not None:
+            expected[(r["topic"], r["partition"], r["key"])].add(r["offset"])
+            topics.add(r["topic"])
+    if len(topics) > 1:
+        raise BrokenChain(f"a stateful run has one input topic; state rows and records name {sorted(topics)}")
+    topic = next(iter(topics), None)
+    seq_at = {(r["partition"], r["offset"]): r["seq"] for r in keyed}
+    by_step = {}
+    applied: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset) -> every state row applying it
+    for r in files.rows:
+        by_step[(r["partition"], r["key"], r["offset"], r["count"], r["sum"])] = r
+        applied[(r["partition"], r["key"], r["offset"])].append(r)
+    chains = {(topic, f["partition"], f["key"]): _chain(f, by_step, seq_at) for f in files.final}
+    within = _within_budget_offsets(x)
+    found = {"state_duplicate": [], "state_lost": [], "state_duplicate_within_budget": []}
+    for key in sorted(set(chains) | set(expected), key=str):
+        chain = chains.get(key, [])
+        last = chain[0] if chain else None
+        zombie = last is not None and _after_ownership(x, last)
+        for offset, n in sorted(Counter(r["offset"] for r in chain).items()):
+            if n > 1:
+                rows = [r for r in chain if r["offset"] == offset]
+                kind = "state_duplicate_within_budget" if (key[0], key[1], offset) in within else "state_duplicate"
+                found[kind].append(_anomaly(kind, key, offset, rows, zombie, applied=n))
+        for offset in sorted(expected.get(key, set()) - {r["offset"] for r in chain}):
+            # from its application (if any) to the first later change that built without it (else the last)
+            later = [r for r in chain if r["offset"] > offset]
+            skipped_by = min(later, key=lambda r: r["offset"]) if later else last
+            rows = applied.get((key[1], key[2], offset), []) + ([skipped_by] if skipped_by else [])
+            found["state_lost"].append(_anomaly("state_lost", key, offset, rows, zombie, applied=0))
+    found["info"] = {"keys_expected": len(expected), "keys_final": len(files.final), "state_rows": len(files.rows),
+                     "members": files.members}
+    return found
+
+
+def _chain(final: dict, by_step: dict, seq_at: dict) -> list[dict]:
+    """The state rows that built a final value, newest first: each step is the row applying (offset, count, sum),
+    and the one before it applied (prev_offset, count - 1, sum less this record's seq)."""
+    chain, partition, key = [], final["partition"], final["key"]
+    offset, count, total = final["last_offset"], final["count"], final["sum"]
+    while count > 0:
+        row = by_step.get((partition, key, offset, count, total))
+        if row is None or (partition, offset) not in seq_at:
+            raise BrokenChain(f"state/final.jsonl: {key} of partition {partition} (count {final['count']}) has no "
+                              f"state row applying offset {offset} as its change number {count}")
+        chain.append(row)
+        offset, count, total = row["prev_offset"], count - 1, total - seq_at[(partition, offset)]
+    if offset != -1 or total != 0:
+        raise BrokenChain(f"state/final.jsonl: {key} of partition {partition} does not walk back to its zero value")
+    return chain
+
+
+def _within_budget_offsets(x: Facts) -> set:
+    """(topic, partition, offset) whose re-delivery the duplicate check judged within the budget."""
+    out = set()
+    for a in x.duplicates().anomalies:
+        if a.get("budget") == "within":
+            out.update((a["topic"], a["partition"], o) for o in range(a["offsets"][0], a["offsets"][1] + 1))
+    return out
+
+
+def _after_ownership(x: Facts, row: dict) -> bool:
+    """Whether a state row was written while its member owned no period of the partition (a zombie write)."""
+    periods = x.ctx.owners.get((row["topic"], row["partition"]), [])
+    return not any(p.member == row["member"] and p.start <= row["ts_ms"] <= (OPEN if p.end is None else p.end)
+                   for p in periods)
+
+
+def _anomaly(kind: str, key: tuple, offset: int, rows: list[dict], zombie: bool, applied: int) -> dict:
+    topic, partition, name = key
+    times = [r["ts_ms"] for r in rows] or [0]
+    return {"type": kind, "topic": topic, "partition": partition, "offsets": [offset, offset], "count": 1,
+            "members": sorted({r["member"] for r in rows}),
+            "generations": sorted({r["generation"] for r in rows if r.get("generation") is not None}),
+            "time_ms": [min(times), max(times)], "key": name, "input_offset": offset, "applied": applied,
+            "zombie_write": zombie}
+
+
+def _result(x: Facts, kind: str) -> CheckResult:
+    found = _judge(x)
+    return CheckResult(found[kind], len(found[kind]), dict(found["info"]) if kind == "state_lost" else {})
+
+
+@check("state_duplicate", needs=NEEDS, reads=READS, asks=("consumed_keys",),
+       unit="key/input offset applied twice to a key's final state", color="#e377c2")
+def state_duplicate(x: Facts):
+    return _result(x, "state_duplicate")
+
+
+@check("state_duplicate_within_budget", needs=NEEDS, reads=READS, asks=("consumed_keys",), invalidates=False,
+       unit="key/input offset applied twice, re-delivered within the budget", color="#f7b6d2")
+def state_duplicate_within_budget(x: Facts):
+    return _result(x, "state_duplicate_within_budget")
+
+
+@check("state_lost", needs=NEEDS, reads=READS, asks=("consumed_keys",),
+       unit="key/input offset consumed and missing from its key's final state", color="#7f7f7f")
+def state_lost(x: Facts):
+    return _result(x, "state_lost")

@@ -1,0 +1,53 @@
+"""A stateful run's state files (the scenario's `state` block; docs/DESIGN.md, "State"): state/<member>.jsonl, one row a
+change a member applied, and state/final.jsonl, each key's last changelog value as the harness read it after the drain.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.rundir import contract
+
+FINAL_FILE = "final.jsonl"  # harness/state.py writes it
+
+
+@dataclass
+class StateFiles:
+    rows: list[dict]    # every member's state rows
+    final: list[dict]   # partition, key, count, sum, last_offset (keys still at zero left out)
+    members: list[str]  # the members that wrote a state file
+
+
+def read(run_dir: Path) -> StateFiles | None:
+    """The state files, each line checked against the contract; None when the run kept no state (no state/)."""
+    folder = run_dir / "state"
+    if not folder.is_dir():
+        return None
+    final_path = folder / FINAL_FILE
+    if not final_path.exists():
+        raise InputError(f"{final_path}: missing: a run with state/ has its final state read back there")
+    rows, members = [], []
+    for path in sorted(folder.glob("*.jsonl")):
+        if path.name == FINAL_FILE:
+            continue
+        members.append(path.stem)
+        rows += _lines(path, "state", run_dir)
+    return StateFiles(rows, _lines(final_path, "final_state", run_dir), members)
+
+
+def _lines(path: Path, table: str, run_dir: Path) -> list[dict]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith("\n"):  # a killed member's last line, cut short
+                break
+            where = f"{path.relative_to(run_dir)}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{where}: not JSON ({exc.msg})") from None
+            contract.check_object(table, obj, where)
+            out.append(obj)
+    return out

@@ -1,0 +1,71 @@
+"""Issue 54: the exact state check on planted runs, expectations by hand. Two members, one partition, three keys
+(offset o's key is k<o mod 3>): a applies 0-6, commits 6 (0-5), and crashes; b takes the partition over, restores
+what the changelog holds, and applies from the committed offset on."""
+
+from analysis import analyze
+from analysis_runs import Run
+
+KEY = lambda off: f"k{off % 3}"  # noqa: E731
+CRASH = dict(kind="member_crash", target="a", params={}, ends_process=True, effect_from="inject",
+             group_change="member_ends")
+
+
+def state_run(root, fmt, restored, b_offsets=range(6, 12)) -> Run:
+    """`restored`: a's applications that reached the changelog (b restores them); b consumes `b_offsets`."""
+    r = Run(root, fmt).produce("t", 0, range(12), step=10, key=KEY)
+    r.event("a", "started", 0, detail="protocol=classic assignor=range")
+    r.event("a", "assigned", 10, ["t:0"], generation=1)
+    a_table, changelog = {}, {}
+    r.consume("a", "t", 0, range(7), at=200, generation=1).apply("a", "t", 0, range(7), 200, a_table, key=KEY)
+    r.apply("restored", "t", 0, restored, 0, changelog, key=KEY)  # what the changelog holds: a's landed writes
+    del r.state["restored"]
+    r.event("a", "committed", 250, offsets={"t:0": 6}, generation=1)
+    r.fault("crash-a", 300, 6300, **CRASH)
+    r.event("b", "started", 0, detail="protocol=classic assignor=range")
+    r.event("b", "assigned", 11_000, ["t:0"], generation=2)
+    r.consume("b", "t", 0, b_offsets, at=11_100, generation=2).apply("b", "t", 0, b_offsets, 11_100, changelog,
+                                                                      generation=2, key=KEY)
+    r.event("b", "committed", 11_200, offsets={"t:0": 12}, generation=2).event("b", "stopped", 12_000)
+    return r.final_state(0, changelog)
+
+
+def found(s, kind):
+    return [(a["key"], a["input_offset"], a["members"], a["fault_ids"]) for a in s["anomalies"] if a["type"] == kind]
+
+
+def test_a_healthy_stateful_run_shows_nothing(tmp_path, spark, fmt):
+    """a's write of 6 died with it; b re-applies 6 on a state restored through 5: every offset once."""
+    s = analyze(state_run(tmp_path / "run", fmt, restored=range(6)).write(), spark=spark)
+    assert [found(s, k) for k in ("state_duplicate", "state_lost", "state_duplicate_within_budget")] == [[], [], []]
+    assert s["checks"]["state_lost"]["keys_expected"] == 3 and s["checks"]["state_lost"]["state_rows"] == 13
+
+
+def test_an_update_applied_twice_outside_the_budget_is_one_state_duplicate(tmp_path, spark, fmt):
+    """b re-consumes 5, which a had committed, on a state that already holds it."""
+    s = analyze(state_run(tmp_path / "run", fmt, restored=range(6), b_offsets=range(5, 12)).write(), spark=spark)
+    assert found(s, "state_duplicate") == [("k2", 5, ["a", "b"], ["crash-a"])]
+    assert found(s, "state_lost") == [] and found(s, "state_duplicate_within_budget") == []
+    assert s["valid"] is False
+
+
+def test_a_double_apply_of_the_uncommitted_tail_is_within_the_budget(tmp_path, spark, fmt):
+    """a's write of 6 reached the changelog before it crashed, uncommitted: b re-applies it, as at-least-once allows."""
+    s = analyze(state_run(tmp_path / "run", fmt, restored=range(7)).write(), spark=spark)
+    assert found(s, "state_duplicate_within_budget") == [("k0", 6, ["a", "b"], ["crash-a"])]
+    assert found(s, "state_duplicate") == [] and found(s, "state_lost") == []
+    assert s["anomaly_counts"]["state_duplicate_within_budget"] == 1
+
+
+def test_an_update_lost_is_one_state_lost(tmp_path, spark, fmt):
+    """a committed 6 though its write of 5 never reached the changelog: b builds k2 on offset 2, without 5."""
+    s = analyze(state_run(tmp_path / "run", fmt, restored=[0, 1, 2, 3, 4]).write(), spark=spark)
+    assert found(s, "state_lost") == [("k2", 5, ["a", "b"], ["crash-a"])]
+    assert found(s, "state_duplicate") == [] and s["valid"] is False
+
+
+def test_a_run_without_state_does_not_run_the_state_checks(tmp_path, spark):
+    from analysis_runs import clean_run
+    s = analyze(clean_run(tmp_path / "run", "jsonl").write(), spark=spark)
+    for name in ("state_duplicate", "state_lost", "state_duplicate_within_budget"):
+        assert s["checks"][name]["ran"] is False and "no state/" in str(s["checks"][name]), s["checks"][name]
+        assert s["anomaly_counts"].get(name) in (None, 0)
