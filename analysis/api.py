@@ -39,6 +39,8 @@ _WHERE = {
     "rebalance_cost": ("analysis.figures.rebalance_cost", None),
     "status": ("analysis.figures.rebalance_cost", "status"),
     "FIGURES": ("analysis.figures.cell", "FIGURES"),
+    "FAMILY": ("analysis.figures.cell", "FAMILY"),
+    "applies": ("analysis.figures.cell", "applies"),
     "MACHINE": ("analysis.figures.cell", "MACHINE"),
     "ROW_COLUMNS": ("analysis.figures.cell", "ROW_COLUMNS"),
     "TABLE": ("analysis.figures.cell", "TABLE"),

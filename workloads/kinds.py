@@ -139,7 +139,7 @@ register(MemberKind(
     # (1 MB) a partition; the JVM's one heap bounds them all together.
     stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
     sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
-    events=MEMBER_EVENTS - {"join_overdue"} - STATE_EVENTS))
+    events=MEMBER_EVENTS - {"join_overdue"}, keeps_state=True))
 
 register(MemberKind(
     name="command", title="command member", library="any",

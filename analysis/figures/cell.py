@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
-from analysis.figures import latency, rebalance_cost
+from analysis.figures import latency, rebalance_cost, state_cost
 from analysis.rundir import broker_logs, coordinator_log, history
 from analysis.rundir.contract import WORKLOAD_PHASE
 
@@ -24,6 +24,7 @@ class Figure(NamedTuple):
     column: str | None = None  # its column's head in the curve's tables (None: not a column of them)
     plotted: bool = False     # a plot of the curve
     baseline: str | None = None  # a latency rise: the row's steady-state p99 it is read against (saturated above a bound)
+    family: str | None = None  # "state": a stateful run's only (a sweep shows it when some cell has it)
 
 
 FIGURES = (  # in the order of the curve's columns (curve.csv)
@@ -44,10 +45,19 @@ FIGURES = (  # in the order of the curve's columns (curve.csv)
            "assignment (ms)"),
     Figure("stop_delay_ms", "a crashed member's stop after the harness asked (its batch finished, its consumer "
            "destroyed)", "ms", 1),
+    # rebuilt state (analysis/figures/state_cost.py)
+    Figure("restore_ms", "the longest restore of one partition's state", "s", 1000, "longest restore (s)",
+           plotted=True, family="state"),
+    Figure("records_replayed", "changelog records the restores read", "records", 1, "records replayed", plotted=True,
+           family="state"),
+    Figure("first_processing_ms", "the longest from a partition's assignment to its first record processed", "s",
+           1000, "assigned to first processed (s)", plotted=True, family="state"),
+    Figure("restores", "restores of a partition's state", "restores", 1, "restores", family="state"),
 )
 # the curve's tables: the figures with a column, in this order (the partitions moved beside the time they took)
 TABLE = ("time_to_stable_ms", "unserved_longest_ms", "unserved_partition_s", "revoked", "moved", "needed",
-         "latency_hit_rise_p99_ms", "latency_rise_p99_ms", "join_phase_ms", "assignment_ms")
+         "latency_hit_rise_p99_ms", "latency_rise_p99_ms", "join_phase_ms", "assignment_ms", "restores", "restore_ms",
+         "records_replayed", "first_processing_ms")
 # what the machine was like while a cell was measured (its window and the 20 s before it): members whose session
 # expired (a crash's own member is one), the brokers' slow controller events (analysis/rundir/broker_logs.py); and
 # the machine's CPU pressure over the workload
@@ -58,7 +68,14 @@ ROW_COLUMNS = ("settled", "valid", "anomalies", "lost", "duplicates", "trigger_f
                "revoked", "moved", "needed", "latency_steady_p99_ms", "latency_window_p99_ms", "latency_window_max_ms",
                "latency_rise_p99_ms", "latency_hit_steady_p99_ms", "latency_hit_window_p99_ms",
                "latency_hit_window_max_ms", "latency_hit_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
-               "assignment_ms", *MACHINE)
+               "assignment_ms", *MACHINE, *state_cost.FIGURES)
+FAMILY = {f.name: f.family for f in FIGURES if f.family}
+
+
+def applies(name: str, rows: list[dict]) -> bool:
+    """Whether a figure (or a row's column) belongs in a sweep's outputs: every figure but a family's, which only
+    when some row has a value for it (a stateless sweep's pages stay as they were)."""
+    return name not in FAMILY or any(r.get(name) is not None or r.get(f"{name}_n") for r in rows)
 
 
 def figures_of(summary: dict, run_dir: Path, partitions: list[tuple[str, int]], members: int, observe_ms: int,
@@ -105,4 +122,5 @@ def history_figures(run_dir: Path, partitions: list[tuple[str, int]], members: i
     figures["sessions_expired"] = coordinator_log.expired_between(coordinator_log.summary(h), since, window_end)
     run = json.loads((run_dir / "run.json").read_text())
     figures["cpu_pressure_pct"] = (run.get("cpu_pressure_pct") or {}).get(WORKLOAD_PHASE)
+    figures |= state_cost.state_figures(h, figures["trigger_ms"], window_end)
     return figures, hit

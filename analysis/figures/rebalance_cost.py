@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from analysis.rundir import coordinator_log
 from analysis.figures.run_figures import rounds
-from analysis.rundir.history import Fault, History, Period, workload_stop
+from analysis.rundir.history import Fault, History, workload_stop
 from analysis import intervals
 
 CHANGE_KINDS = ("assigned", "revoked", "lost")

@@ -15,7 +15,7 @@ import json
 import statistics
 from pathlib import Path
 
-from analysis.api import FIGURES, ROW_COLUMNS, TABLE
+from analysis.api import FAMILY, FIGURES, ROW_COLUMNS, TABLE, applies
 from harness.sweep.plots import draw
 from harness.sweep.spec import STYLES
 from harness.sweep.store import SweepDir
@@ -28,6 +28,11 @@ COUNTS = ("cells", "settled", "valid", "unsettled", "invalid", "failed", "strain
 # the figures the curve carries, each declared by the analysis (analysis/figures/cell.py): name -> (what it is, its
 # unit, its scale)
 METRICS = {f.name: (f.title, f.unit, f.scale) for f in FIGURES}
+
+
+def sweep_metrics(stateful: bool) -> tuple[str, ...]:
+    """The figures a sweep's cells carry: a family's (the state's) only in a sweep of that family."""
+    return tuple(m for m in METRICS if m not in FAMILY or (stateful and FAMILY[m] == "state"))
 SATURATED_MS = 2 * BATCH_WAIT_MS  # a steady-state p99 above it: the members were already behind before the trigger
 BASELINE = {f.name: f.baseline for f in FIGURES if f.baseline}
 FEW = 3  # under this many values a figure is shown as its values, not as a median and a range
@@ -75,7 +80,7 @@ def curve(rows: list[dict]) -> list[dict]:
                  "strained": sum(map(strained, cells))}
         pressure = [r["cpu_pressure_pct"] for r in cells if r.get("cpu_pressure_pct") is not None]
         point["cpu_pressure_pct_median"] = statistics.median(pressure) if pressure else None
-        for metric in METRICS:
+        for metric in (m for m in METRICS if applies(m, rows)):
             point |= summarised(metric, [r for r in ok if not saturated(r, metric)])
             if metric in BASELINE:
                 point[f"{metric}_saturated"] = sum(saturated(r, metric) for r in ok)
@@ -95,12 +100,12 @@ def write_outputs(folder: SweepDir) -> None:
     rows = sorted(({**r, "run_dir": folder.relative(r["run_dir"]) if r.get("run_dir") else None}
                    for r in folder.finished().values()), key=lambda r: r["cell"])
     points = curve(rows)
-    write_csv(folder.path / "cells.csv", rows, CELL_COLUMNS)
+    write_csv(folder.path / "cells.csv", rows, tuple(c for c in CELL_COLUMNS if applies(c, rows)))
     (folder.path / "cells.json").write_text(json.dumps({"sweep": folder.meta(), "cells": rows, "curve": points},
                                                        indent=2, default=str) + "\n")
     write_csv(folder.path / "curve.csv", points, tuple(points[0]) if points else POINT)
     (folder.path / "curve.md").write_text(markdown(points))
-    images = draw(points, folder.path, {name: METRICS[name] for name in PLOTTED})
+    images = draw(points, folder.path, {name: METRICS[name] for name in PLOTTED if applies(name, points)})
     (folder.path / "index.html").write_text(page(folder.meta(), rows, points, images))
 
 
@@ -135,12 +140,13 @@ def markdown(points: list[dict]) -> str:
     out = []
     for key in sorted({(p["client"], p["partitions_per_member"], p["trigger"]) for p in points}):
         client, ppm, trigger = key
-        heads = ["style", "members", "settled / valid / cells", *(COLUMN_HEADS[m] for m in TABLED), "machine"]
+        tabled = [m for m in TABLED if applies(m, points)]
+        heads = ["style", "members", "settled / valid / cells", *(COLUMN_HEADS[m] for m in tabled), "machine"]
         out += [f"### {client}, {ppm} partitions a member: {trigger}", "", "| " + " | ".join(heads) + " |",
                 "|" + "---|" * len(heads)]
         for p in (p for p in points if (p["client"], p["partitions_per_member"], p["trigger"]) == key):
             out.append(f"| {p['style']} | {p['members']} | {p['settled']} / {p['valid']} / {p['cells']} | "
-                       + " | ".join(figure_text(p, m) for m in TABLED) + f" | {_machine(p)} |")
+                       + " | ".join(figure_text(p, m) for m in tabled) + f" | {_machine(p)} |")
         out.append("")
     return "\n".join(out)
 
@@ -180,12 +186,14 @@ def _cell(value) -> str:
 def page(meta: dict, rows: list[dict], points: list[dict], images: list[str]) -> str:
     spec = meta["spec"]
     settings = ", ".join(f"{k} {v}" for k, v in spec["cell"].items() if v is not None)
+    metrics = [m for m in METRICS if applies(m, points)]
+    columns = [c for c in CELL_COLUMNS[:-1] if applies(c, rows)]
     head = ("<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in POINT + COUNTS)
-            + "".join(f"<th>{html.escape(METRICS[m][0])} ({METRICS[m][1]})</th>" for m in METRICS) + "</tr>")
+            + "".join(f"<th>{html.escape(METRICS[m][0])} ({METRICS[m][1]})</th>" for m in metrics) + "</tr>")
     body = "".join("<tr>" + "".join(f"<td>{_cell(p[c])}</td>" for c in POINT + COUNTS)
-                   + "".join(f"<td>{html.escape(figure_text(p, m))}</td>" for m in METRICS) + "</tr>" for p in points)
+                   + "".join(f"<td>{html.escape(figure_text(p, m))}</td>" for m in metrics) + "</tr>" for p in points)
     cell_rows = "".join(
-        "<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in CELL_COLUMNS[:-1])
+        "<tr>" + "".join(f"<td>{_cell(r.get(c))}</td>" for c in columns)
         + (f"<td><a href=\"{html.escape(_report(r['run_dir']))}\">report</a></td>" if r.get("run_dir") else "<td>–</td>")
         + "</tr>" for r in rows)
     pictures = "".join(f'<figure><img src="{html.escape(name)}" alt="{html.escape(name)}"></figure>' for name in images)
@@ -207,7 +215,7 @@ the window or the 20 s before it, or more members' sessions expired then than th
 workload's time some task waited for a CPU (the whole machine's).</p>
 {pictures}
 <h2>The curve</h2><table>{head}{body}</table>
-<details><summary>Every cell ({len(rows)})</summary><table><tr>{''.join(f'<th>{c}</th>' for c in CELL_COLUMNS)}</tr>
+<details><summary>Every cell ({len(rows)})</summary><table><tr>{''.join(f'<th>{c}</th>' for c in [*columns, CELL_COLUMNS[-1]])}</tr>
 {cell_rows}</table></details>
 </body></html>
 """

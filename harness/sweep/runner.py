@@ -63,7 +63,8 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     import json
     from analysis.api import MACHINE, get_session
     from harness import coordinator_log
-    from harness.sweep.outputs import METRICS, write_outputs
+    from harness.sweep.outputs import sweep_metrics, write_outputs
+    METRICS = sweep_metrics(spec.state is not None)
     folder = SweepDir(out)
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}

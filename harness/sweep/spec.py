@@ -16,7 +16,7 @@ from pydantic import Field, model_validator
 
 from harness.bad_input import ScenarioError
 from harness.input_file import Strict, read_yaml, validated
-from harness.scenario import ClusterSpec, parse_scenario
+from harness.scenario import ClusterSpec, StateSpec, parse_scenario
 from harness.sweep.triggers import TRIGGERS
 from workloads.kinds import sweep_kinds
 
@@ -120,6 +120,8 @@ class SweepSpec(Strict):
     grid: Grid
     cell: CellSettings = Field(default_factory=CellSettings)
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    state: StateSpec | None = Field(None, description="stateful members in every cell (the scenario's state block): "
+                                    "the cells measure the rebuilt state too (restores, records replayed)")
 
     def cells(self) -> list[Cell]:
         """Every cell, smallest group first, repeats innermost-but-one: a sweep cut short has whole sizes."""
@@ -157,11 +159,15 @@ class SweepSpec(Strict):
             "faults": [{**TRIGGERS[cell.trigger].fault(cell, s), "at_s": s.warmup_s}],
             "run": {"seed": cell.repeat, "drain_timeout_s": s.drain_timeout_s,
                     **({"stable_timeout_s": s.stable_timeout_s} if s.stable_timeout_s else {})},
+            **({"state": self.state.model_dump(mode="json")} if self.state is not None else {}),
         }
 
     def fingerprint(self) -> str:
         """What a resumed sweep must still be: the whole file, as its settings (not its comments or layout)."""
-        return hashlib.sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+        settings = self.model_dump(mode="json")
+        if settings["state"] is None:  # a sweep written before the state block had none: its fingerprint is kept
+            del settings["state"]
+        return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def parse_sweep(data: object, source: str) -> SweepSpec:

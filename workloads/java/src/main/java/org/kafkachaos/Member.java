@@ -45,6 +45,7 @@ import java.util.zip.CRC32;
 final class Member implements ConsumerRebalanceListener {
     static final String CLIENT = "java-member";
     static final Duration POLL = Duration.ofMillis(500);  // workloads/config.py BATCH_WAIT_MS
+    static final Duration RESTORING_POLL = Duration.ofMillis(50);  // member.py RESTORING_WAIT_MS
     static final long ERROR_PAUSE_MS = 100;
     /** How the group refuses a duplicated group.instance.id (workloads/history.py FENCING): a `fenced` end. */
     static final Set<String> FENCING = Set.of("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID");
@@ -67,6 +68,7 @@ final class Member implements ConsumerRebalanceListener {
     private volatile boolean uncommitted;
     private JsonNode override;
     private Processing slow;
+    private MemberState state;  // a stateful member's (MemberState); null: it keeps none
 
     Member(MemberConfig cfg) {
         this.cfg = cfg;
@@ -117,6 +119,7 @@ final class Member implements ConsumerRebalanceListener {
     int run() {
         try {
             consumer = newConsumer();
+            state = cfg.state() == null ? null : new MemberState(cfg);
         } catch (KafkaException e) {
             end(e, null);
             log.closeEvents();
@@ -131,7 +134,11 @@ final class Member implements ConsumerRebalanceListener {
             event("started", started);
             while (!stopping && !crashed) {
                 try {
-                    ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL);
+                    boolean restoring = state != null && state.restoring();
+                    if (restoring) {
+                        state.step(consumer, this::event);
+                    }
+                    ConsumerRecords<byte[], byte[]> records = consumer.poll(restoring ? RESTORING_POLL : POLL);
                     if (!records.isEmpty()) {
                         handle(records);
                     } else if (uncommitted) {
@@ -180,6 +187,9 @@ final class Member implements ConsumerRebalanceListener {
         }
         try {
             consumer.close();  // leaves the group: the rebalance this triggers is the leave trigger
+            if (state != null) {
+                state.close();
+            }
         } catch (KafkaException e) {
             System.err.println(name + ": close failed: " + e);
         }
@@ -191,6 +201,9 @@ final class Member implements ConsumerRebalanceListener {
     /** The consumer closed as a dead process leaves it: no leave, no commit ({@link Crash}). */
     private void bringDown(String why) {
         log.killEvents();
+        if (state != null) {
+            state.abandon();
+        }
         try {
             String how = Crash.down(consumer, "auto".equals(cfg.commit()));
             System.err.println(name + ": " + why + ": " + how);
@@ -255,17 +268,26 @@ final class Member implements ConsumerRebalanceListener {
         refreshGeneration();
         partitions.forEach(positions::remove);
         event("assigned", Json.obj("partitions", ContractLog.names(partitions), "member_id", consumer.groupMetadata().memberId()));
+        if (state != null) {  // pauses what it restores
+            state.assigned(consumer, partitions, this::event);
+        }
     }
 
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
         partitions.forEach(positions::remove);
+        if (state != null) {  // the changelog flushed before the partitions go
+            state.revoked(partitions, this::event);
+        }
         event("revoked", Json.obj("partitions", ContractLog.names(partitions)));
     }
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
         partitions.forEach(positions::remove);
+        if (state != null) {
+            state.lost(partitions, this::event);
+        }
         event("lost", Json.obj("partitions", ContractLog.names(partitions)));
     }
 
@@ -278,6 +300,12 @@ final class Member implements ConsumerRebalanceListener {
         long receivedAt = System.currentTimeMillis();  // consumed: when poll() handed the batch over
         List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>(batch.count());
         batch.forEach(records::add);
+        if (state != null) {
+            records = state.heldBack(records, consumer);
+            if (records.isEmpty()) {
+                return;
+            }
+        }
         for (ConsumerRecord<byte[], byte[]> r : records) {
             positions.merge(new TopicPartition(r.topic(), r.partition()), r.offset() + 1, Math::max);
         }
@@ -324,6 +352,9 @@ final class Member implements ConsumerRebalanceListener {
             rows.add(log.row(m, at, gen));
         }
         log.rows(rows, true);
+        if (state != null) {
+            state.apply(records, gen);
+        }
     }
 
     private void commit(List<ConsumerRecord<byte[], byte[]>> records) {
@@ -362,6 +393,9 @@ final class Member implements ConsumerRebalanceListener {
      * its answer); a dead member's {@code commit_sent} is refused and its commit never leaves.
      */
     private void commitOffsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        if (state != null) {
+            state.flush();  // the changelog before the offsets: a commit never runs ahead of the state
+        }
         ContractLog.Sent sent = log.sending(offsets);
         if (sent == null) {
             return;  // crashed: a killed process sends nothing more

@@ -19,7 +19,7 @@ public record MemberConfig(String member, String runDir, String client, String b
                            String assignor, String remoteAssignor, int sessionTimeoutMs, int heartbeatIntervalMs,
                            int maxPollIntervalMs, String commit, Integer autoCommitIntervalMs, Processing processing,
                            int batchSize, Map<String, Object> extra, String instanceId, List<String> subscribedTopics,
-                           String host, Map<String, Object> hostedSettings, String outputTopic) {
+                           String host, Map<String, Object> hostedSettings, String outputTopic, State state) {
     public static final String ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG";
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
@@ -34,6 +34,21 @@ public record MemberConfig(String member, String runDir, String client, String b
         }
     }
 
+    /**
+     * workloads.config.StateConfig: a stateful member's changelog, its keys (keys_per_partition in each of the input's
+     * partitions) and whether it keeps a revoked partition's state; null: the member keeps no state.
+     */
+    public record State(String changelog, int keysPerPartition, int partitions, boolean keepOnRevoke) {
+        public static State of(JsonNode node) {
+            if (node == null || node.isNull()) {
+                return null;
+            }
+            JsonNode keys = node.path("keys");
+            return new State(node.path("changelog").asText(), keys.path("keys_per_partition").asInt(),
+                    keys.path("partitions").asInt(), node.path("keep_on_revoke").asBoolean(false));
+        }
+    }
+
     public static MemberConfig of(JsonNode n) {
         return new MemberConfig(text(n, "member"), text(n, "run_dir"), text(n, "client"), text(n, "bootstrap_servers"),
                 text(n, "group_id"), strings(n.get("topics")), text(n, "pattern"), integer(n, "metadata_refresh_ms"),
@@ -42,7 +57,7 @@ public record MemberConfig(String member, String runDir, String client, String b
                 n.path("max_poll_interval_ms").asInt(), text(n, "commit"), integer(n, "auto_commit_interval_ms"),
                 Processing.of(n.get("processing")), n.path("batch_size").asInt(), map(n.get("extra")),
                 text(n, "instance_id"), strings(n.get("subscribed_topics")), text(n, "host"),
-                map(n.get("hosted_settings")), text(n, "output_topic"));
+                map(n.get("hosted_settings")), text(n, "output_topic"), State.of(n.get("state")));
     }
 
     /** This process's member config when the harness started it; null outside a run. */

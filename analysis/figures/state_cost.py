@@ -1,0 +1,40 @@
+"""What a trigger cost a stateful run's members in rebuilt state (the scenario's `state` block), from its events and
+state rows, so that a sweep's --refigure needs no Spark:
+
+- ``restore_ms``: the longest restore of one partition that ended in the window (restore_end's elapsed_ms);
+- ``records_replayed``: the changelog records those restores read;
+- ``restores``: how many ended in the window (None when none did, shown "–");
+- ``first_processing_ms``: the longest from a partition's assignment in the window to its new owner's first record
+  processed (its first state row of the partition): the restore and the wait for it together.
+
+None for every figure in a run that kept no state.
+"""
+from __future__ import annotations
+
+from analysis.rundir.history import History
+
+FIGURES = ("restore_ms", "records_replayed", "restores", "first_processing_ms")
+
+
+def state_figures(h: History, start_ms: int, end_ms: int) -> dict:
+    if h.state is None:
+        return dict.fromkeys(FIGURES)
+    ended = [e for e in h.events if e.kind == "restore_end" and start_ms <= e.ts <= end_ms
+             and not e.facts.get("aborted")]
+    first_rows: dict[tuple[str, str, int], list[int]] = {}
+    for r in h.state.rows:
+        first_rows.setdefault((r["member"], r["topic"], r["partition"]), []).append(r["ts_ms"])
+    for times in first_rows.values():
+        times.sort()
+    waits = []
+    for e in h.events:
+        if e.kind != "assigned" or not start_ms <= e.ts <= end_ms:
+            continue
+        for topic, partition in e.partitions or []:
+            later = [t for t in first_rows.get((e.member, topic, partition), []) if t >= e.ts]
+            if later:
+                waits.append(later[0] - e.ts)
+    return {"restore_ms": max((e.facts.get("elapsed_ms", 0) for e in ended), default=None),
+            "records_replayed": sum(e.facts.get("records", 0) for e in ended) if ended else None,
+            "restores": len(ended) or None,
+            "first_processing_ms": max(waits, default=None)}
