@@ -19,7 +19,7 @@ from analysis.engine.spark import (SparkUnavailable, apply_runtime_conf, default
                                    jvm_log_mark, jvm_log_since)
 from analysis.errors import AnalysisFailed, InputError
 from analysis.figures import run_figures as figures
-from analysis.figures import cell, state_band
+from analysis.figures import cell, state_band, state_cost
 from analysis.pages.compare import COLUMNS, read_summary, row_for, write_table
 from analysis.rundir import coordinator_log, history, inputs
 
@@ -514,7 +514,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
         "spark": {"version": spark.version},
         "analysis_seconds": None,
     }
-    extra = {"periods": hist.periods, "rounds": rounds, "rate": res.get("rate", []), "rate_bin_ms": res.get("rate_bin_ms"),
+    extra = {"periods": hist.periods, "restores": state_cost.restore_spans(hist), "rounds": rounds, "rate": res.get("rate", []), "rate_bin_ms": res.get("rate_bin_ms"),
              "commits": hist.commits, "events": hist.events, "all_anomalies": anomalies, "no_owner": no_owner,
              "workload_stop_ms": history.workload_stop(hist)}
     return summary, extra

@@ -8,6 +8,7 @@ window once the group is stable; each run also reports its time from start to st
 
     .venv/bin/python -m benchmarks.member_hosts --members 20 --per-host 20
     .venv/bin/python -m benchmarks.member_hosts --members 500 --per-host 50 --hosted-only --protocol consumer
+    .venv/bin/python -m benchmarks.member_hosts --members 50 --per-host 50 --hosted-only --state 5000
 """
 from __future__ import annotations
 
@@ -110,7 +111,8 @@ class Sampler(threading.Thread):
 
 
 def scenario(members: int, per_host: int | None, client: str, protocol: str, seconds: int, rate: int,
-             rpc_proxy: bool = False, config: dict | None = None, join_watch: bool = True) -> dict:
+             rpc_proxy: bool = False, config: dict | None = None, join_watch: bool = True,
+             keys: int | None = None) -> dict:
     group = {"members": members, "client": client, "protocol": protocol, "config": config or {}}
     if protocol == "classic":
         group |= {"session_timeout_ms": 30_000, "heartbeat_interval_ms": 3000}
@@ -118,7 +120,8 @@ def scenario(members: int, per_host: int | None, client: str, protocol: str, sec
         group["members_per_host"] = per_host
     return {"name": f"bench-hosts-{members}", "topic": {"partitions": 4 * members, "replication_factor": 1},
             "producer": {"records": seconds * rate, "rate": rate}, "consumer_group": group,
-            "analysis": {"enabled": False}, "run": {"log_format": "jsonl", "rpc_proxy": rpc_proxy, "join_watch": join_watch}}
+            "analysis": {"enabled": False}, "run": {"log_format": "jsonl", "rpc_proxy": rpc_proxy, "join_watch": join_watch},
+            **({"state": {"keys_per_partition": keys}} if keys else {})}
 
 
 def measure(data: dict, runs_root: Path) -> dict:
@@ -152,7 +155,7 @@ def measure(data: dict, runs_root: Path) -> dict:
             "threads_per_member": round(max(r["threads"] for r in steady) / members, 1),
             "cpu_pct_per_member": round(100 * cpu / members, 3), "cpu_pct_all": round(100 * cpu, 1),
             "harness_cpu_pct": round(100 * harness_cpu, 1), "cpu_pct_elsewhere": elsewhere, "rpc_proxy": data["run"].get("rpc_proxy", False),
-            "join_watch": data["run"].get("join_watch", True),
+            "join_watch": data["run"].get("join_watch", True), "state": data.get("state"),
             "window_s": round(last["t"] - first["t"]), "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
 
 
@@ -169,27 +172,34 @@ def main(argv=None) -> int:
                     "request-aware proxy (what a hosted crash or cut needs): its cost in the harness process")
     ap.add_argument("--join-watch", action="store_true", help="the hosted run again with run.join_watch false (no "
                     "librdkafka debug=cgrp lines): what the join watch costs")
+    ap.add_argument("--state", type=int, default=None, metavar="KEYS", help="the hosted run again with stateful "
+                    "members (state: keys_per_partition KEYS, prefilled): what keeping state costs a member (its "
+                    "changelog producer and restore consumer)")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a consumer setting of every member (consumer_group.config), e.g. fetch.wait.max.ms=5000")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs/bench-member-hosts"))
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
     a = ap.parse_args(argv)
     config = dict(item.split("=", 1) for item in a.config)
-    cases = ([] if a.hosted_only else [("one process a member", None, False, True)])
-    cases += [(f"hosts of {a.per_host}", a.per_host, False, True)]
-    cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True, True)] if a.proxy else []
-    cases += [(f"hosts of {a.per_host}, no join watch", a.per_host, False, False)] if a.join_watch else []
+    cases = ([] if a.hosted_only else [("one process a member", None, False, True, None)])
+    cases += [(f"hosts of {a.per_host}", a.per_host, False, True, None)]
+    cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True, True, None)] if a.proxy else []
+    cases += [(f"hosts of {a.per_host}, no join watch", a.per_host, False, False, None)] if a.join_watch else []
+    cases += [(f"hosts of {a.per_host}, stateful ({a.state} keys a partition)", a.per_host, False, True, a.state)] \
+        if a.state else []
     got = {}
-    for label, per_host, proxy, watch in cases:
+    for label, per_host, proxy, watch, keys in cases:
         print(f"== {a.members} {a.client} members ({a.protocol}), {label}", flush=True)
-        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy, config, watch),
-                             a.runs_dir)
+        got[label] = measure(scenario(a.members, per_host, a.client, a.protocol, a.seconds, a.rate, proxy, config, watch,
+                                      keys), a.runs_dir)
         print(json.dumps(got[label]), flush=True)
-    if not a.hosted_only:
-        one, hosted = list(got.values())[:2]
+    pairs = [] if a.hosted_only else [("one process a member", list(got)[0], list(got)[1])]
+    pairs += [("stateful", list(got)[-1], f"hosts of {a.per_host}")] if a.state else []
+    for name, left, right in pairs:
         for key in ("rss_mb_per_member", "fds_per_member", "threads_per_member", "cpu_pct_per_member"):
-            if key in one and key in hosted and hosted[key]:
-                print(f"{key}: one process a member {one[key]} / hosted {hosted[key]} = {one[key] / hosted[key]:.2f}x")
+            if key in got[left] and key in got[right] and got[right][key]:
+                print(f"{key}: {left} {got[left][key]} / {right} {got[right][key]} = "
+                      f"{got[left][key] / got[right][key]:.2f}x")
     if a.out:
         a.out.write_text(json.dumps(got, indent=2) + "\n")
     return 0

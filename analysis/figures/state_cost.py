@@ -38,3 +38,23 @@ def state_figures(h: History, start_ms: int, end_ms: int) -> dict:
             "records_replayed": sum(e.facts.get("records", 0) for e in ended) if ended else None,
             "restores": len(ended) or None,
             "first_processing_ms": max(waits, default=None)}
+
+
+def restore_spans(h: History) -> list[dict]:
+    """Each restore of a partition: member, topic, partition, start_ms, end_ms (None: it never ended), records and
+    aborted, pairing a member's restore_start with its next restore_end of the partition (the report draws them on the
+    ownership timeline)."""
+    open_: dict[tuple[str, str, int], dict] = {}
+    out = []
+    for e in sorted(h.events, key=lambda e: e.ts):
+        if e.kind not in ("restore_start", "restore_end"):
+            continue
+        for topic, partition in e.partitions or []:
+            key = (e.member, topic, partition)
+            if e.kind == "restore_start":
+                open_[key] = {"member": e.member, "topic": topic, "partition": partition, "start_ms": e.ts,
+                              "end_ms": None, "records": None, "aborted": None}
+                out.append(open_[key])
+            elif key in open_:
+                open_.pop(key).update(end_ms=e.ts, records=e.facts.get("records"), aborted=e.facts.get("aborted"))
+    return out

@@ -189,9 +189,13 @@ def _timeline(s, x, t0) -> str:
     height = lane * len(tps)
     span = max(1, t1 - t0)
     X = lambda t: left + max(0, min(span, t - t0)) / span * width  # noqa: E731
-    out = [f"<h2>Ownership timeline</h2><div class=legend>" + "".join(f"<span><i style='background:{color[m]}'></i>{e(m)}</span>" for m in members)
-           + "<span><i style='background:#d62728;opacity:.25'></i>fault window</span><span><i style='background:#555'></i>rebalance</span></div>",
+    out = ["<h2>Ownership timeline</h2><div class=legend>" + "".join(f"<span><i style='background:{color[m]}'></i>{e(m)}</span>" for m in members)
+           + "<span><i style='background:#d62728;opacity:.25'></i>fault window</span><span><i style='background:#555'></i>rebalance</span>"
+           + ("<span><i style='background:repeating-linear-gradient(45deg,#000 0 2px,#fff 2px 4px)'></i>restoring its "
+              "state</span>" if x.get("restores") else "") + "</div>",
            f"<svg id=timeline width={left + width + 20} height={top + height + 24} role=img aria-label='partition owners over time'>",
+           "<defs><pattern id=restoring width=4 height=4 patternUnits=userSpaceOnUse patternTransform='rotate(45)'>"
+           "<rect width=2 height=4 fill='#000' opacity=.55></rect></pattern></defs>",
            _axis(0, 0, width, left, top, height, t0, t1), _fault_bands(s, t0, t1, left, width, top, height)]
     row = {tp: i for i, tp in enumerate(tps)}
     for i, tp in enumerate(tps):
@@ -202,6 +206,15 @@ def _timeline(s, x, t0) -> str:
         out.append(f"<rect class=owner x={X(p.start):.1f} y={y} width={max(1, X(end) - X(p.start)):.1f} height={lane - 6} "
                    f"fill='{color[p.member]}'><title>{e(p.member)} owns {e(p.topic)}:{p.partition} "
                    f"gen {e(p.generation)} {(p.start - t0) / 1000:.1f}s–{(end - t0) / 1000:.1f}s ({e(p.end_kind or 'open')})</title></rect>")
+    for r in x.get("restores") or []:  # a stateful member restoring a partition (paused) before it processes it
+        if (r["topic"], r["partition"]) not in row:
+            continue
+        y = top + row[(r["topic"], r["partition"])] * lane + 3
+        end = r["end_ms"] if r["end_ms"] is not None else t1
+        what = "aborted" if r["aborted"] else "never ended" if r["end_ms"] is None else f"{r['records']} records"
+        out.append(f"<rect class=restore x={X(r['start_ms']):.1f} y={y} width={max(1, X(end) - X(r['start_ms'])):.1f} "
+                   f"height={lane - 6} fill='url(#restoring)'><title>{e(r['member'])} restores {e(r['topic'])}:"
+                   f"{r['partition']} {(r['start_ms'] - t0) / 1000:.1f}s–{(end - t0) / 1000:.1f}s ({what})</title></rect>")
     for r in x.get("rounds") or []:
         out.append(f"<line class=rebalance x1={X(r['start_ms']):.1f} x2={X(r['start_ms']):.1f} y1={top} y2={top + height} "
                    f"stroke='#555' stroke-dasharray='3,2'><title>rebalance {r['index']} (gen {e(r['generation'])})</title></line>")

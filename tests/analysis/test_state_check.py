@@ -3,7 +3,7 @@
 what the changelog holds, and applies from the committed offset on."""
 
 from analysis import analyze
-from analysis_runs import Run
+from analysis_runs import T0, Run
 
 KEY = lambda off: f"k{off % 3}"  # noqa: E731
 CRASH = dict(kind="member_crash", target="a", params={}, ends_process=True, effect_from="inject",
@@ -23,6 +23,8 @@ def state_run(root, fmt, restored, b_offsets=range(6, 12)) -> Run:
     r.fault("crash-a", 300, 6300, **CRASH)
     r.event("b", "started", 0, detail="protocol=classic assignor=range")
     r.event("b", "assigned", 11_000, ["t:0"], generation=2)
+    r.event("b", "restore_start", 11_010, ["t:0"], generation=2, from_offset=0, to_offset=len(restored))
+    r.event("b", "restore_end", 11_050, ["t:0"], generation=2, records=len(restored), elapsed_ms=40, aborted=False)
     r.consume("b", "t", 0, b_offsets, at=11_100, generation=2).apply("b", "t", 0, b_offsets, 11_100, changelog,
                                                                       generation=2, key=KEY)
     r.event("b", "committed", 11_200, offsets={"t:0": 12}, generation=2).event("b", "stopped", 12_000)
@@ -38,6 +40,20 @@ def test_a_healthy_stateful_run_shows_nothing(tmp_path, spark, fmt):
     s = analyze(state_run(tmp_path / "run", fmt, restored=range(6)).write(), spark=spark)
     assert [found(s, k) for k in ("state_duplicate", "state_lost", "state_duplicate_within_budget")] == [[], [], []]
     assert s["checks"]["state_lost"]["keys_expected"] == 3 and s["checks"]["state_lost"]["state_rows"] == 13
+    report = (tmp_path / "run" / "report" / "index.html").read_text()
+    assert "b restores t:0 11.0s" in report and "(6 records)" in report  # drawn on the ownership timeline
+
+
+def test_the_rebuilt_states_figures_come_from_the_events_and_the_state_rows(tmp_path):
+    """From the crash on: one restore (40 ms, 6 records), and b's first record of t:0 100 ms after its assignment."""
+    from pathlib import Path
+    from analysis.figures.state_cost import state_figures
+    from analysis.rundir.history import build
+    h = build(Path(state_run(tmp_path / "run", "jsonl", restored=range(6)).write()))
+    assert state_figures(h, T0 + 300, T0 + 60_000) == {"restore_ms": 40, "records_replayed": 6, "restores": 1,
+                                                       "first_processing_ms": 100}
+    assert state_figures(h, T0 + 12_000, T0 + 60_000) == {"restore_ms": None, "records_replayed": None,
+                                                          "restores": None, "first_processing_ms": None}
 
 
 def test_an_update_applied_twice_outside_the_budget_is_one_state_duplicate(tmp_path, spark, fmt):
