@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from harness.progress import say
 from workloads.config import KeySpace, StateConfig
 from workloads.security import security_config
-from workloads.state import ZERO, decode_value, encode_value
+from workloads.state import ZERO, decode_value, decode_writer, encode_value
 
 FINAL_FILE = "final.jsonl"  # state/final.jsonl: each key's last changelog value (keys still at zero left out)
 READ_BATCH = 10_000
@@ -67,7 +67,8 @@ def prefill(bootstrap: str, spec: StateConfig) -> int:
 
 def read_final(bootstrap: str, spec: StateConfig, run_dir: Path) -> int:
     """Each changelog partition read to its end: every key's last value into state/final.jsonl (partition, key,
-    count, sum, last_offset), the keys still at zero left out; how many rows were written."""
+    count, sum, last_offset, and the member that wrote it with its state row's ts_ms), the keys still at zero left
+    out; how many rows were written."""
     consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "group.id": "kafka-chaos-final-state",
                          "client.id": "kafka-chaos-final-state", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"}, logger=logging.getLogger(LOGGER))
@@ -76,6 +77,7 @@ def read_final(bootstrap: str, spec: StateConfig, run_dir: Path) -> int:
         for p in range(spec.keys.partitions):
             _, ends[p] = consumer.get_watermark_offsets(TopicPartition(spec.changelog, p), timeout=30, cached=False)
         values: dict[tuple[int, str], tuple[int, int, int]] = {}
+        writers: dict[tuple[int, str], tuple[str | None, int | None]] = {}
         left = {p for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(spec.changelog, p, 0) for p in left])
         deadline = time.monotonic() + TIMEOUT_S
@@ -87,14 +89,15 @@ def read_final(bootstrap: str, spec: StateConfig, run_dir: Path) -> int:
                 if m.error() is not None:
                     continue
                 values[(m.partition(), m.key().decode())] = decode_value(m.value())
+                writers[(m.partition(), m.key().decode())] = decode_writer(m.value())
                 if m.offset() + 1 >= ends[m.partition()]:
                     left.discard(m.partition())
     finally:
         consumer.close()
     path = run_dir / "state" / FINAL_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"partition": p, "key": k, "count": c, "sum": s, "last_offset": o}
-            for (p, k), (c, s, o) in sorted(values.items()) if (c, s, o) != ZERO]
+    rows = [{"partition": p, "key": k, "count": c, "sum": s, "last_offset": o, "member": writers[(p, k)][0],
+             "ts_ms": writers[(p, k)][1]} for (p, k), (c, s, o) in sorted(values.items()) if (c, s, o) != ZERO]
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in rows)
     say(f"final state: {len(rows)} keys changed, of {len(values)} in {spec.changelog}")

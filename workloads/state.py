@@ -35,13 +35,23 @@ FLUSH_TIMEOUT_S = 30
 END_OFFSET_TIMEOUT_S = 5  # in the assignment callback; a restore whose end is not known yet asks again in the loop
 
 
-def encode_value(count: int, total: int, last_offset: int) -> bytes:
-    return json.dumps({"count": count, "sum": total, "last_offset": last_offset}, separators=(",", ":")).encode()
+def encode_value(count: int, total: int, last_offset: int, member: str | None = None, at_ms: int | None = None) -> bytes:
+    """A changelog value: the key's count, sum and last offset, and who wrote it when (the member's state row's
+    ts_ms), so that the analysis knows which state row the key's final value is, even where two members applied the
+    same change (a zombie's write after the new owner's)."""
+    return json.dumps({"count": count, "sum": total, "last_offset": last_offset, "member": member, "ts_ms": at_ms},
+                      separators=(",", ":")).encode()
 
 
 def decode_value(value: bytes) -> tuple[int, int, int]:
     v = json.loads(value)
     return v["count"], v["sum"], v["last_offset"]
+
+
+def decode_writer(value: bytes) -> tuple[str | None, int | None]:
+    """Who wrote a changelog value, and the ts_ms of its state row (None for the harness's prefill)."""
+    v = json.loads(value)
+    return v.get("member"), v.get("ts_ms")
 
 
 def incremental(cfg: MemberConfig) -> bool:
@@ -211,15 +221,15 @@ class MemberState:
         self.log.extend(rows)
         self.log.flush()
         for partition, key, value in sends:
-            self._send(partition, key, value)
+            self._send(partition, key, value, at)
 
-    def _send(self, partition: int, key: str, value: tuple[int, int, int]) -> None:
+    def _send(self, partition: int, key: str, value: tuple[int, int, int], at_ms: int) -> None:
         def delivered(err, msg, partition=partition):
             if err is None and msg.offset() is not None and msg.offset() >= 0:
                 self.positions[partition] = max(self.positions.get(partition, 0), msg.offset() + 1)
         while True:
             try:
-                self.producer.produce(self.spec.changelog, key=key.encode(), value=encode_value(*value),
+                self.producer.produce(self.spec.changelog, key=key.encode(), value=encode_value(*value, self.name, at_ms),
                                       partition=partition, on_delivery=delivered)
                 return
             except BufferError:

@@ -40,10 +40,10 @@ def _walk(x: Facts) -> dict:
         raise BrokenChain(f"a stateful run has one input topic; state rows and records name {sorted(topics)}")
     topic = next(iter(topics), None)
     seq_at = {(r["partition"], r["offset"]): r["seq"] for r in keyed}
-    by_step = {}
+    by_step: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset, count, sum) -> rows, in time
     applied: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset) -> every state row applying it
-    for r in files.rows:
-        by_step[(r["partition"], r["key"], r["offset"], r["count"], r["sum"])] = r
+    for r in sorted(files.rows, key=lambda r: r["ts_ms"]):
+        by_step[(r["partition"], r["key"], r["offset"], r["count"], r["sum"])].append(r)
         applied[(r["partition"], r["key"], r["offset"])].append(r)
     chains = {(topic, f["partition"], f["key"]): _chain(f, by_step, seq_at) for f in files.final}
     within = _within_budget_offsets(x)
@@ -58,11 +58,12 @@ def _walk(x: Facts) -> dict:
                 kind = "state_duplicate_within_budget" if (key[0], key[1], offset) in within else "state_duplicate"
                 found[kind].append(_anomaly(kind, key, offset, rows, zombie, applied=n))
         for offset in sorted(expected.get(key, set()) - {r["offset"] for r in chain}):
-            # from its application (if any) to the first later change that built without it (else the last)
+            # from its applications (if any) to the first later change that built without it (else the last)
             later = [r for r in chain if r["offset"] > offset]
             skipped_by = min(later, key=lambda r: r["offset"]) if later else last
-            rows = applied.get((key[1], key[2], offset), []) + ([skipped_by] if skipped_by else [])
-            found["state_lost"].append(_anomaly("state_lost", key, offset, rows, zombie, applied=0))
+            off_chain = applied.get((key[1], key[2], offset), [])
+            rows = off_chain + ([skipped_by] if skipped_by else [])
+            found["state_lost"].append(_anomaly("state_lost", key, offset, rows, zombie, applied=len(off_chain)))
     found["info"] = {"keys_expected": len(expected), "keys_final": len(files.final), "state_rows": len(files.rows),
                      "members": files.members}
     return found
@@ -70,19 +71,35 @@ def _walk(x: Facts) -> dict:
 
 def _chain(final: dict, by_step: dict, seq_at: dict) -> list[dict]:
     """The state rows that built a final value, newest first: each step is the row applying (offset, count, sum),
-    and the one before it applied (prev_offset, count - 1, sum less this record's seq)."""
+    and the one before it applied (prev_offset, count - 1, sum less this record's seq). Where several members applied
+    the same change (a zombie's after the new owner's), the final value's own is the one its changelog record names
+    (member and ts_ms), and a change it built on is the latest applied before it."""
     chain, partition, key = [], final["partition"], final["key"]
     offset, count, total = final["last_offset"], final["count"], final["sum"]
+    writer, before = (final.get("member"), final.get("ts_ms")), None
     while count > 0:
-        row = by_step.get((partition, key, offset, count, total))
-        if row is None or (partition, offset) not in seq_at:
+        rows = by_step.get((partition, key, offset, count, total))
+        if not rows or (partition, offset) not in seq_at:
             raise BrokenChain(f"state/final.jsonl: {key} of partition {partition} (count {final['count']}) has no "
                               f"state row applying offset {offset} as its change number {count}")
+        row = _pick(rows, writer if not chain else None, before)
         chain.append(row)
         offset, count, total = row["prev_offset"], count - 1, total - seq_at[(partition, offset)]
+        before = row["ts_ms"]
     if offset != -1 or total != 0:
         raise BrokenChain(f"state/final.jsonl: {key} of partition {partition} does not walk back to its zero value")
     return chain
+
+
+def _pick(rows: list[dict], writer: tuple | None, before: int | None) -> dict:
+    """Of the rows applying one change (in time order): the writer's own (its member and ts_ms), else the latest at
+    or before ``before`` (the change built on it), else the latest."""
+    if writer is not None and writer[0] is not None:
+        own = [r for r in rows if r["member"] == writer[0] and (writer[1] is None or r["ts_ms"] == writer[1])]
+        if own:
+            return own[-1]
+    earlier = [r for r in rows if before is None or r["ts_ms"] <= before]
+    return (earlier or rows)[-1]
 
 
 def _within_budget_offsets(x: Facts) -> set:

@@ -111,6 +111,7 @@ STATE = (  # state/<member>.jsonl: one change a stateful member applied (workloa
 FINAL_STATE = (  # state/final.jsonl: each key's last changelog value after the drain (harness/state.py)
     Column("partition", INT32, True, **_POSITION), Column("key", STRING, True), Column("count", INT64, True, min=0),
     Column("sum", INT64, True), Column("last_offset", INT64, True, min=-1),
+    Column("member", STRING), Column("ts_ms", INT64),  # who wrote the value, and its state row's ts_ms
 )
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP,
          "group_states": GROUP_STATES, "state": STATE, "final_state": FINAL_STATE}

@@ -1,6 +1,7 @@
 """Issue 54: the exact state check on planted runs, expectations by hand. Two members, one partition, three keys
 (offset o's key is k<o mod 3>): a applies 0-6, commits 6 (0-5), and crashes; b takes the partition over, restores
-what the changelog holds, and applies from the committed offset on."""
+what the changelog holds, and applies from the committed offset on. The healthy run is read in both formats (the key
+comes from the produced files, JSON lines or Parquet); the anomalies in JSON lines (make test's time)."""
 
 from analysis import analyze
 from analysis_runs import T0, Run
@@ -56,25 +57,25 @@ def test_the_rebuilt_states_figures_come_from_the_events_and_the_state_rows(tmp_
                                                           "restores": None, "first_processing_ms": None}
 
 
-def test_an_update_applied_twice_outside_the_budget_is_one_state_duplicate(tmp_path, spark, fmt):
+def test_an_update_applied_twice_outside_the_budget_is_one_state_duplicate(tmp_path, spark):
     """b re-consumes 5, which a had committed, on a state that already holds it."""
-    s = analyze(state_run(tmp_path / "run", fmt, restored=range(6), b_offsets=range(5, 12)).write(), spark=spark)
+    s = analyze(state_run(tmp_path / "run", "jsonl", restored=range(6), b_offsets=range(5, 12)).write(), spark=spark)
     assert found(s, "state_duplicate") == [("k2", 5, ["a", "b"], ["crash-a"])]
     assert found(s, "state_lost") == [] and found(s, "state_duplicate_within_budget") == []
     assert s["valid"] is False
 
 
-def test_a_double_apply_of_the_uncommitted_tail_is_within_the_budget(tmp_path, spark, fmt):
+def test_a_double_apply_of_the_uncommitted_tail_is_within_the_budget(tmp_path, spark):
     """a's write of 6 reached the changelog before it crashed, uncommitted: b re-applies it, as at-least-once allows."""
-    s = analyze(state_run(tmp_path / "run", fmt, restored=range(7)).write(), spark=spark)
+    s = analyze(state_run(tmp_path / "run", "jsonl", restored=range(7)).write(), spark=spark)
     assert found(s, "state_duplicate_within_budget") == [("k0", 6, ["a", "b"], ["crash-a"])]
     assert found(s, "state_duplicate") == [] and found(s, "state_lost") == []
     assert s["anomaly_counts"]["state_duplicate_within_budget"] == 1
 
 
-def test_an_update_lost_is_one_state_lost(tmp_path, spark, fmt):
+def test_an_update_lost_is_one_state_lost(tmp_path, spark):
     """a committed 6 though its write of 5 never reached the changelog: b builds k2 on offset 2, without 5."""
-    s = analyze(state_run(tmp_path / "run", fmt, restored=[0, 1, 2, 3, 4]).write(), spark=spark)
+    s = analyze(state_run(tmp_path / "run", "jsonl", restored=[0, 1, 2, 3, 4]).write(), spark=spark)
     assert found(s, "state_lost") == [("k2", 5, ["a", "b"], ["crash-a"])]
     assert found(s, "state_duplicate") == [] and s["valid"] is False
 

@@ -68,7 +68,7 @@ final class Member implements ConsumerRebalanceListener {
     private volatile boolean uncommitted;
     private JsonNode override;
     private Processing slow;
-    private MemberState state;  // a stateful member's (MemberState); null: it keeps none
+    private volatile MemberState state;  // a stateful member's (MemberState); null: it keeps none
 
     Member(MemberConfig cfg) {
         this.cfg = cfg;
@@ -104,6 +104,10 @@ final class Member implements ConsumerRebalanceListener {
     void crash() {
         crashed = true;
         log.kill();
+        MemberState s = state;
+        if (s != null) {
+            s.kill();
+        }
         woken.countDown();
         KafkaConsumer<byte[], byte[]> c = consumer;
         if (c != null) {

@@ -77,6 +77,7 @@ final class MemberState {
     private final Map<Integer, Restore> restores = new LinkedHashMap<>();
     private final KafkaProducer<byte[], byte[]> producer;
     private final KafkaConsumer<byte[], byte[]> restorer;
+    private volatile boolean dead;  // crashed: nothing more is applied, logged or sent
 
     MemberState(MemberConfig cfg) {
         this.spec = cfg.state();
@@ -103,9 +104,10 @@ final class MemberState {
         this.restorer = new KafkaConsumer<>(restoreSettings);
     }
 
-    static byte[] encode(long[] value) {
-        return ("{\"count\":" + value[0] + ",\"sum\":" + value[1] + ",\"last_offset\":" + value[2] + "}")
-                .getBytes(StandardCharsets.UTF_8);
+    /** A changelog value (workloads/state.py encode_value): the key's value, and who wrote it when. */
+    static byte[] encode(long[] value, String member, long atMs) {
+        return ("{\"count\":" + value[0] + ",\"sum\":" + value[1] + ",\"last_offset\":" + value[2]
+                + ",\"member\":\"" + member + "\",\"ts_ms\":" + atMs + "}").getBytes(StandardCharsets.UTF_8);
     }
 
     static long[] decode(byte[] value) {
@@ -275,6 +277,9 @@ final class MemberState {
     }
 
     void apply(List<ConsumerRecord<byte[], byte[]>> records, int generation) {
+        if (dead) {
+            return;
+        }
         long at = System.currentTimeMillis();
         List<Map<String, Object>> rows = new ArrayList<>(records.size());
         List<Object[]> sends = new ArrayList<>(records.size());
@@ -294,7 +299,7 @@ final class MemberState {
         for (Object[] send : sends) {
             int partition = (int) send[0];
             producer.send(new ProducerRecord<>(spec.changelog(), partition,
-                    ((String) send[1]).getBytes(StandardCharsets.UTF_8), encode((long[]) send[2])), (meta, error) -> {
+                    ((String) send[1]).getBytes(StandardCharsets.UTF_8), encode((long[]) send[2], name, at)), (meta, error) -> {
                         if (error == null && meta != null && meta.hasOffset()) {
                             positions.merge(partition, meta.offset() + 1, Math::max);
                         }
@@ -304,7 +309,24 @@ final class MemberState {
 
     /** The changelog written through: before a commit, and in the revoke callback. */
     void flush() {
-        producer.flush();
+        if (!dead) {
+            producer.flush();
+        }
+    }
+
+    /**
+     * From the host's control thread, with {@link Member#crash()}: the state dies with the member, as in a killed
+     * process. Its state log takes nothing more, and the changelog producer is closed at once: what it had not sent is
+     * dropped, and a send after it fails (the member's thread then ends as crashed).
+     */
+    void kill() {
+        dead = true;
+        log.kill();
+        try {
+            producer.close(Duration.ZERO);
+        } catch (RuntimeException e) {
+            // closed already
+        }
     }
 
     void close() {
