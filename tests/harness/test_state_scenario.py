@@ -22,7 +22,7 @@ def refused(tmp_path, capsys, yaml_text: str) -> str:
 
 @pytest.mark.parametrize("yaml_text, words", [
     ("consumer_group: {client: java}\n", "consumer_group.client: the Java member (VerifiableConsumer) keeps no state; "
-                                         "use client: librdkafka"),
+                                         "use client: java-member or librdkafka"),
     ("consumer_group: {commit: auto}\n", "consumer_group.commit: auto has no commit point to flush the changelog before"),
     ("consumer_group: {commit: before_process}\n", "consumer_group.commit: before_process has no commit point"),
     ("consumer_group: {members: [{count: 1}, {count: 1, commit: auto}]}\n", "consumer_group.members[1].commit: auto"),
