@@ -41,9 +41,11 @@ def memory_mb() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
 
 
-def check_hosting(clients: set[str], pinned_per_member: bool, members: int, members_per_host: int) -> None:
+def check_hosting(clients: set[str], pinned_per_member: bool, members: int, members_per_host: int,
+                  stateful: bool = False) -> None:
     """A hosted group (`clients`: the kinds its members run; `pinned_per_member`: a member spec pins its own
-    release): kinds that can host, and a group this machine can hold. ValueError names the field."""
+    release; `stateful`: its members keep state, three clients each): kinds that can host, and a group this machine
+    can hold. ValueError names the field."""
     for name in sorted(clients):
         kind = member_kind(name)
         if not kind.hosts:
@@ -56,12 +58,15 @@ def check_hosting(clients: set[str], pinned_per_member: bool, members: int, memb
                          "per-member versions")
     kind = member_kind(next(iter(clients)))
     per_host = min(members_per_host, members)
-    fds = per_host * kind.fds_per_member + FD_HEADROOM
+    fds_each = kind.fds_per_member + (kind.state_fds_per_member if stateful else 0)
+    mb_each = kind.mb_per_member + (kind.state_mb_per_member if stateful else 0)
+    stateful_word = " stateful" if stateful else ""
+    fds = per_host * fds_each + FD_HEADROOM
     if fds > fd_limit():
-        raise ValueError(f"members_per_host: {per_host} members in one process need about {fds} open files "
-                         f"({kind.fds_per_member} a member), above this machine's limit of {fd_limit()} "
-                         "(ulimit -Hn); use fewer members a host")
-    need_mb = members * kind.mb_per_member
+        raise ValueError(f"members_per_host: {per_host}{stateful_word} members in one process need about {fds} open "
+                         f"files ({fds_each} a member), above this machine's limit of {fd_limit()} (ulimit -Hn); use "
+                         "fewer members a host")
+    need_mb = members * mb_each
     if need_mb > memory_mb() // 2:
-        raise ValueError(f"members: {members} {kind.name} members need about {need_mb} MB resident "
-                         f"({kind.mb_per_member} MB a member), more than half of this machine's {memory_mb()} MB")
+        raise ValueError(f"members: {members}{stateful_word} {kind.name} members need about {need_mb} MB resident "
+                         f"({mb_each} MB a member), more than half of this machine's {memory_mb()} MB")

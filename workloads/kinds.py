@@ -32,6 +32,8 @@ class MemberKind:
     hosted_settings: dict = field(default_factory=dict)  # client settings a hosted member changes
     fds_per_member: int = 0      # a hosted member's open files and resident memory, bounded (the note above KINDS)
     mb_per_member: int = 0
+    state_fds_per_member: int = 0  # what keeping state adds to them (its changelog producer and restore consumer)
+    state_mb_per_member: int = 0
     sweep_name: str | None = None   # the sweep file's name for this client (a sweep runs every cell hosted)
     pins_version: bool = True    # consumer_group.version may pin another release
     unpinned: Literal["harness", "brokers"] = "harness"  # the release an unpinned member runs
@@ -68,7 +70,10 @@ def _final_java_conversion(run_dir: Path, member: str, instance_id: str | None) 
 # benchmarks/member_hosts.py: 20 members in one host, 3 brokers, 1,000 records/s): a hosted librdkafka member held 16.1
 # descriptors (sockets and the wake-up pipes of its broker threads) and 2.9 MB resident, a hosted Java member 12.6 and
 # 10.5 MB. The bounds add headroom: a member's pre-fetch queue may fill up to its 2 MB bound, a JVM's heap grows to its
-# limit.
+# limit. A stateful member (the scenario's `state` block) runs two clients more, measured with
+# `benchmarks/member_hosts.py --members 50 --per-host 50 --hosted-only --state 1000` (benchmarks/results/
+# member-hosts-50-state-*.json, 2026-11-30): librdkafka 42 descriptors and 5.5 MB a member against 16 and 2.1 stateless,
+# Java 25.9 and 8.3 against 11 and 6.0; the state's bounds add headroom for the tables (5,000 keys a partition).
 
 KINDS: dict[str, MemberKind] = {}
 DEFAULT = "librdkafka"
@@ -120,7 +125,8 @@ register(MemberKind(
     # returns, so they move no figure while a member keeps up; a member that falls far behind refetches sooner.
     # Recorded in each member's `started` facts (hosted_settings).
     hosted_settings={"queued.max.messages.kbytes": 2048, "queued.min.messages": 2000},
-    fds_per_member=24, mb_per_member=6, sweep_name="librdkafka", join_watch=True, keeps_state=True))
+    fds_per_member=24, mb_per_member=6, state_fds_per_member=40, state_mb_per_member=8, sweep_name="librdkafka",
+    join_watch=True, keeps_state=True))
 
 register(MemberKind(
     name="java", title="Java member (VerifiableConsumer)", library="kafka-clients",
@@ -138,6 +144,7 @@ register(MemberKind(
     # The Java client pre-fetches per fetch session, bounded by fetch.max.bytes (50 MB) and max.partition.fetch.bytes
     # (1 MB) a partition; the JVM's one heap bounds them all together.
     stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
+    state_fds_per_member=24, state_mb_per_member=8,
     sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
     events=MEMBER_EVENTS - {"join_overdue"}, keeps_state=True))
 

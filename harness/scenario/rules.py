@@ -264,6 +264,13 @@ def _state_rules(scenario) -> None:
         if fault.fault_class.group_change == "partitions_added":
             raise ValueError(f"{where}.kind: {fault.kind} cannot run with state: added partitions move keys to "
                              "other partitions, and the changelog keeps the partitions it was created with")
+    if group.members_per_host is not None:  # three clients a member: the machine's bounds again, stateful
+        specs = [] if isinstance(group.members, int) else group.members
+        try:
+            check_hosting({group.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
+                          group.member_count, group.members_per_host, stateful=True)
+        except ValueError as exc:
+            raise ValueError(f"consumer_group.{exc}") from None
     output = group.output
     if output is not None and output.topic == scenario.changelog.name:
         raise ValueError(f"consumer_group.output.topic: {output.topic!r} is the state's changelog topic")

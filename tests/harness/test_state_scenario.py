@@ -80,3 +80,14 @@ def test_a_members_state_config_survives_the_environment(monkeypatch):
     assert decode_text(MemberConfig, encode(member)[ENV_VAR]).state == cfg
     assert decode_text(MemberConfig, encode(MemberConfig(**{**fields, "release": ClientRelease(),
                                                             "processing": ProcessingConfig()}))[ENV_VAR]).state is None
+
+
+def test_a_stateful_hosted_group_is_held_to_three_clients_a_member(tmp_path, capsys, monkeypatch):
+    """A stateful member's changelog producer and restore consumer (measured: benchmarks/member_hosts.py --state) count
+    against the host's open files: what fits stateless is refused stateful, naming the field."""
+    from harness import hosting
+    monkeypatch.setattr(hosting, "fd_limit", lambda: 5000)
+    group = "consumer_group: {members: 100, members_per_host: 100}\n"
+    parse_scenario({"consumer_group": {"members": 100, "members_per_host": 100}})
+    assert "consumer_group.members_per_host: 100 stateful members in one process need about" in \
+        refused(tmp_path, capsys, group)
