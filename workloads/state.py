@@ -33,6 +33,7 @@ ZERO = (0, 0, -1)  # count, sum of seq, last input offset: a key nothing was app
 RESTORE_BATCH = 5000
 FLUSH_TIMEOUT_S = 30
 END_OFFSET_TIMEOUT_S = 5  # in the assignment callback; a restore whose end is not known yet asks again in the loop
+OFFSET_END = -1  # ListOffsets' "latest" timestamp: offsets_for_times answers the partition's end offset
 
 
 def encode_value(count: int, total: int, last_offset: int, member: str | None = None, at_ms: int | None = None) -> bytes:
@@ -98,8 +99,7 @@ class MemberState:
         if not partitions:
             return
         consumer.pause(partitions)
-        for tp in partitions:
-            self._begin_restore(tp.partition, event)
+        self._find_ends([self._begin_restore(tp.partition) for tp in partitions], event, END_OFFSET_TIMEOUT_S)
 
     def revoked(self, partitions: list[TopicPartition], event) -> None:
         """Flush the changelog; keep (keep_on_revoke) or drop each revoked partition's state."""
@@ -122,7 +122,7 @@ class MemberState:
         self.kept.pop(partition, None)
         self.positions.pop(partition, None)
 
-    def _begin_restore(self, partition: int, event) -> None:
+    def _begin_restore(self, partition: int) -> Restore:
         """From the kept position (keep_on_revoke) or from the start; `restore_start` once its end is known."""
         start = self.kept.pop(partition, None)
         if start is None:
@@ -130,17 +130,26 @@ class MemberState:
             self.tables[partition] = {}
         restore = Restore(partition, start, None, time.monotonic(), position=start)
         self.restores[partition] = restore
-        self._find_end(restore, event, END_OFFSET_TIMEOUT_S)
+        return restore
 
-    def _find_end(self, restore: Restore, event, timeout_s: float) -> None:
-        tp = TopicPartition(self.spec.changelog, restore.partition)
+    def _find_ends(self, restores: list[Restore], event, timeout_s: float) -> None:
+        """The changelog partitions' end offsets, asked together (one ListOffsets a leader: timestamp -1 is the
+        latest offset); each restore then logs `restore_start` and its partition joins the restore consumer."""
+        if not restores:
+            return
+        asked = [TopicPartition(self.spec.changelog, r.partition, OFFSET_END) for r in restores]
         try:
-            _, restore.end = self.restorer.get_watermark_offsets(tp, timeout=timeout_s, cached=False)
+            ends = {tp.partition: tp.offset for tp in self.restorer.offsets_for_times(asked, timeout=timeout_s)
+                    if tp.error is None and tp.offset >= 0}
         except KafkaException:
             return  # asked again in the loop
-        event("restore_start", partitions=[f"{self.topic}:{restore.partition}"], from_offset=restore.start,
-              to_offset=restore.end)
-        self.restorer.incremental_assign([TopicPartition(self.spec.changelog, restore.partition, restore.start)])
+        found = [r for r in restores if r.partition in ends]
+        for restore in found:
+            restore.end = ends[restore.partition]
+            event("restore_start", partitions=[f"{self.topic}:{restore.partition}"], from_offset=restore.start,
+                  to_offset=restore.end)
+        if found:
+            self.restorer.incremental_assign([TopicPartition(self.spec.changelog, r.partition, r.start) for r in found])
 
     def _abort_restore(self, partition: int, event) -> bool:
         """Ends a restore under way as aborted; False when there was one (the partition's table is partial)."""
@@ -164,9 +173,7 @@ class MemberState:
     def step(self, consumer, event) -> None:
         """Read what the restore consumer has, and resume each partition whose restore is done."""
         self.producer.poll(0)
-        for restore in self.restores.values():
-            if restore.end is None:
-                self._find_end(restore, event, 1)
+        self._find_ends([r for r in self.restores.values() if r.end is None], event, 1)
         if self.restores and not all(r.done for r in self.restores.values()):
             for m in self.restorer.consume(RESTORE_BATCH, timeout=0.05):
                 if m.error() is not None:

@@ -46,6 +46,7 @@ final class Member implements ConsumerRebalanceListener {
     static final String CLIENT = "java-member";
     static final Duration POLL = Duration.ofMillis(500);  // workloads/config.py BATCH_WAIT_MS
     static final Duration RESTORING_POLL = Duration.ofMillis(50);  // member.py RESTORING_WAIT_MS
+    static final Duration STATEFUL_POLL = Duration.ofMillis(100);  // member.py STATEFUL_WAIT_MS: a restore starts late by at most it
     static final long ERROR_PAUSE_MS = 100;
     /** How the group refuses a duplicated group.instance.id (workloads/history.py FENCING): a `fenced` end. */
     static final Set<String> FENCING = Set.of("FENCED_INSTANCE_ID", "UNRELEASED_INSTANCE_ID");
@@ -142,7 +143,7 @@ final class Member implements ConsumerRebalanceListener {
                     if (restoring) {
                         state.step(consumer, this::event);
                     }
-                    ConsumerRecords<byte[], byte[]> records = consumer.poll(restoring ? RESTORING_POLL : POLL);
+                    ConsumerRecords<byte[], byte[]> records = consumer.poll(restoring ? RESTORING_POLL : state != null ? STATEFUL_POLL : POLL);
                     if (!records.isEmpty()) {
                         handle(records);
                     } else if (uncommitted) {

@@ -132,6 +132,7 @@ final class MemberState {
             return;
         }
         consumer.pause(partitions);
+        List<Restore> begun = new ArrayList<>();
         for (TopicPartition tp : partitions) {
             Long start = kept.remove(tp.partition());
             if (start == null) {
@@ -140,8 +141,9 @@ final class MemberState {
             }
             Restore restore = new Restore(tp.partition(), start);
             restores.put(tp.partition(), restore);
-            findEnd(restore, event, END_OFFSET_TIMEOUT);
+            begun.add(restore);
         }
+        findEnds(begun, event, END_OFFSET_TIMEOUT);
     }
 
     void revoked(Collection<TopicPartition> partitions, BiConsumer<String, Map<String, Object>> event) {
@@ -169,15 +171,26 @@ final class MemberState {
         positions.remove(partition);
     }
 
-    private void findEnd(Restore restore, BiConsumer<String, Map<String, Object>> event, Duration timeout) {
-        TopicPartition tp = new TopicPartition(spec.changelog(), restore.partition);
+    /** The changelog partitions' end offsets, asked together; each restore then logs restore_start and is read. */
+    private void findEnds(List<Restore> wanted, BiConsumer<String, Map<String, Object>> event, Duration timeout) {
+        if (wanted.isEmpty()) {
+            return;
+        }
+        List<TopicPartition> asked = new ArrayList<>();
+        wanted.forEach(r -> asked.add(new TopicPartition(spec.changelog(), r.partition)));
+        Map<TopicPartition, Long> ends;
         try {
-            restore.end = restorer.endOffsets(List.of(tp), timeout).get(tp);
+            ends = restorer.endOffsets(asked, timeout);
         } catch (KafkaException e) {
             return;  // asked again in the loop
         }
-        event.accept("restore_start", Json.obj("partitions", List.of(topic + ":" + restore.partition),
-                "from_offset", restore.start, "to_offset", restore.end));
+        for (Restore restore : wanted) {
+            restore.end = ends.get(new TopicPartition(spec.changelog(), restore.partition));
+            if (restore.end != null) {
+                event.accept("restore_start", Json.obj("partitions", List.of(topic + ":" + restore.partition),
+                        "from_offset", restore.start, "to_offset", restore.end));
+            }
+        }
         reassign();
     }
 
@@ -221,11 +234,13 @@ final class MemberState {
     }
 
     void step(KafkaConsumer<byte[], byte[]> consumer, BiConsumer<String, Map<String, Object>> event) {
-        for (Restore restore : new ArrayList<>(restores.values())) {
-            if (restore.end == null) {
-                findEnd(restore, event, Duration.ofSeconds(1));
+        List<Restore> unknown = new ArrayList<>();
+        restores.values().forEach(r -> {
+            if (r.end == null) {
+                unknown.add(r);
             }
-        }
+        });
+        findEnds(unknown, event, Duration.ofSeconds(1));
         boolean reading = restores.values().stream().anyMatch(r -> r.end != null && !r.done());
         if (reading) {
             for (ConsumerRecord<byte[], byte[]> m : restorer.poll(RESTORE_POLL)) {
