@@ -1,4 +1,5 @@
-"""Issue 51: every published figure true to its data. For each page a sweep publishes (docs/rebalance-cost*.md):
+"""Issue 51: every published figure true to its data. For each page a sweep publishes (docs/rebalance-cost*.md,
+docs/state-rebuild.md):
 the curve re-made from the record kept beside it (cells.jsonl) is the page's curve.csv, curve.md and curve block;
 every figure slot and the compare block read what the curves say; and no figure of the curve's units stands in the
 page's findings outside a slot, save the settings and the single-cell facts listed here with their reasons."""
@@ -11,7 +12,7 @@ from harness.sweep import compare, outputs, prose, reruns
 from harness.sweep.store import SweepDir
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = sorted(p for p in DOCS.glob("rebalance-cost*.md"))
+PAGES = sorted(p for p in [*DOCS.glob("rebalance-cost*.md"), DOCS / "state-rebuild.md"] if p.exists())
 FIGURE = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?:–-?\d[\d,]*(?:\.\d+)?)?\s?(?:partition-s|×|s|ms|%)(?!\w)")
 NOT_PROSE = [re.compile(p, re.S) for p in (r"<!-- curve:.*?<!-- /curve -->", r"<!-- compare:.*?<!-- /compare -->",
                                            reruns.BLOCK.pattern,
