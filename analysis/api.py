@@ -39,6 +39,7 @@ _WHERE = {
     "rebalance_cost": ("analysis.figures.rebalance_cost", None),
     "status": ("analysis.figures.rebalance_cost", "status"),
     "FIGURES": ("analysis.figures.cell", "FIGURES"),
+    "NOT_APPLICABLE": ("analysis.checks.framework", "NOT_APPLICABLE"),
     "FAMILY": ("analysis.figures.cell", "FAMILY"),
     "applies": ("analysis.figures.cell", "applies"),
     "MACHINE": ("analysis.figures.cell", "MACHINE"),

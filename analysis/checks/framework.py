@@ -68,6 +68,9 @@ class CheckResult(NamedTuple):
 # read back (Facts.rows) and the steps back (Facts.steps); and the follow-up Spark questions it may ask (Facts.query,
 # answered by job.py).
 READ_BACKS = ("rows", "steps")
+# A check a run gives nothing to: not run, with this reason, and not "could not verify" either (a run that kept no
+# state has no state to check); any other reason it did not run is an input missing.
+NOT_APPLICABLE = "no state/"
 QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced", "consumed_keys")
 
 

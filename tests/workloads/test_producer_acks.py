@@ -13,6 +13,9 @@ class Report:
     def key(self):
         return b"7"
 
+    def value(self):
+        return b"p:7"  # workloads/producer.py record_value: the callback reads seq from here (a stateful run's key is not it)
+
     def topic(self):
         return "chaos"
 
