@@ -11,12 +11,13 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from analysis.api import FINAL_STATE_FILE
 from harness.progress import say
 from workloads.config import KeySpace, StateConfig
+from workloads.producer import produce
 from workloads.security import security_config
-from workloads.state import ZERO, decode_value, decode_writer, encode_value
+from workloads.state import ZERO, decode_change, encode_value
 
-FINAL_FILE = "final.jsonl"  # state/final.jsonl: each key's last changelog value (keys still at zero left out)
 READ_BATCH = 10_000
 TIMEOUT_S = 120
 LOGGER = "kafka-chaos.state"  # under rundir.CLIENTS_LOGGER: logs/harness-clients.log during a run, never the terminal
@@ -50,13 +51,7 @@ def prefill(bootstrap: str, spec: StateConfig) -> int:
     zero = encode_value(*ZERO)
     for partition in range(spec.keys.partitions):
         for key in spec.keys.keys_of(partition):
-            while True:
-                try:
-                    producer.produce(spec.changelog, key=key.encode(), value=zero, partition=partition,
-                                     on_delivery=delivered)
-                    break
-                except BufferError:
-                    producer.poll(0.1)
+            produce(producer, spec.changelog, key=key.encode(), value=zero, partition=partition, on_delivery=delivered)
             producer.poll(0)
     left = producer.flush(TIMEOUT_S)
     if left or failed:
@@ -76,8 +71,7 @@ def read_final(bootstrap: str, spec: StateConfig, run_dir: Path) -> int:
         ends = {}
         for p in range(spec.keys.partitions):
             _, ends[p] = consumer.get_watermark_offsets(TopicPartition(spec.changelog, p), timeout=30, cached=False)
-        values: dict[tuple[int, str], tuple[int, int, int]] = {}
-        writers: dict[tuple[int, str], tuple[str | None, int | None]] = {}
+        changes: dict[tuple[int, str], tuple] = {}  # (partition, key) -> its last value, with its writer
         left = {p for p, end in ends.items() if end > 0}
         consumer.assign([TopicPartition(spec.changelog, p, 0) for p in left])
         deadline = time.monotonic() + TIMEOUT_S
@@ -88,17 +82,16 @@ def read_final(bootstrap: str, spec: StateConfig, run_dir: Path) -> int:
             for m in consumer.consume(READ_BATCH, timeout=1):  # returns at READ_BATCH records or after 1 s
                 if m.error() is not None:
                     continue
-                values[(m.partition(), m.key().decode())] = decode_value(m.value())
-                writers[(m.partition(), m.key().decode())] = decode_writer(m.value())
+                changes[(m.partition(), m.key().decode())] = decode_change(m.value())
                 if m.offset() + 1 >= ends[m.partition()]:
                     left.discard(m.partition())
     finally:
         consumer.close()
-    path = run_dir / "state" / FINAL_FILE
+    path = run_dir / "state" / FINAL_STATE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"partition": p, "key": k, "count": c, "sum": s, "last_offset": o, "member": writers[(p, k)][0],
-             "ts_ms": writers[(p, k)][1]} for (p, k), (c, s, o) in sorted(values.items()) if (c, s, o) != ZERO]
+    rows = [{"partition": p, "key": k, "count": c, "sum": s, "last_offset": o, "member": member, "ts_ms": at}
+            for (p, k), (c, s, o, member, at) in sorted(changes.items()) if (c, s, o) != ZERO]
     with open(path, "w", encoding="utf-8") as f:
         f.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in rows)
-    say(f"final state: {len(rows)} keys changed, of {len(values)} in {spec.changelog}")
+    say(f"final state: {len(rows)} keys changed, of {len(changes)} in {spec.changelog}")
     return len(rows)

@@ -31,6 +31,17 @@ def record_value(producer_id: str, seq: int) -> bytes:
     return f"{producer_id}:{seq}".encode()
 
 
+def produce(producer: Producer, topic: str, **record) -> None:
+    """Producer.produce, waiting while the client's local queue is full (BufferError: nothing was sent; serving
+    delivery reports frees room)."""
+    while True:
+        try:
+            producer.produce(topic, **record)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
 def seq_of(value: bytes) -> int:
     """The seq a record's value carries (record_value)."""
     return int(value.rsplit(b":", 1)[1])
@@ -107,14 +118,9 @@ class SequencedProducer:
         if self.cfg.keys is not None:  # a stateful run: the key's own partition (workloads/config.py KeySpace)
             key, partition = self.cfg.keys.key_of(seq)
             where = {"partition": partition}
-        while True:
-            try:
-                self.producer.produce(topic, key=key.encode(), value=record_value(self.producer_id, seq),
-                                      on_delivery=self._on_delivery, **where)
-                self.pending[seq] = topic
-                return
-            except BufferError:  # local queue full: nothing was sent, wait for deliveries
-                self.producer.poll(0.1)
+        produce(self.producer, topic, key=key.encode(), value=record_value(self.producer_id, seq),
+                on_delivery=self._on_delivery, **where)
+        self.pending[seq] = topic
 
     def _record_unknown_outcomes(self) -> None:
         for seq, topic in sorted(self.pending.items()):

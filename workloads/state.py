@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from workloads.config import MemberConfig, StateConfig
 from workloads.history import JsonlLog, now_ms
-from workloads.producer import seq_of
+from workloads.producer import produce, seq_of
 from workloads.security import security_config
 
 ZERO = (0, 0, -1)  # count, sum of seq, last input offset: a key nothing was applied to
@@ -45,14 +45,14 @@ def encode_value(count: int, total: int, last_offset: int, member: str | None = 
 
 
 def decode_value(value: bytes) -> tuple[int, int, int]:
-    v = json.loads(value)
-    return v["count"], v["sum"], v["last_offset"]
+    """A changelog value's count, sum and last offset."""
+    return decode_change(value)[:3]
 
 
-def decode_writer(value: bytes) -> tuple[str | None, int | None]:
-    """Who wrote a changelog value, and the ts_ms of its state row (None for the harness's prefill)."""
+def decode_change(value: bytes) -> tuple[int, int, int, str | None, int | None]:
+    """A changelog value whole: count, sum, last offset, and who wrote it when (None for the harness's prefill)."""
     v = json.loads(value)
-    return v.get("member"), v.get("ts_ms")
+    return v["count"], v["sum"], v["last_offset"], v.get("member"), v.get("ts_ms")
 
 
 def incremental(cfg: MemberConfig) -> bool:
@@ -234,13 +234,8 @@ class MemberState:
         def delivered(err, msg, partition=partition):
             if err is None and msg.offset() is not None and msg.offset() >= 0:
                 self.positions[partition] = max(self.positions.get(partition, 0), msg.offset() + 1)
-        while True:
-            try:
-                self.producer.produce(self.spec.changelog, key=key.encode(), value=encode_value(*value, self.name, at_ms),
-                                      partition=partition, on_delivery=delivered)
-                return
-            except BufferError:
-                self.producer.poll(0.1)
+        produce(self.producer, self.spec.changelog, key=key.encode(), value=encode_value(*value, self.name, at_ms),
+                partition=partition, on_delivery=delivered)
 
     def flush(self) -> int:
         """The changelog written through (before a commit, and in the revoke callback); what is left unsent."""

@@ -11,6 +11,8 @@ None for every figure in a run that kept no state.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from analysis.rundir.history import History
 
 FIGURES = ("restore_ms", "records_replayed", "restores", "first_processing_ms")
@@ -31,9 +33,10 @@ def state_figures(h: History, start_ms: int, end_ms: int) -> dict:
         if e.kind != "assigned" or not start_ms <= e.ts <= end_ms:
             continue
         for topic, partition in e.partitions or []:
-            later = [t for t in first_rows.get((e.member, topic, partition), []) if t >= e.ts]
-            if later:
-                waits.append(later[0] - e.ts)
+            times = first_rows.get((e.member, topic, partition), [])
+            i = bisect_left(times, e.ts)  # its first record processed at or after the assignment
+            if i < len(times):
+                waits.append(times[i] - e.ts)
     return {"restore_ms": max((e.facts.get("elapsed_ms", 0) for e in ended), default=None),
             "records_replayed": sum(e.facts.get("records", 0) for e in ended) if ended else None,
             "restores": len(ended) or None,

@@ -43,9 +43,14 @@ def _group_size(group) -> None:
     if not 1 <= total <= MAX_HOSTED_MEMBERS:
         raise ValueError(f"members: a group of 1 to {MAX_HOSTED_MEMBERS} members, got {total}")
     if group.members_per_host is not None:
-        specs = [] if isinstance(group.members, int) else group.members
-        check_hosting({group.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
-                      total, group.members_per_host)
+        _check_hosting(group)
+
+
+def _check_hosting(group, stateful: bool = False) -> None:
+    """A hosted group against the machine (harness/hosting.py): its kinds, its releases, its members a host."""
+    specs = [] if isinstance(group.members, int) else group.members
+    check_hosting({group.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
+                  group.member_count, group.members_per_host, stateful=stateful)
 
 
 def _command_rules(group) -> None:
@@ -265,10 +270,8 @@ def _state_rules(scenario) -> None:
             raise ValueError(f"{where}.kind: {fault.kind} cannot run with state: added partitions move keys to "
                              "other partitions, and the changelog keeps the partitions it was created with")
     if group.members_per_host is not None:  # three clients a member: the machine's bounds again, stateful
-        specs = [] if isinstance(group.members, int) else group.members
         try:
-            check_hosting({group.client, *(m.client for m in specs if m.client)}, any(m.version for m in specs),
-                          group.member_count, group.members_per_host, stateful=True)
+            _check_hosting(group, stateful=True)
         except ValueError as exc:
             raise ValueError(f"consumer_group.{exc}") from None
     output = group.output

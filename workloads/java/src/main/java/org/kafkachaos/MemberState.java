@@ -13,6 +13,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -87,21 +89,18 @@ final class MemberState {
         Properties common = ConsumerSettings.security(System.getenv());
         common.put("bootstrap.servers", cfg.bootstrapServers());
         common.put("client.id", name);
-        Properties producerSettings = new Properties();
-        producerSettings.putAll(common);
-        producerSettings.put("acks", "all");
-        producerSettings.put("enable.idempotence", "true");
-        producerSettings.put("linger.ms", "5");
-        producerSettings.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
-        producerSettings.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
-        this.producer = new KafkaProducer<>(producerSettings);
-        Properties restoreSettings = new Properties();
-        restoreSettings.putAll(common);
-        restoreSettings.put("enable.auto.commit", "false");
-        restoreSettings.put("auto.offset.reset", "earliest");
-        restoreSettings.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
-        restoreSettings.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
-        this.restorer = new KafkaConsumer<>(restoreSettings);
+        this.producer = new KafkaProducer<>(with(common, Map.of("acks", "all", "enable.idempotence", "true",
+                "linger.ms", "5")), new ByteArraySerializer(), new ByteArraySerializer());
+        this.restorer = new KafkaConsumer<>(with(common, Map.of("enable.auto.commit", "false",
+                "auto.offset.reset", "earliest")), new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /** The member's common client settings (its lane, its client.id, the run's credentials) with a client's own. */
+    private static Properties with(Properties common, Map<String, String> own) {
+        Properties out = new Properties();
+        out.putAll(common);
+        out.putAll(own);
+        return out;
     }
 
     /** A changelog value (workloads/state.py encode_value): the key's value, and who wrote it when. */
