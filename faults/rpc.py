@@ -18,7 +18,7 @@ from faults.base import Fault, FaultParams, StepRecord, params_as
 from faults.context import FaultContext, ScenarioFacts
 from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member
 from faults.timeline import FaultTimeline
-from kafkanet.rpc_proxy import GROUP_APIS, RequestHeader, Rule, RpcProxy, request_facts
+from kafkanet.rpc_proxy import GROUP_APIS, RequestHeader, Rule, RpcProxy, request_facts, same_client
 
 if TYPE_CHECKING:
     GroupApi = str  # mypy cannot read a Literal built at run time; pydantic checks the name against GROUP_APIS
@@ -45,9 +45,15 @@ ERRORS_BY_API = {
     "FindCoordinator": ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "GROUP_AUTHORIZATION_FAILED", "INVALID_REQUEST"),
     "ConsumerGroupHeartbeat": (*_COORDINATOR, "INVALID_REQUEST", "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH", "UNSUPPORTED_ASSIGNOR",
                                "UNRELEASED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED", "INVALID_REGULAR_EXPRESSION"),
+    "StreamsGroupHeartbeat": (*_COORDINATOR, "INVALID_REQUEST", "UNKNOWN_MEMBER_ID", "FENCED_MEMBER_EPOCH",
+                              "UNRELEASED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED", "GROUP_ID_NOT_FOUND",
+                              "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "STREAMS_INVALID_TOPOLOGY",
+                              "STREAMS_INVALID_TOPOLOGY_EPOCH", "STREAMS_TOPOLOGY_FENCED"),
 }
 CLASSIC_ONLY = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
 CONSUMER_ONLY = ("ConsumerGroupHeartbeat",)
+STREAMS_ONLY = ("StreamsGroupHeartbeat",)  # KIP-1071's heartbeat: a Kafka Streams group on the `streams` protocol
+SENT_ONLY_BY = {"classic": CLASSIC_ONLY, "consumer": CONSUMER_ONLY, "streams": STREAMS_ONLY}
 
 
 class RpcParams(FaultParams):
@@ -72,7 +78,7 @@ class RpcParams(FaultParams):
             why = "is not a Kafka error name" if self.error not in known else f"is not an error {self.api} can return"
             raise ValueError(f"error: {self.error!r} {why}; {self.api} can return {', '.join(ERRORS_BY_API[self.api])}")
         protocol = facts.group.get("protocol", "classic")
-        if protocol == "consumer" and self.api in CLASSIC_ONLY or protocol == "classic" and self.api in CONSUMER_ONLY:
+        if any(self.api in apis and protocol != sender for sender, apis in SENT_ONLY_BY.items()):
             raise ValueError(f"api: a group with protocol: {protocol} never sends {self.api}")
 
 
@@ -90,9 +96,10 @@ class RpcFault(Fault):
     effect_from = "first_hit"  # a rule changes nothing until a request matches it
 
     def __init__(self, target: str, proxy: RpcProxy, params: RpcParams, client_id: str | None, seed: int, *,
-                 timeline: FaultTimeline | None = None, **kw: object) -> None:
+                 timeline: FaultTimeline | None = None, members: tuple[str, ...] = (), **kw: object) -> None:
         super().__init__(target, timeline, **{**params.model_dump(exclude_none=True), **kw})
         self.proxy = proxy
+        self.members = members  # the run's member names, to name the member a hit's client.id belongs to
         self.hits: list[dict] = []
         self.rule = Rule(api=params.api, action=params.action, client_id=client_id, count=params.count, skip=params.skip,
                          probability=params.probability, delay_ms=params.delay_ms or 0, error=params.error, seed=seed,
@@ -106,7 +113,7 @@ class RpcFault(Fault):
         if target != GROUP_TARGET:
             client_id = resolve_member(ctx.members, target, ctx.rng).name if target in MEMBER_ROLES else target
         return cls(client_id or target, ctx.rpc_proxy, params_as(RpcParams, params), client_id, ctx.rng.randrange(1 << 30),
-                   timeline=ctx.timeline, **record)
+                   timeline=ctx.timeline, members=tuple(ctx.members), **record)
 
     def label(self) -> str:
         """What the rule does: `rpc Heartbeat error REBALANCE_IN_PROGRESS`, `rpc SyncGroup delay 8000 ms`."""
@@ -119,8 +126,11 @@ class RpcFault(Fault):
         return {**super().facts(), **({"effect_from": "never"} if self.params["action"] == "observe" else {})}
 
     def _hit(self, rule: Rule, header: RequestHeader, frame: bytes) -> None:
-        self.hits.append({"at_ms": self.timeline.now_ms(), "member": header.client_id, "api": self.rule.api,
-                          "version": header.api_version, **request_facts(frame)})
+        member = self.rule.client_id or next((m for m in sorted(self.members, key=len, reverse=True)
+                                              if same_client(m, header.client_id)), header.client_id)
+        self.hits.append({"at_ms": self.timeline.now_ms(), "member": member, "api": self.rule.api,
+                          "version": header.api_version, **request_facts(frame),
+                          **({"client_id": header.client_id} if header.client_id != member else {})})
         self.note(hits=list(self.hits))
 
     def _inject(self) -> None:

@@ -18,67 +18,42 @@ flows on.
 from __future__ import annotations
 
 import asyncio
-import io
 import random
 import struct
 import threading
-import types
 import typing
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import timedelta
-from functools import cache, partial
+from functools import partial
 
 from kafkanet.clock import now_ms
-from kafkanet.wire import read_uvarint
+from kafkanet.error_answer import error_response
+from kafkanet.frames import RequestHeader, read_header, read_request
+
+__all__ = ["GROUP_APIS", "API_NAMES", "RequestHeader", "Rule", "RpcProxy", "error_response", "read_header",
+           "read_request", "request_facts", "same_client"]
 
 GROUP_APIS = {"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
-              "LeaveGroup": 13, "SyncGroup": 14, "ConsumerGroupHeartbeat": 68}
+              "LeaveGroup": 13, "SyncGroup": 14, "ConsumerGroupHeartbeat": 68, "StreamsGroupHeartbeat": 88}
 API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 69: "ConsumerGroupDescribe",
-             **{key: name for name, key in GROUP_APIS.items()}}
+             89: "StreamsGroupDescribe", **{key: name for name, key in GROUP_APIS.items()}}
+EPOCH_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")  # a leave is one with member epoch -1 or -2
+OWNED = {"ConsumerGroupHeartbeatRequest": "topic_partitions", "StreamsGroupHeartbeatRequest": "active_tasks"}
 MAX_FRAME = 100 << 20
 
 
-@dataclass(frozen=True)
-class RequestHeader:
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    size: int  # bytes of the header in the frame, tagged fields included
-
-
-def read_header(frame: bytes, flexible: bool = False) -> RequestHeader:
-    """The header at the start of a request frame (without its 4-byte size). Its first four fields are the
-    same in every header version; client_id stays a classic nullable string even in the flexible v2."""
-    api_key, api_version, correlation_id, n = struct.unpack_from(">hhih", frame, 0)
-    client_id = None if n < 0 else frame[10:10 + n].decode()
-    size = 10 + max(n, 0)
-    if flexible:  # tagged fields: a count, then (tag, size, bytes) each
-        count, size = read_uvarint(frame, size)
-        for _ in range(count):
-            _, size = read_uvarint(frame, size)
-            length, size = read_uvarint(frame, size)
-            size += length
-    return RequestHeader(api_key, api_version, correlation_id, client_id, size)
-
-
-def read_request(frame: bytes) -> tuple[RequestHeader, object]:
-    """The header (its whole size, tagged fields included) and the body of a request frame, read by kio for
-    the request's own API version."""
-    from kio.index import load_request_schema
-    from kio.serial import entity_reader
-    api_key, api_version = struct.unpack_from(">hh", frame, 0)
-    header = read_header(frame, is_flexible(api_key, api_version))
-    request, _ = entity_reader(load_request_schema(api_key, api_version))(memoryview(frame), header.size)
-    return header, request
+def same_client(name: str | None, client_id: str | None) -> bool:
+    """Whether a request's client.id is the member ``name``'s: the name itself, or the name followed by `-` (a Kafka
+    Streams instance appends `-StreamThread-N-consumer` and the like to each of its clients'); `member-2` is never
+    `member-20-...`."""
+    return name is not None and client_id is not None and (client_id == name or client_id.startswith(name + "-"))
 
 
 def request_facts(frame: bytes) -> dict:
     """What a group request says about its member, for the record of a rule hit: member_id, group_instance_id,
-    and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat), and for a ConsumerGroupHeartbeat
-    how many partitions it says it owns (``owned``; None: a partial request, unchanged since the last). Empty when
-    kio cannot read it."""
+    and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat and StreamsGroupHeartbeat), and for
+    those two how many partitions it says it owns (``owned``: a Streams member's active tasks' partitions; None: a
+    partial request, unchanged since the last). Empty when kio cannot read it."""
     try:
         _, request = read_request(frame)
     except Exception:
@@ -90,101 +65,11 @@ def request_facts(frame: bytes) -> dict:
         value = getattr(request, name, None)
         if value is not None:
             facts[key] = value if isinstance(value, str) else int(value)
-    if type(request).__name__ == "ConsumerGroupHeartbeatRequest":  # its owned partitions: null when unchanged (partial)
-        owned = getattr(request, "topic_partitions", None)
+    owned_field = OWNED.get(type(request).__name__)
+    if owned_field is not None:  # what it owns (partitions; a Streams member's active tasks): null when unchanged
+        owned = getattr(request, owned_field, None)
         facts["owned"] = None if owned is None else sum(len(t.partitions) for t in owned)
     return facts
-
-
-@cache
-def is_flexible(api_key: int, api_version: int) -> bool:
-    from kio.index import load_request_schema
-    try:
-        return load_request_schema(api_key, api_version).__flexible__
-    except Exception:  # an API kio does not know: its header is read as v1 (client_id, no tags)
-        return False
-
-
-# ---------------------------------------------------------------------------------------- error responses
-def error_response(frame: bytes, error_name: str) -> bytes:
-    """The whole response frame (size included) answering this request with the named error: every field
-    of the response left at its zero value but the error code(s), which go wherever the API carries them
-    (per partition for OffsetCommit, per group for OffsetFetch v8+, per key for FindCoordinator v4+)."""
-    from kio.index import load_response_schema
-    from kio.schema.errors import ErrorCode
-    from kio.serial import entity_writer
-    code = ErrorCode[error_name.lower()]
-    header, request = read_request(frame)
-    response_cls = load_response_schema(header.api_key, header.api_version)
-    response = _zero(response_cls, code, request)
-    body = io.BytesIO()
-    entity_writer(response_cls)(body, response)
-    head = struct.pack(">i", header.correlation_id) + (b"\x00" if response_cls.__flexible__ else b"")
-    payload = head + body.getvalue()
-    return struct.pack(">i", len(payload)) + payload
-
-
-def _zero(cls, code, request=None):
-    """An instance of a kio entity with every field at its zero value and every error code set to `code`;
-    collections that answer a request's items are filled from the request (topics, partitions, groups,
-    keys), so the client finds the error where it looks for it."""
-    import dataclasses
-
-    from kio.static.primitive import i32Timedelta, i64Timedelta
-    hints = typing.get_type_hints(cls)
-    values = {}
-    for f in dataclasses.fields(cls):
-        kind, hint = f.metadata.get("kafka_type"), hints[f.name]
-        if kind == "error_code":
-            values[f.name] = code
-        elif kind in ("timedelta_i32", "timedelta_i64"):
-            values[f.name] = (i32Timedelta if kind == "timedelta_i32" else i64Timedelta).parse(timedelta(0))
-        elif typing.get_origin(hint) is tuple:
-            item = typing.get_args(hint)[0]
-            values[f.name] = tuple(_zero(item, code, r) for r in _echo(request, f.name)) if dataclasses.is_dataclass(item) else ()
-        elif _optional(hint) is not None and dataclasses.is_dataclass(_optional(hint)):
-            values[f.name] = None
-        elif dataclasses.is_dataclass(hint):
-            values[f.name] = _zero(hint, code, getattr(request, f.name, None))
-        elif f.name in ("name", "partition_index", "group_id", "key", "member_id", "group_instance_id") and request is not None \
-                and hasattr(request, f.name):
-            values[f.name] = getattr(request, f.name)
-        else:
-            values[f.name] = _zero_scalar(kind, hint)
-    return cls(**values)
-
-
-def _echo(request, name: str) -> tuple:
-    """The request's items a response collection answers: the same-named field, or for FindCoordinator v4+
-    the coordinator keys."""
-    if request is None:
-        return ()
-    if name == "coordinators" and hasattr(request, "coordinator_keys"):
-        return tuple(_Key(k) for k in request.coordinator_keys)
-    return tuple(getattr(request, name, ()) or ())
-
-
-@dataclass(frozen=True)
-class _Key:
-    key: str
-
-
-def _optional(hint):
-    """X for a hint `X | None`, else None."""
-    args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1 else None
-
-
-def _zero_scalar(kind, hint):
-    if kind == "bool":
-        return False
-    if kind == "string":  # str, or one of kio's named strings (GroupId, TopicName, ...); None when nullable
-        return hint("") if isinstance(hint, type) and issubclass(hint, str) else None
-    if kind in ("bytes", "records"):
-        return b"" if hint is bytes else None
-    if isinstance(hint, type) and issubclass(hint, int):  # kio's i8 ... i64
-        return hint(0)
-    return None
 
 
 # ---------------------------------------------------------------------------------------- rules
@@ -213,7 +98,7 @@ class Rule:
         self._rng = random.Random(self.seed)
 
     def matches(self, header: RequestHeader) -> bool:
-        if header.api_key != GROUP_APIS[self.api] or (self.client_id and header.client_id != self.client_id):
+        if header.api_key != GROUP_APIS[self.api] or (self.client_id and not same_client(self.client_id, header.client_id)):
             return False
         if self.passed < self.skip:
             self.passed += 1
@@ -298,14 +183,22 @@ class RpcProxy:
             return self.cut_clients.pop(client_id, [])
         return asyncio.run_coroutine_threadsafe(uncut(), self._loop).result(timeout=10)
 
+    def _cut_owner(self, client_id: str | None) -> str | None:
+        """The cut member a request's client.id belongs to (same_client), if any."""
+        if client_id is None or not self.cut_clients:
+            return None
+        return client_id if client_id in self.cut_clients else next(
+            (name for name in self.cut_clients if same_client(name, client_id)), None)
+
     def _cut_request(self, client_id: str, header: RequestHeader, payload: bytes) -> bool:
         """Record a cut client's request; True when it must not be forwarded."""
         facts = request_facts(payload) if header.api_key in API_NAMES else {}
         api = API_NAMES.get(header.api_key, f"api {header.api_key}")
-        leave = api == "LeaveGroup" or api == "ConsumerGroupHeartbeat" and facts.get("generation", 0) < 0
+        leave = api == "LeaveGroup" or api in EPOCH_HEARTBEATS and facts.get("generation", 0) < 0
         blocked = leave or not self._leaves_only.get(client_id, False)
         self.cut_clients[client_id].append({"at_ms": now_ms(), "api": api, "version": header.api_version,
-                                                   "forwarded": not blocked, **facts})
+                                            "forwarded": not blocked, **facts,
+                                            **({"client_id": header.client_id} if header.client_id != client_id else {})})
         return blocked
 
     # -- one client connection ------------------------------------------------------------------
@@ -333,8 +226,8 @@ class RpcProxy:
                 return
             payload = frame[4:]
             header = read_header(payload)
-            if header.client_id is not None and header.client_id in self.cut_clients \
-                    and self._cut_request(header.client_id, header, payload):
+            cut = self._cut_owner(header.client_id)
+            if cut is not None and self._cut_request(cut, header, payload):
                 return
             for watcher in [r for r in self.rules if r.action == "observe" and r.matches(header)]:
                 self._hit(watcher, header, payload)

@@ -78,6 +78,13 @@ def render(node_id: int, lanes: Lanes, voters: str, overrides: dict[str, object]
         "group.consumer.session.timeout.ms": 10000,
         "group.consumer.heartbeat.interval.ms": 1000,
         "group.min.session.timeout.ms": 1000,
+        # KIP-1071 Streams groups (on by default on a cluster formatted at 4.2 or later): the same session and
+        # heartbeat as KIP-848 members, and no initial delay, as for classic groups
+        "group.streams.min.session.timeout.ms": 1000,
+        "group.streams.min.heartbeat.interval.ms": 500,
+        "group.streams.session.timeout.ms": 10000,
+        "group.streams.heartbeat.interval.ms": 1000,
+        "group.streams.initial.rebalance.delay.ms": 0,
     }
     props.update(overrides or {})
     return "".join(f"{key}={_value(value)}\n" for key, value in props.items())

@@ -43,6 +43,8 @@ def test_valid_rpc_faults_route_the_member_lanes_through_the_proxy(fault, group)
     ({"target": "group", "api": "SyncGroup", "action": "hold", "probability": 1.5}, "faults[0].probability: Input should be less"),
     ({"target": "group", "api": "ConsumerGroupHeartbeat", "action": "hold"},
      "faults[0].api: a group with protocol: classic never sends ConsumerGroupHeartbeat"),
+    ({"target": "group", "api": "StreamsGroupHeartbeat", "action": "hold"},
+     "faults[0].api: a group with protocol: classic never sends StreamsGroupHeartbeat"),
 ])
 def test_bad_rpc_faults_are_one_error_naming_the_field(fault, error):
     with pytest.raises(ScenarioError) as raised:

@@ -189,7 +189,7 @@ def answered_codes(key: int, version: int, error: str) -> set:
     from kio.schema.errors import ErrorCode
     from kio.serial import entity_reader, entity_writer
 
-    from kafkanet.rpc_proxy import _zero
+    from kafkanet.error_answer import zero as _zero
     request_cls = load_request_schema(key, version)
     body = io.BytesIO()
     entity_writer(request_cls)(body, _zero(request_cls, ErrorCode.none))
@@ -281,7 +281,62 @@ def test_request_facts_read_an_offset_commits_generation():
     from kio.schema.offset_commit.v9.request import OffsetCommitRequest
     from kio.serial import entity_writer
 
-    from kafkanet.rpc_proxy import _zero
+    from kafkanet.error_answer import zero as _zero
     body = io.BytesIO()
     entity_writer(OffsetCommitRequest)(body, _zero(OffsetCommitRequest, ErrorCode.none))
     assert request_facts(request(8, 9, 1, "member-1", body.getvalue(), flexible=True)[4:])["generation"] == 0
+
+
+def streams_heartbeat(epoch: int, active=None) -> bytes:
+    """A StreamsGroupHeartbeat v0 body (KIP-1071), as a Kafka Streams member sends it."""
+    import io
+    from datetime import timedelta
+
+    from kio.schema.streams_group_heartbeat.v0.request import StreamsGroupHeartbeatRequest, TaskIds
+    from kio.serial import entity_writer
+    from kio.static.primitive import i32, i32Timedelta
+    body = io.BytesIO()
+    entity_writer(StreamsGroupHeartbeatRequest)(body, StreamsGroupHeartbeatRequest(
+        group_id="app", member_id="m-1", member_epoch=i32(epoch), endpoint_information_epoch=i32(0), instance_id=None,
+        rack_id=None, rebalance_timeout=i32Timedelta.parse(timedelta(seconds=30)), topology=None,
+        active_tasks=None if active is None else tuple(TaskIds(subtopology_id="0", partitions=tuple(i32(p) for p in ps))
+                                                       for ps in active),
+        standby_tasks=None, warmup_tasks=None, process_id=None, user_endpoint=None, client_tags=None, task_offsets=None,
+        task_end_offsets=None, shutdown_application=False))
+    return body.getvalue()
+
+
+def test_request_facts_read_a_streams_heartbeats_epoch_and_its_active_tasks():
+    assert request_facts(request(88, 0, 3, "member-2-StreamThread-1-consumer", streams_heartbeat(4), flexible=True)[4:]) \
+        == {"member_id": "m-1", "generation": 4, "owned": None}
+    facts = request_facts(request(88, 0, 4, "m", streams_heartbeat(5, [(0, 3), (1,)]), flexible=True)[4:])
+    assert facts["owned"] == 3
+
+
+def test_a_member_rule_hits_its_streams_threads_clients_and_no_other_members(proxied):
+    """Kafka Streams names its clients `<client.id>-StreamThread-N-consumer`: a `member-2` rule acts on member-2's,
+    never on member-20's."""
+    proxy, upstream, sock, hits = proxied
+    proxy.add_rule(recorded(hits, api="StreamsGroupHeartbeat", action="error", error="FENCED_MEMBER_EPOCH",
+                            client_id="member-2"))
+    sock.sendall(request(88, 0, 1, "member-20-StreamThread-1-consumer", streams_heartbeat(3), flexible=True))
+    sock.sendall(request(88, 0, 2, "member-2-StreamThread-1-consumer", streams_heartbeat(3), flexible=True))
+    assert [struct.unpack_from(">i", a)[0] for a in answers(sock, 2)] == [1, 2]
+    assert hits == [("error", "member-2-StreamThread-1-consumer")]
+    assert [struct.unpack_from(">hhi", p)[2] for p in upstream.seen] == [1]
+
+
+def test_a_cut_member_s_streams_leave_is_kept_from_the_brokers_and_its_heartbeats_go_on(proxied):
+    """A hosted crash (leaves only): the Streams member's heartbeat with epoch -1 (its leave) never reaches the
+    broker, its heartbeats do, and the record says which of its clients sent each."""
+    proxy, upstream, sock, _ = proxied
+    proxy.cut("member-2", leaves_only=True)
+    sock.sendall(request(88, 0, 1, "member-2-StreamThread-1-consumer", streams_heartbeat(7), flexible=True))
+    answers(sock, 1)
+    sock.sendall(request(88, 0, 2, "member-2-StreamThread-1-consumer", streams_heartbeat(-1), flexible=True))
+    assert sock.recv(4) == b""  # the leave is not forwarded: the connection closes at it
+    sent = proxy.uncut("member-2")
+    assert [(s["api"], s["generation"], s["forwarded"]) for s in sent] == [
+        ("StreamsGroupHeartbeat", 7, True), ("StreamsGroupHeartbeat", -1, False)]
+    assert {s["client_id"] for s in sent} == {"member-2-StreamThread-1-consumer"}
+    assert [struct.unpack_from(">hhi", p)[2] for p in upstream.seen] == [1]
