@@ -44,6 +44,8 @@ _WHERE = {
     "FAMILY": ("analysis.figures.cell", "FAMILY"),
     "applies": ("analysis.figures.cell", "applies"),
     "MACHINE": ("analysis.figures.cell", "MACHINE"),
+    "SPARK_FIGURES": ("analysis.figures.cell", "SPARK_FIGURES"),
+    "stale": ("analysis.figures.cell", "stale"),
     "ROW_COLUMNS": ("analysis.figures.cell", "ROW_COLUMNS"),
     "TABLE": ("analysis.figures.cell", "TABLE"),
     "history_figures": ("analysis.figures.cell", "history_figures"),

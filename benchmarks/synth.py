@@ -63,6 +63,8 @@ class Plan:
     row_group_rows: int = 256 * 1024
     sequence: bool = True           # each consumed row carries n, its member's consumption sequence (False: a log
                                     # without it, such as a run written before the column; backwards by log order)
+    state_keys: int = 0             # a stateful run (issue 54): record seq's key is k<seq mod state_keys> and every
+                                    # member writes state/ as workloads/state.py does; 0: no state, each key unique
 
 
 @dataclass
@@ -79,6 +81,7 @@ class Truth:
     unhealed_fault: int = 0
     stall: int = 0                  # planted stalls of STALL_MS (found by any stall_ms below it)
     rebalances: int = 0
+    state_doubled: int = 0          # input offsets applied twice or more to a key's final state (a stateful run)
     planted: list = field(default_factory=list)
 
 
@@ -188,6 +191,8 @@ def generate(out: Path, plan: Plan) -> Truth:
                        "healed_at_ms": None, "params": {}})
 
     logs = _write(out, plan, rng, n_per, acked, cons, events, faults)
+    if plan.state_keys:
+        truth.state_doubled = write_state(out, plan, cons)
     _truth(truth, plan, n_per, cons, plants, faults)
     truth.commit_regression = commit_regressions(events)
     truth.backwards = steps_back(logs, plan.sequence)
@@ -233,7 +238,7 @@ def _write(out: Path, plan: Plan, rng, n_per, acked, cons, events, faults) -> li
         (out / sub).mkdir(exist_ok=True)
     fmt = "parquet" if plan.fmt == "mixed" else plan.fmt
     rows = _produced_rows(plan, rng, n_per, acked)
-    _table_out(lambda at: _produced_table(rows[at], plan.partitions, n_per, acked), len(rows),
+    _table_out(lambda at: _produced_table(rows[at], plan.partitions, n_per, acked, plan.state_keys), len(rows),
                out / "produced" / f"producer-0.{fmt}", fmt, plan.row_group_rows)
     del rows
     members = np.array(sorted(cons))
@@ -266,7 +271,7 @@ def _produced_rows(plan: Plan, rng, n_per: int, acked) -> np.ndarray:
     return rows
 
 
-def _produced_table(rows: np.ndarray, P: int, n_per: int, acked):
+def _produced_table(rows: np.ndarray, P: int, n_per: int, acked, key_space: int = 0):
     import pyarrow as pa
     bad = rows >= P * n_per
     part = np.where(bad, 0, rows // n_per).astype(np.int32)
@@ -276,7 +281,7 @@ def _produced_table(rows: np.ndarray, P: int, n_per: int, acked):
     return pa.table({
         "topic": pa.array(np.full(len(rows), TOPIC)), "partition": pa.array(part, mask=bad),
         "offset": pa.array(offs, mask=bad), "acked_at_ms": pa.array(np.where(bad, acked[-1], acked[offs])),
-        "key": _keys(seq), "producer_id": pa.array(np.full(len(rows), "producer-0")), "seq": pa.array(seq),
+        "key": _keys(seq, key_space), "producer_id": pa.array(np.full(len(rows), "producer-0")), "seq": pa.array(seq),
         "status": pa.array(status),
     })
 
@@ -288,18 +293,71 @@ def _consumed_table(log: dict, at: slice, members: np.ndarray, plan: Plan):
     table = pa.table({
         "topic": pa.array(np.full(len(o), TOPIC)), "partition": pa.array(p), "offset": pa.array(o),
         "member": pa.array(members[log["member"][at]]), "consumed_at_ms": pa.array(log["t"][at]),
-        "key": _keys(s), "producer_id": pa.array(np.full(len(o), "producer-0")),
+        "key": _keys(s, plan.state_keys), "producer_id": pa.array(np.full(len(o), "producer-0")),
         "seq": pa.array(s), "instance_id": pa.nulls(len(o), pa.string()), "generation": pa.array(log["generation"][at]),
         "client": pa.array(np.full(len(o), "librdkafka")),
     })
     return table.append_column("n", pa.array(log["n"][at])) if plan.sequence else table
 
 
-def _keys(seq: np.ndarray):
-    """"k" and the sequence number, as text."""
+def _keys(seq: np.ndarray, key_space: int = 0):
+    """"k" and the sequence number (a stateful run: the sequence number modulo the key space), as text."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    seq = seq % key_space if key_space else seq
     return pc.binary_join_element_wise("k", pc.cast(pa.array(seq, pa.int64()), pa.string()), "")
+
+
+def write_state(out: Path, plan: Plan, cons) -> int:
+    """state/<member>.jsonl and state/final.jsonl as stateful members write them (docs/DESIGN.md, "State"): every
+    consumed row applied, in each partition's consumption order, to its key's value as the changelog held it (a
+    re-delivered record is applied again, as an at-least-once member does). Key index seq mod K lies in partition
+    (seq mod K) mod P, as the producer places it. Returns the input offsets applied more than once."""
+    P, K = plan.partitions, plan.state_keys
+    if K % P:
+        raise ValueError(f"state_keys {K}: a multiple of the partitions ({P}), as keys_per_partition x partitions is")
+    folder = out / "state"
+    folder.mkdir(exist_ok=True)
+    members = sorted(cons)
+    rows = {m: [] for m in members}
+    final, doubled = [], 0
+    for p in range(P):
+        pieces = sorted(((gen, m, offs, t) for m in members for (q, offs, t, gen) in cons[m] if q == p),
+                        key=lambda e: e[0])
+        if not pieces:
+            continue
+        offs = np.concatenate([e[2] for e in pieces])
+        t = np.concatenate([e[3] for e in pieces])
+        gen = np.concatenate([np.full(len(e[2]), e[0]) for e in pieces])
+        who = np.concatenate([np.full(len(e[2]), members.index(e[1])) for e in pieces])
+        seq = offs * P + p
+        key = seq % K
+        order = np.argsort(key, kind="stable")            # each key's applications, in consumption order
+        k, o, s = key[order], offs[order], seq[order]
+        first = np.r_[True, k[1:] != k[:-1]]
+        group_start = np.maximum.accumulate(np.where(first, np.arange(len(k)), 0))
+        count = np.arange(len(k)) - group_start + 1
+        total = np.cumsum(s)
+        total = total - np.where(group_start > 0, total[group_start - 1], 0)
+        prev = np.where(first, -1, np.r_[-1, o[:-1]])
+        doubled += int((np.unique(np.stack([k, o]), axis=1, return_counts=True)[1] > 1).sum())
+        for i, j in enumerate(order):
+            m = members[who[j]]
+            rows[m].append((int(t[j]), {"ts_ms": int(t[j]), "member": m, "topic": TOPIC, "partition": p,
+                                        "key": f"k{k[i]}", "offset": int(o[i]), "prev_offset": int(prev[i]),
+                                        "count": int(count[i]), "sum": int(total[i]), "generation": int(gen[j])}))
+        last = np.r_[k[1:] != k[:-1], True]
+        for i in np.flatnonzero(last):
+            j = order[i]
+            final.append({"partition": p, "key": f"k{k[i]}", "count": int(count[i]), "sum": int(total[i]),
+                          "last_offset": int(o[i]), "member": members[who[j]], "ts_ms": int(t[j])})
+    for m, mine in rows.items():
+        mine.sort(key=lambda r: r[0])
+        with open(folder / f"{m}.jsonl", "w") as fh:
+            fh.writelines(json.dumps(r, separators=(",", ":")) + "\n" for _, r in mine)
+    with open(folder / "final.jsonl", "w") as fh:
+        fh.writelines(json.dumps(r, separators=(",", ":")) + "\n" for r in final)
+    return doubled
 
 
 def _logs(plan: Plan, rng, cons) -> list[tuple[str, dict]]:
@@ -423,11 +481,14 @@ def main(argv=None) -> int:
                     "merged by consumption time and cut into N files")
     ap.add_argument("--clean", action="store_true", help="no planted anomalies (duplicates inside the budget only)")
     ap.add_argument("--no-sequence", action="store_true", help="no consumption sequence column n in consumed/")
+    ap.add_argument("--state-keys", type=int, default=0, help="a stateful run over this many keys (state/ written as "
+                    "stateful members write it); 0: no state")
     a = ap.parse_args(argv)
     t = time.monotonic()
     truth = generate(a.out, Plan(records=a.records, fmt=a.format, seed=a.seed, partitions=a.partitions, members=a.members,
                                  generations=a.generations, plant=not a.clean, stall=a.stall, order=a.order,
-                                 files=a.files, sequence=not a.no_sequence))
+                                 files=a.files, sequence=not a.no_sequence,
+                                 state_keys=a.state_keys))
     print(json.dumps({k: v for k, v in truth.__dict__.items() if k != "planted"}))
     print(f"written {a.out} in {time.monotonic() - t:.1f}s")
     return 0

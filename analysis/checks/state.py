@@ -9,9 +9,11 @@ owner's uncommitted tail); an expected offset missing from it is `state_lost`.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, defaultdict
 
 from analysis.checks.framework import CheckResult, Facts, check
+from analysis.intervals import merged_ranges
 from analysis.rundir.history import OPEN
 
 NEEDS = ("state",)
@@ -48,7 +50,7 @@ def _walk(x: Facts) -> dict:
     chains = {(topic, f["partition"], f["key"]): _chain(f, by_step, seq_at) for f in files.final}
     within = _within_budget_offsets(x)
     found = {"state_duplicate": [], "state_lost": [], "state_duplicate_within_budget": []}
-    for key in sorted(set(chains) | set(expected), key=str):
+    for key in sorted(_suspects(chains, expected), key=str):  # most keys are whole: only the others are looked at
         chain = chains.get(key, [])
         last = chain[0] if chain else None
         zombie = last is not None and _after_ownership(x, last)
@@ -67,6 +69,17 @@ def _walk(x: Facts) -> dict:
     found["info"] = {"keys_expected": len(expected), "keys_final": len(files.final), "state_rows": len(files.rows),
                      "members": files.members}
     return found
+
+
+def _suspects(chains: dict, expected: dict) -> list[tuple]:
+    """The keys whose chain applies an offset twice or misses an expected one (the others hold nothing to report)."""
+    out = []
+    for key in chains.keys() | expected.keys():
+        offsets = [r["offset"] for r in chains.get(key, ())]
+        applied = set(offsets)
+        if len(applied) != len(offsets) or not expected.get(key, set()) <= applied:
+            out.append(key)
+    return out
 
 
 def _chain(final: dict, by_step: dict, seq_at: dict) -> list[dict]:
@@ -102,13 +115,27 @@ def _pick(rows: list[dict], writer: tuple | None, before: int | None) -> dict:
     return (earlier or rows)[-1]
 
 
-def _within_budget_offsets(x: Facts) -> set:
-    """(topic, partition, offset) whose re-delivery the duplicate check judged within the budget."""
-    out = set()
-    for a in x.duplicates().anomalies:
-        if a.get("budget") == "within":
-            out.update((a["topic"], a["partition"], o) for o in range(a["offsets"][0], a["offsets"][1] + 1))
-    return out
+class _WithinBudget:
+    """The offsets whose re-delivery the duplicate check judged within the budget, kept as merged ranges a
+    partition (a long uncommitted tail is one range, not one entry an offset)."""
+
+    def __init__(self, anomalies):
+        self.ranges: dict[tuple, tuple[list, list]] = {}
+        for topic, partition, lo, hi in merged_ranges((a["topic"], a["partition"], *a["offsets"])
+                                                      for a in anomalies if a.get("budget") == "within"):
+            los, his = self.ranges.setdefault((topic, partition), ([], []))
+            los.append(lo)
+            his.append(hi)
+
+    def __contains__(self, cell: tuple) -> bool:
+        topic, partition, offset = cell
+        los, his = self.ranges.get((topic, partition), ((), ()))
+        i = bisect_right(los, offset) - 1
+        return i >= 0 and offset <= his[i]
+
+
+def _within_budget_offsets(x: Facts) -> _WithinBudget:
+    return _WithinBudget(x.duplicates().anomalies)
 
 
 def _after_ownership(x: Facts, row: dict) -> bool:

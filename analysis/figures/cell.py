@@ -25,6 +25,7 @@ class Figure(NamedTuple):
     plotted: bool = False     # a plot of the curve
     baseline: str | None = None  # a latency rise: the row's steady-state p99 it is read against (saturated above a bound)
     family: str | None = None  # "state": a stateful run's only (a sweep shows it when some cell has it)
+    revision: int = 1          # raised when its definition changes: a row of an older one is measured again (--refigure)
 
 
 FIGURES = (  # in the order of the curve's columns (curve.csv)
@@ -50,8 +51,9 @@ FIGURES = (  # in the order of the curve's columns (curve.csv)
            plotted=True, family="state"),
     Figure("records_replayed", "changelog records the restores read", "records", 1, "records replayed", plotted=True,
            family="state"),
-    Figure("first_processing_ms", "the longest from a partition's assignment to its first record processed", "s",
-           1000, "assigned to first processed (s)", plotted=True, family="state"),
+    Figure("first_processing_ms", "the longest from a partition's assignment to its first record processed, or to "
+           "its owner losing it unprocessed", "s", 1000, "assigned to first processed (s)", plotted=True,
+           family="state", revision=2),
     Figure("restores", "restores of a partition's state", "restores", 1, "restores", family="state"),
 )
 # the curve's tables: the figures with a column, in this order (the partitions moved beside the time they took)
@@ -70,6 +72,14 @@ ROW_COLUMNS = ("settled", "valid", "anomalies", "lost", "duplicates", "trigger_f
                "latency_hit_window_max_ms", "latency_hit_rise_p99_ms", "coordinator_rounds", "join_phase_ms",
                "assignment_ms", *MACHINE, *state_cost.FIGURES)
 FAMILY = {f.name: f.family for f in FIGURES if f.family}
+REVISIONS = {f.name: f.revision for f in FIGURES if f.revision > 1}  # a row carries them (figure_revisions)
+SPARK_FIGURES = tuple(f.name for f in FIGURES if f.baseline)  # the latency figures: the others come from the history
+
+
+def stale(row: dict, names) -> list[str]:
+    """The figures of ``names`` a sweep row lacks, or has by an older definition than today's (REVISIONS)."""
+    revisions = row.get("figure_revisions") or {}
+    return [n for n in names if n not in row or revisions.get(n, 1) < REVISIONS.get(n, 1)]
 
 
 def applies(name: str, rows: list[dict]) -> bool:
@@ -123,4 +133,5 @@ def history_figures(run_dir: Path, partitions: list[tuple[str, int]], members: i
     run = json.loads((run_dir / "run.json").read_text())
     figures["cpu_pressure_pct"] = (run.get("cpu_pressure_pct") or {}).get(WORKLOAD_PHASE)
     figures |= state_cost.state_figures(h, figures["trigger_ms"], window_end)
+    figures["figure_revisions"] = dict(REVISIONS)
     return figures, hit

@@ -5,7 +5,9 @@ state rows, so that a sweep's --refigure needs no Spark:
 - ``records_replayed``: the changelog records those restores read;
 - ``restores``: how many ended in the window (None when none did, shown "–");
 - ``first_processing_ms``: the longest from a partition's assignment in the window to its new owner's first record
-  processed (its first state row of the partition): the restore and the wait for it together.
+  processed (its first state row of the partition): the restore and the wait for it together. An owner that lost the
+  partition (revoked or lost) before processing a record of it waited until then: its wait ends there, never at a
+  record it processed under a later assignment.
 
 None for every figure in a run that kept no state.
 """
@@ -28,15 +30,27 @@ def state_figures(h: History, start_ms: int, end_ms: int) -> dict:
         first_rows.setdefault((r["member"], r["topic"], r["partition"]), []).append(r["ts_ms"])
     for times in first_rows.values():
         times.sort()
+    ends: dict[tuple[str, str, int], list[int]] = {}  # a member's revocations and losses of a partition, in time
+    for e in h.events:
+        if e.kind in ("revoked", "lost"):
+            for topic, partition in e.partitions or []:
+                ends.setdefault((e.member, topic, partition), []).append(e.ts)
+    for times in ends.values():
+        times.sort()
     waits = []
     for e in h.events:
         if e.kind != "assigned" or not start_ms <= e.ts <= end_ms:
             continue
         for topic, partition in e.partitions or []:
-            times = first_rows.get((e.member, topic, partition), [])
-            i = bisect_left(times, e.ts)  # its first record processed at or after the assignment
-            if i < len(times):
-                waits.append(times[i] - e.ts)
+            key = (e.member, topic, partition)
+            times, gone = first_rows.get(key, []), ends.get(key, [])
+            i, j = bisect_left(times, e.ts), bisect_left(gone, e.ts)  # at or after the assignment
+            first = times[i] if i < len(times) else None
+            lost_at = gone[j] if j < len(gone) else None
+            if lost_at is not None and (first is None or lost_at < first):
+                waits.append(lost_at - e.ts)  # lost before its first record: waited until then
+            elif first is not None:
+                waits.append(first - e.ts)
     return {"restore_ms": max((e.facts.get("elapsed_ms", 0) for e in ended), default=None),
             "records_replayed": sum(e.facts.get("records", 0) for e in ended) if ended else None,
             "restores": len(ended) or None,

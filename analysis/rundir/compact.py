@@ -55,7 +55,8 @@ def compact(run_dir, tables=("produced", "consumed")) -> Compaction:
     return out
 
 
-def _schema(table: str):
+def schema(table: str):
+    """The contract's columns of a table as a pyarrow schema."""
     import pyarrow as pa
     return pa.schema([(c.name, getattr(pa, ARROW_TYPES[c.type])()) for c in contract.SPECS[table]])
 
@@ -74,13 +75,13 @@ def _compact_file(run_dir: Path, table: str, path: Path, out: Compaction) -> str
         out.converted.append(rel(run_dir, path))
         return None
     try:
-        data = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=_schema(table),
+        data = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema(table),
                                                                 unexpected_field_behavior="infer"))
     except Exception as exc:  # not JSON, a truncated line, a wrong type: the analysis will name the line
         return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    lines = _count_lines(path)
+    lines = line_count(path)
     if data.num_rows != lines:
-        lines = _count_lines(path, exact=True)
+        lines = line_count(path, exact=True)
     if data.num_rows != lines:
         return f"{data.num_rows} rows parsed from {lines} lines"
     problem = contract.first_problem(table, data)
@@ -100,7 +101,7 @@ def _compact_file(run_dir: Path, table: str, path: Path, out: Compaction) -> str
     return None
 
 
-def _count_lines(path: Path, exact: bool = False) -> int:
+def line_count(path: Path, exact: bool = False) -> int:
     """Lines holding a row (the rows pyarrow should find): newlines, plus an unterminated last line; with
     ``exact``, blank lines are not counted (slower; only when the quick count disagrees)."""
     if exact:

@@ -38,12 +38,40 @@ def read(run_dir: Path) -> StateFiles | None:
 
 
 def _lines(path: Path, table: str, run_dir: Path) -> list[dict]:
-    out = []
+    """The file's rows: read whole by pyarrow against the contract's types and checked by the contract's vectorised
+    rules (contract.first_problem); a file that does not read so (a line not JSON, a wrong type, a killed member's
+    last line cut short) is read line by line, which keeps the good lines and names the first bad one."""
+    import pyarrow.json as pj
+
+    from analysis.rundir.compact import line_count, schema
+    if not _ends_a_line(path):  # its last line cut short: the line reader drops it
+        return _line_by_line(path, table, run_dir)
+    try:
+        data = pj.read_json(path, parse_options=pj.ParseOptions(explicit_schema=schema(table),
+                                                                unexpected_field_behavior="ignore"))
+    except Exception:
+        return _line_by_line(path, table, run_dir)
+    if data.num_rows != line_count(path) or contract.first_problem(table, data) is not None:
+        return _line_by_line(path, table, run_dir)
+    return data.to_pylist()
+
+
+def _ends_a_line(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return True
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\n"
+
+
+def _line_by_line(path: Path, table: str, run_dir: Path) -> list[dict]:
+    out, name = [], str(path.relative_to(run_dir))
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             if not line.endswith("\n"):  # a killed member's last line, cut short
                 break
-            where = f"{path.relative_to(run_dir)}:{number}"
+            where = f"{name}:{number}"
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:

@@ -33,8 +33,8 @@ def add_parser(commands) -> None:
                        "existing one of the same sweep is resumed")
     parser.add_argument("--list", action="store_true", help="list the cells (and which are finished in --out), run nothing")
     parser.add_argument("--refigure", action="store_true", help="run no cell: measure again, from their run directories "
-                       "and with no cluster, the finished cells in --out whose rows lack a figure the sweep now gives "
-                       "(cells measured before the analysis gained it)")
+                       "and with no cluster, the finished cells in --out whose rows lack a figure the sweep now gives, "
+                       "or have one by an older definition (cells measured before the analysis gained or changed it)")
     parser.add_argument("--publish", type=Path, default=None, metavar="PAGE",
                        help="run no cell: copy the curve, CSVs, plots and the sweep's record (sweep.json, cells.jsonl) "
                             "of --out beside PAGE (docs/x.md → docs/x/), replace PAGE's '<!-- curve: ... -->' ... "

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.scenario import ScenarioError
 
-from .compare import BLOCK as COMPARE, MATCHED, ratio, read_curve
+from .compare import BLOCK as COMPARE, MATCHED, ratio, read_curve, times
 from .outputs import FEW, METRICS, shown
 
 SLOT = re.compile(r"(<!-- fig: ([^>]*?) -->)(.*?)(<!-- /fig -->)", re.S)
@@ -69,7 +69,7 @@ def answer(query: str, curve: list[dict], other=lambda: []) -> str:
         theirs = {tuple(p[k] for k in MATCHED): p for p in other()}
         found = [r for p in points if (key := tuple(p[k] for k in MATCHED)) in theirs
                  and (r := ratio(theirs[key][f"{metric}_median"], p[f"{metric}_median"])) is not None]
-        return spread(found, lambda v: f"{v:.2g}") + "×" if found else "–"
+        return spread(found, times) + "×" if found else "–"
     values = [v for p in points for v in (extremes(p, metric) if stat == "spread" else typical(p, metric))]
     if not values:
         return "saturated" if any(p.get(f"{metric}_saturated") for p in points) else "–"

@@ -1,7 +1,7 @@
 """Publish a sweep's curve into a documentation page: its tables, CSVs and plots copied beside the page, and the
 page's curve block (between ``<!-- curve: SOURCE -->`` and ``<!-- /curve -->``) replaced by the sweep's curve.md,
 any compare block rewritten from the curves it names (harness/sweep/compare.py), every figure slot of its prose
-from the curve (harness/sweep/prose.py), and its reruns block from what each rerun changed (harness/sweep/reruns.py,
+from the curve (harness/sweep/prose.py), any style-ratios block from the curve (harness/sweep/style_ratios.py), and its reruns block from what each rerun changed (harness/sweep/reruns.py,
 also written as reruns.csv). The prose around the blocks is
 the author's; only the measured tables are rewritten, so the page never quotes a table by hand. The sweep's record
 (sweep.json and cells.jsonl, every run_dir relative to the sweep's folder) is kept beside the page too: a sweep on
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.scenario import ScenarioError
 
-from . import prose, reruns
+from . import prose, reruns, style_ratios
 from .compare import check, fill, read_curve
 from .outputs import took, write_csv
 from .spec import SweepSpec
@@ -42,7 +42,9 @@ def publish(spec: SweepSpec, source: str, out: Path, page: Path) -> list[Path]:
     check(page, text, {folder / name for name in COPIED})
     table = curve.read_text().strip("\n")
     text = BLOCK.sub(lambda m: f"{m.group(1)}{table}\n{m.group(2)}", text, count=1)
-    text = prose.fill(page, text, read_curve(out / "curve.csv"))  # a bad figure slot: refused before any write
+    curve_rows = read_curve(out / "curve.csv")
+    text = prose.fill(page, text, curve_rows)  # a bad figure slot: refused before any write
+    text = style_ratios.fill(text, curve_rows)
     sweep = SweepDir(out)
     record = sweep.rows()
     changed = reruns.changes(record, sweep.meta().get("reruns", {}))

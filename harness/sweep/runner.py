@@ -56,25 +56,27 @@ def run_sweep(spec: SweepSpec, source: str, out: Path, rerun: str | None = None)
 
 def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     """Measure again, from its run directory and with no cluster, every finished cell whose row lacks a figure the
-    sweep now gives (outputs.METRICS, outputs.MACHINE): a cell measured before the analysis gained it. A cell that
-    ran before coordinator.log existed gets it from the brokers' logs its run kept; one that lacks only figures of
-    its history is measured without Spark (figures_without_spark). Each cell's new row is appended (the latest row
-    of a cell is its row); returns every row."""
+    sweep now gives (outputs.METRICS, outputs.MACHINE), or has one by an older definition (analysis.api.stale): a
+    cell measured before the analysis gained or changed it. A cell that ran before coordinator.log existed gets it
+    from the brokers' logs its run kept; one whose stale figures are all of its history (none a latency figure) is
+    measured without Spark (figures_without_spark). Each cell's new row is appended (the latest row of a cell is its
+    row); returns every row."""
     import json
-    from analysis.api import MACHINE, get_session
+    from analysis.api import MACHINE, SPARK_FIGURES, get_session, stale
     from harness import coordinator_log
     from harness.sweep.outputs import sweep_metrics, write_outputs
     METRICS = sweep_metrics(spec.state is not None)
     folder = SweepDir(out)
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}
-    lacks = lambda row, figures: any(f not in row for f in figures)  # noqa: E731
-    stale = [row for row in done.values() if row["cell"] in cells and row["status"] != "failed"
-             and lacks(row, (*METRICS, *MACHINE))]
-    todo = [row for row in stale if folder.run_dir(row) is not None]
-    gone = len(stale) - len(todo)
-    spark = get_session() if any(lacks(row, METRICS) for row in todo) else None
-    say(f"sweep {spec.name}: {len(stale)} of {len(done)} finished cells lack a figure; measuring {len(todo)} again"
+    needs_spark = lambda row: bool(stale(row, [m for m in METRICS if m in SPARK_FIGURES or m not in row]))  # noqa: E731
+    old = [row for row in done.values() if row["cell"] in cells and row["status"] != "failed"
+           and stale(row, (*METRICS, *MACHINE))]
+    todo = [row for row in old if folder.run_dir(row) is not None]
+    gone = len(old) - len(todo)
+    spark = get_session() if any(needs_spark(row) for row in todo) else None
+    say(f"sweep {spec.name}: {len(old)} of {len(done)} finished cells lack a figure or have an older one; measuring "
+        f"{len(todo)} again"
         + ("" if spark or not todo else " from their histories, without Spark")
         + (f"; {gone} kept as measured: their run directories are gone (a sweep resumed from published rows)"
            if gone else ""))
@@ -86,7 +88,7 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
             coordinator_log.write(run_dir, plan["group_id"])
         cell, topic = cells[row["cell"]], plan["topics"][0]["name"]
         try:
-            figures = (measure(spec, cell, run_dir, topic, spark) if lacks(row, METRICS)
+            figures = (measure(spec, cell, run_dir, topic, spark) if needs_spark(row)
                        else figures_without_spark(spec, cell, run_dir, topic))
         except Exception as exc:  # the row stays as it was measured
             say(f"sweep cell {row['cell']}: not measured again ({one_line(exc)})")

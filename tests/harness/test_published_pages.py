@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.sweep import compare, outputs, prose, reruns
+from harness.sweep import compare, outputs, prose, reruns, style_ratios
 from harness.sweep.store import SweepDir
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
-PAGES = sorted(p for p in [*DOCS.glob("rebalance-cost*.md"), DOCS / "state-rebuild.md"] if p.exists())
+PAGES = sorted([*DOCS.glob("rebalance-cost*.md"), *DOCS.glob("state-rebuild*.md")])
 FIGURE = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?:–-?\d[\d,]*(?:\.\d+)?)?\s?(?:partition-s|×|s|ms|%)(?!\w)")
 NOT_PROSE = [re.compile(p, re.S) for p in (r"<!-- curve:.*?<!-- /curve -->", r"<!-- compare:.*?<!-- /compare -->",
-                                           reruns.BLOCK.pattern,
+                                           r"<!-- style-ratios:.*?<!-- /style-ratios -->", reruns.BLOCK.pattern,
                                            prose.SLOT.pattern, r"```.*?```", r"^\|.*$")]
 # Numbers with a figure's unit that are not the curve's: the cells' settings, and facts read in one cell's history
 SETTINGS = {"10 s", "1 s", "45 s", "60 s", "20 s", "0.5 s", "500 ms", "80 s", "310 s", "180 s", "2 s", "100 ms",
@@ -70,6 +70,7 @@ def test_every_figure_slot_and_the_compare_block_read_what_the_curves_say(page):
     curve = compare.read_curve(page.with_suffix("") / "curve.csv")
     assert prose.fill(page, text, curve) == text, "a figure slot is stale: publish the page again"
     assert compare.fill(page, text) == text, "the compare block is stale: publish the page again"
+    assert style_ratios.fill(text, curve) == text, "the style-ratios block is stale: publish the page again"
 
 
 def test_the_reruns_block_says_what_each_rerun_changed_by_the_kept_record(page, tmp_path):

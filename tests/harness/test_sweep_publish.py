@@ -6,6 +6,7 @@ import json
 import yaml
 
 from harness.cli import main
+from harness.sweep import compare
 from harness.sweep.spec import load_sweep
 
 PAGE = """# The cost
@@ -133,3 +134,50 @@ def test_a_compare_block_naming_a_missing_curve_is_refused_before_anything_is_wr
     assert main(["sweep", str(tmp_path / "x.yaml"), "--out", str(out), "--publish", str(page)]) == 2
     assert "compare block names gone/curve.csv, which is not there" in capsys.readouterr().err
     assert not (tmp_path / "docs" / "cost").exists() and "| old | table |" in page.read_text()
+
+
+def test_two_curves_of_one_client_are_named_by_their_folders_and_compare_their_state_figures():
+    """The state-rebuild page compares itself with its keep_on_revoke variant: both librdkafka, so each side is named
+    by its folder; both stateful, so restores, records replayed and first processing get a ratio too."""
+    def curve(replayed):
+        return [{"client": "librdkafka", "partitions_per_member": 4, "style": "eager-range", "trigger": "join",
+                 "members": 50, "cells": 3, "valid": 3,
+                 **{f"{m}_{part}": 0 if part == "n" else None for m in (*FIGURES, *compare.STATE_HEADS)
+                    for part in ("n", "median", "min", "max")},
+                 "records_replayed_n": 3 if replayed else 0, "records_replayed_median": replayed,
+                 "records_replayed_min": replayed, "records_replayed_max": replayed}]
+    block = compare.compare(curve(10_000), curve(1_000_000), ("state-rebuild-keep", "state-rebuild"))
+    assert "| records replayed: state-rebuild-keep | state-rebuild | ÷ |" in block
+    assert "| 10,000 n=3 | 1,000,000 n=3 | 100× |" in block
+    assert "restores: state-rebuild-keep" in block and "librdkafka" not in block
+    assert "records replayed" not in compare.compare(curve(None), curve(1), ("a", "b"))  # one side keeps no state
+
+
+def test_a_style_ratios_block_divides_one_styles_medians_by_each_others_in_its_group():
+    """The state-rebuild page's "by how much": eager range's median over each other style's, same trigger and size;
+    a figure with no median on either side (fewer than 3 values) is "–", and a style with no eager point is left out."""
+    def pt(style, members, replayed, restores_n=3):
+        figures = {f"{m}_{part}": None for m in (*FIGURES, *compare.STATE_HEADS) for part in ("median", "min", "max")}
+        return {**figures, **{f"{m}_n": 0 for m in (*FIGURES, *compare.STATE_HEADS)}, "client": "librdkafka",
+                "partitions_per_member": 4, "trigger": "join", "style": style, "members": members,
+                "records_replayed_n": 3, "records_replayed_median": replayed,
+                "restores_n": restores_n, "restores_median": 40 if restores_n >= 3 else None}
+    curve = [pt("eager-range", 10, 200_000), pt("cooperative-sticky", 10, 15_000),
+             pt("consumer-uniform", 10, 20_000, restores_n=2), pt("cooperative-sticky", 50, 1)]
+    from harness.sweep import style_ratios
+    table = style_ratios.table(curve, "eager-range")
+    assert "| restores ÷ | records replayed ÷ | assigned to first processed (s) ÷ |" in table
+    assert "| librdkafka | 4 | join | 10 | cooperative-sticky | 1× | 13× | – |" in table
+    assert "| librdkafka | 4 | join | 10 | consumer-uniform | – | 10× | – |" in table
+    assert "| 50 |" not in table  # no eager point at 50 members
+    page = "a\n<!-- style-ratios: eager-range -->\nstale\n<!-- /style-ratios -->\nb"
+    assert style_ratios.fill(page, curve) == f"a\n<!-- style-ratios: eager-range -->\n{table}\n<!-- /style-ratios -->\nb"
+
+
+def test_a_row_measured_by_an_older_definition_of_a_figure_is_stale():
+    """--refigure measures again a row that lacks a figure or has one by an older definition (Figure.revision): the
+    first_processing_ms of rows measured before it stopped at a partition's loss (revision 2)."""
+    from analysis.api import stale
+    row = {"restore_ms": 1, "first_processing_ms": 81_962}
+    assert stale(row, ("restore_ms", "first_processing_ms", "restores")) == ["first_processing_ms", "restores"]
+    assert stale({**row, "figure_revisions": {"first_processing_ms": 2}}, ("restore_ms", "first_processing_ms")) == []
