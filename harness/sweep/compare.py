@@ -55,12 +55,12 @@ def times(r: float) -> str:
 def compare(a: list[dict], b: list[dict], folders: tuple[str, str] = ("a", "b")) -> str:
     """Markdown: one table a (partitions per member, trigger); a row a style and size both curves hold, with each
     side's valid repeats and figures (outputs.figure_text: n beside each), and b's median over a's (÷) for the
-    figures in RATIOS (and STATE_RATIOS, when both curves carry them) where both have a median (outputs.FEW values or
+    figures in RATIOS (and STATE_HEADS', when both curves are stateful) where both have a median (outputs.FEW values or
     more). A side is named by its client, or by its folder (``folders``) when both are of one client."""
     name_a, name_b = _client(a), _client(b)
     if name_a == name_b:
         name_a, name_b = folders
-    ratios = RATIOS + (tuple(STATE_HEADS) if _stateful(a) and _stateful(b) else ())
+    ratios = RATIOS + (tuple(STATE_HEADS) if stateful(a) and stateful(b) else ())
     by_key = {tuple(p[k] for k in MATCHED): p for p in b}
     pairs = [(p, by_key[key]) for p in a if (key := tuple(p[k] for k in MATCHED)) in by_key]
     pairs.sort(key=lambda pair: (pair[0]["partitions_per_member"], pair[0]["trigger"],
@@ -85,7 +85,8 @@ def compare(a: list[dict], b: list[dict], folders: tuple[str, str] = ("a", "b"))
     return "\n".join(out).strip("\n") or "(no point both curves hold)"
 
 
-def _stateful(curve: list[dict]) -> bool:
+def stateful(curve: list[dict]) -> bool:
+    """A stateful sweep's curve: its points carry the state figures."""
     return any(p.get("records_replayed_n") for p in curve)
 
 

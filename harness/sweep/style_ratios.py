@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .compare import HEADS, RATIOS, STATE_HEADS, ratio, times
+from .compare import HEADS, RATIOS, STATE_HEADS, ratio, stateful, times
 from .outputs import STYLE_ORDER
 
 BLOCK = re.compile(r"(<!-- style-ratios: (\S+) -->\n).*?(<!-- /style-ratios -->)", re.S)
@@ -15,7 +15,7 @@ GROUP = ("client", "partitions_per_member", "trigger", "members")  # a style's p
 
 
 def figures(curve: list[dict]) -> tuple[str, ...]:
-    return tuple(STATE_HEADS) if any(p.get("records_replayed_n") for p in curve) else RATIOS
+    return tuple(STATE_HEADS) if stateful(curve) else RATIOS
 
 
 def table(curve: list[dict], base: str) -> str:
