@@ -407,17 +407,19 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
 
 
 def _ask_early(pool, early: dict, queries: dict, facts) -> None:
-    """Start, beside the log pass, the Spark question that is known before any record is read again (commit_ahead's:
-    the commits the groups cannot clear). Two small jobs at once keep both cores busy where one job's fixed costs
-    leave one idle (docs/benchmarks-history.md, ninth increment); the check then takes the answer instead of asking."""
-    if not facts.history.has_events:
-        return
-    try:
-        asked = commit_ahead_asks(facts)[1]
-    except Exception:  # the check meets the same error and reports it as its own
-        return
-    if asked:
-        early["commits_ahead"] = (asked, pool.submit(queries["commits_ahead"], asked))
+    """Start, beside the log pass, the Spark questions that are known before any record is read again (the state
+    check's consumed keys; commit_ahead's: the commits the groups cannot clear). Two small jobs at once keep both
+    cores busy where one job's fixed costs leave one idle (docs/benchmarks-history.md, ninth increment); the check
+    then takes the answer instead of asking."""
+    if facts.history.has_events:
+        try:
+            asked = commit_ahead_asks(facts)[1]
+        except Exception:  # the check meets the same error and reports it as its own
+            asked = None
+        if asked:
+            early["commits_ahead"] = (asked, pool.submit(queries["commits_ahead"], asked))
+    if facts.history.state is not None:
+        early["consumed_keys"] = (None, pool.submit(queries["consumed_keys"], None))
 
 
 def _nice_bin(ms: int) -> int:

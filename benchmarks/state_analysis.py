@@ -9,13 +9,18 @@ ratio of the medians, the state check's phase, and whether its counts match the 
 offset applied twice is one state_duplicate or state_duplicate_within_budget; nothing is state_lost). Exit 0 when
 exact.
 
+``--run DIR`` measures a real stateful run instead: the run copied as it is and without its state/ (its other checks
+the same), no truth to hold the counts to.
+
     .venv/bin/python -m benchmarks.state_analysis --records 100000 --keys 1000000 --repeat 5
+    .venv/bin/python -m benchmarks.state_analysis --run sweeps/state-rebuild/runs/<a 50-member cell> --repeat 5
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import statistics
 import time
 from pathlib import Path
@@ -31,6 +36,17 @@ def runs(data: Path, records: int, keys: int, partitions: int) -> dict[str, Path
         rd = data / f"state-{records}-{keys}-{partitions}-{name}"
         if not (rd / "truth.json").is_file():
             generate(rd, Plan(records=records, partitions=partitions, state_keys=state_keys))
+        out[name] = rd
+    return out
+
+
+def real_runs(data: Path, run: Path) -> dict[str, Path]:
+    """The real run's two copies: as it is, and without state/ (the report folder of neither: analysis writes it)."""
+    out = {}
+    for name in ("stateless", "stateful"):
+        rd = data / f"real-{run.name}-{name}"
+        if not rd.is_dir():
+            shutil.copytree(run, rd, ignore=shutil.ignore_patterns("report", *(["state"] if name == "stateless" else [])))
         out[name] = rd
     return out
 
@@ -72,21 +88,25 @@ def main(argv=None) -> int:
     ap.add_argument("--partitions", type=int, default=10, help="the keys a multiple of it")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--data", type=Path, default=Path("/tmp/kafka-chaos-bench"))
+    ap.add_argument("--run", type=Path, default=None, help="a real stateful run directory to measure instead")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
     a = ap.parse_args(argv)
-    rds = runs(a.data, a.records, a.keys, a.partitions)
-    truth = json.loads((rds["stateful"] / "truth.json").read_text())
-    result = {"records": a.records, "keys": a.keys, "partitions": a.partitions, **measure(rds, a.repeat)}
+    if a.run is not None and not (a.run / "state").is_dir():
+        ap.error(f"--run {a.run}: not a stateful run directory (no state/)")
+    rds = real_runs(a.data, a.run) if a.run else runs(a.data, a.records, a.keys, a.partitions)
+    head = {"run": str(a.run)} if a.run else {"records": a.records, "keys": a.keys, "partitions": a.partitions}
+    result = {**head, **measure(rds, a.repeat)}
     result["ratio"] = round(result["stateful"]["wall_s"]["median"] / result["stateless"]["wall_s"]["median"], 2)
-    result["exact"] = exact(result, truth)
+    truth = None if a.run else json.loads((rds["stateful"] / "truth.json").read_text())
+    result["exact"] = exact(result, truth) if truth else None
     for name in rds:
         w, ph = result[name]["wall_s"], result[name]["phases_s"]
         print(f"{name:>9}: {w['median']:.2f} s ({w['min']:.2f}-{w['max']:.2f}); checks {ph.get('checks', {}).get('median', 0):.2f} s")
-    print(f"ratio {result['ratio']}x; state counts {result['stateful']['counts']} against {truth['state_doubled']} "
-          f"applied twice: {'exact' if result['exact'] else 'NOT EXACT'}; load {result['load_average']:.1f}")
+    against = f" against {truth['state_doubled']} applied twice: {'exact' if result['exact'] else 'NOT EXACT'}" if truth else ""
+    print(f"ratio {result['ratio']}x; state counts {result['stateful']['counts']}{against}; load {result['load_average']:.1f}")
     if a.out:
         a.out.write_text(json.dumps(result, indent=2) + "\n")
-    return 0 if result["exact"] else 1
+    return 1 if result["exact"] is False else 0
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter, defaultdict
 
+from analysis.checks import state_suspects
 from analysis.checks.framework import CheckResult, Facts, check
 from analysis.intervals import merged_ranges
 from analysis.rundir.history import OPEN
@@ -31,26 +32,30 @@ def _judge(x: Facts) -> dict:
 
 def _walk(x: Facts) -> dict:
     files = x.history.state
-    topics = {r["topic"] for r in files.rows}
-    expected: dict[tuple, set] = defaultdict(set)  # (topic, partition, key) -> offsets consumed
-    keyed = x.query("consumed_keys", None)
-    for r in keyed:
-        if r["key"] is not None:
-            expected[(r["topic"], r["partition"], r["key"])].add(r["offset"])
-            topics.add(r["topic"])
+    keyed = x.query("consumed_keys", None).to_pandas()  # topic, partition, offset, seq, key
+    keyed = keyed[keyed["key"].notna()]
+    topics = set(files.rows.column("topic").unique().to_pylist()) | set(keyed["topic"].unique())
     if len(topics) > 1:
         raise BrokenChain(f"a stateful run has one input topic; state rows and records name {sorted(topics)}")
     topic = next(iter(topics), None)
-    seq_at = {(r["partition"], r["offset"]): r["seq"] for r in keyed}
+    suspects = state_suspects.find(files.rows, files.final, keyed)  # most keys are whole: only the others are walked
+    suspect_rows = files.rows.filter(suspects.rows)
+    rows = suspect_rows.to_pylist()
+    looked_at = keyed[suspects.keyed]
+    expected: dict[tuple, set] = defaultdict(set)  # (topic, partition, key) -> offsets consumed
+    for partition, key, offset in zip(*(looked_at[c].tolist() for c in ("partition", "key", "offset"))):
+        expected[(topic, partition, key)].add(offset)
+    seq_at = _seqs_of(suspect_rows, keyed)
     by_step: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset, count, sum) -> rows, in time
     applied: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset) -> every state row applying it
-    for r in sorted(files.rows, key=lambda r: r["ts_ms"]):
+    for r in sorted(rows, key=lambda r: r["ts_ms"]):
         by_step[(r["partition"], r["key"], r["offset"], r["count"], r["sum"])].append(r)
         applied[(r["partition"], r["key"], r["offset"])].append(r)
-    chains = {(topic, f["partition"], f["key"]): _chain(f, by_step, seq_at) for f in files.final}
+    chains = {(topic, f["partition"], f["key"]): _chain(f, by_step, seq_at)
+              for f in files.final.filter(suspects.final).to_pylist()}
     within = _within_budget_offsets(x)
     found = {"state_duplicate": [], "state_lost": [], "state_duplicate_within_budget": []}
-    for key in sorted(_suspects(chains, expected), key=str):  # most keys are whole: only the others are looked at
+    for key in sorted(chains.keys() | expected.keys(), key=str):
         chain = chains.get(key, [])
         last = chain[0] if chain else None
         zombie = last is not None and _after_ownership(x, last)
@@ -66,20 +71,16 @@ def _walk(x: Facts) -> dict:
             off_chain = applied.get((key[1], key[2], offset), [])
             rows = off_chain + ([skipped_by] if skipped_by else [])
             found["state_lost"].append(_anomaly("state_lost", key, offset, rows, zombie, applied=len(off_chain)))
-    found["info"] = {"keys_expected": len(expected), "keys_final": len(files.final), "state_rows": len(files.rows),
-                     "members": files.members}
+    found["info"] = {"keys_expected": len(keyed.drop_duplicates(["partition", "key"])), "keys_final": files.final.num_rows,
+                     "keys_walked": suspects.keys, "state_rows": files.rows.num_rows, "members": files.members}
     return found
 
 
-def _suspects(chains: dict, expected: dict) -> list[tuple]:
-    """The keys whose chain applies an offset twice or misses an expected one (the others hold nothing to report)."""
-    out = []
-    for key in chains.keys() | expected.keys():
-        offsets = [r["offset"] for r in chains.get(key, ())]
-        applied = set(offsets)
-        if len(applied) != len(offsets) or not expected.get(key, set()) <= applied:
-            out.append(key)
-    return out
+def _seqs_of(rows, keyed) -> dict[tuple[int, int], int]:
+    """(partition, offset) -> the consumed record's seq, for the records the given state rows applied."""
+    cells = rows.select(["partition", "offset"]).to_pandas().drop_duplicates()
+    got = cells.merge(keyed[["partition", "offset", "seq"]].drop_duplicates(["partition", "offset"]))
+    return dict(zip(zip(got["partition"].tolist(), got["offset"].tolist()), got["seq"].tolist()))
 
 
 def _chain(final: dict, by_step: dict, seq_at: dict) -> list[dict]:

@@ -594,22 +594,25 @@ def unacked_rows(consumed, keys):
             .join(w.keys, w.on, "left_semi").select("topic", "partition", "offset", "producer_id", "seq").toArrow().to_pylist())
 
 
-def consumed_keys(produced, consumed) -> list[dict]:
-    """Every distinct consumed (topic, partition, offset) with its seq and its key as produced (joined on producer_id
-    and seq, so a consumed `info` record has its key too): the state check's expected values. The produced files
-    are read once more for their key, which the record-level pass never reads."""
+def consumed_keys(produced, consumed):
+    """Every consumed (topic, partition, offset), a row a delivery, with its seq and its key as produced (joined on
+    producer_id and seq, so a consumed `info` record has its key too), as a pyarrow Table: the state check's expected
+    values. The produced files are read once more for their key, which the record-level pass never reads; a
+    re-delivery's copies are left to the check (one job, no shuffle)."""
     spark, schema = consumed.df.sparkSession, "producer_id string, seq bigint, key string"
     frames = [(spark.read.schema(schema).json if s.fmt == "jsonl" else spark.read.schema(schema).parquet)(
         *[str(p) for p in s.files]) for s in produced.sources]
     if not frames:
-        return []
+        import pyarrow as pa
+        return pa.table({"topic": pa.array([], pa.string()), "partition": pa.array([], pa.int32()),
+                         "offset": pa.array([], pa.int64()), "seq": pa.array([], pa.int64()),
+                         "key": pa.array([], pa.string())})
     keys = frames[0]
     for f in frames[1:]:
         keys = keys.unionByName(f)
-    seen = (consumed.df.where("_bad IS NULL").select("topic", "partition", "offset", "producer_id", "seq")
-            .dropDuplicates(["topic", "partition", "offset"]))
-    return (seen.join(keys.dropDuplicates(["producer_id", "seq"]), ["producer_id", "seq"], "left")
-            .select("topic", "partition", "offset", "seq", "key").toArrow().to_pylist())
+    seen = consumed.df.where("_bad IS NULL").select("topic", "partition", "offset", "producer_id", "seq")
+    return (seen.join(keys, ["producer_id", "seq"], "left")
+            .select("topic", "partition", "offset", "seq", "key").toArrow())
 
 
 def unplaced_acks(produced, consumed) -> list[dict]:

@@ -25,11 +25,7 @@ def state_figures(h: History, start_ms: int, end_ms: int) -> dict:
         return dict.fromkeys(FIGURES)
     ended = [e for e in h.events if e.kind == "restore_end" and start_ms <= e.ts <= end_ms
              and not e.facts.get("aborted")]
-    first_rows: dict[tuple[str, str, int], list[int]] = {}
-    for r in h.state.rows:
-        first_rows.setdefault((r["member"], r["topic"], r["partition"]), []).append(r["ts_ms"])
-    for times in first_rows.values():
-        times.sort()
+    first_rows = _row_times(h.state.rows)
     ends: dict[tuple[str, str, int], list[int]] = {}  # a member's revocations and losses of a partition, in time
     for e in h.events:
         if e.kind in ("revoked", "lost"):
@@ -55,6 +51,12 @@ def state_figures(h: History, start_ms: int, end_ms: int) -> dict:
             "records_replayed": sum(e.facts.get("records", 0) for e in ended) if ended else None,
             "restores": len(ended) or None,
             "first_processing_ms": max(waits, default=None)}
+
+
+def _row_times(rows) -> dict[tuple[str, str, int], list[int]]:
+    """(member, topic, partition) -> the times of its state rows, sorted."""
+    grouped = rows.group_by(["member", "topic", "partition"]).aggregate([("ts_ms", "list")]).to_pylist()
+    return {(g["member"], g["topic"], g["partition"]): sorted(g["ts_ms_list"]) for g in grouped}
 
 
 def restore_spans(h: History) -> list[dict]:

@@ -15,29 +15,34 @@ FINAL_FILE = "final.jsonl"  # harness/state.py writes it
 
 @dataclass
 class StateFiles:
-    rows: list[dict]    # every member's state rows
-    final: list[dict]   # partition, key, count, sum, last_offset (keys still at zero left out)
+    rows: object        # pyarrow.Table: every member's state rows (the contract's columns)
+    final: object       # pyarrow.Table: partition, key, count, sum, last_offset (keys still at zero left out)
     members: list[str]  # the members that wrote a state file
 
 
 def read(run_dir: Path) -> StateFiles | None:
-    """The state files, each line checked against the contract; None when the run kept no state (no state/)."""
+    """The state files as tables, each line checked against the contract; None when the run kept no state (no
+    state/)."""
     folder = run_dir / "state"
     if not folder.is_dir():
         return None
     final_path = folder / FINAL_FILE
     if not final_path.exists():
         raise InputError(f"{final_path}: missing: a run with state/ has its final state read back there")
-    rows, members = [], []
+    import pyarrow as pa
+
+    from analysis.rundir.compact import schema
+    tables, members = [], []
     for path in sorted(folder.glob("*.jsonl")):
         if path.name == FINAL_FILE:
             continue
         members.append(path.stem)
-        rows += _lines(path, "state", run_dir)
+        tables.append(_lines(path, "state", run_dir))
+    rows = pa.concat_tables(tables) if tables else schema("state").empty_table()
     return StateFiles(rows, _lines(final_path, "final_state", run_dir), members)
 
 
-def _lines(path: Path, table: str, run_dir: Path) -> list[dict]:
+def _lines(path: Path, table: str, run_dir: Path):
     """The file's rows: read whole by pyarrow against the contract's types and checked by the contract's vectorised
     rules (contract.first_problem); a file that does not read so (a line not JSON, a wrong type, a killed member's
     last line cut short) is read line by line, which keeps the good lines and names the first bad one."""
@@ -53,7 +58,7 @@ def _lines(path: Path, table: str, run_dir: Path) -> list[dict]:
         return _line_by_line(path, table, run_dir)
     if data.num_rows != line_count(path) or contract.first_problem(table, data) is not None:
         return _line_by_line(path, table, run_dir)
-    return data.to_pylist()
+    return data
 
 
 def _ends_a_line(path: Path) -> bool:
@@ -65,7 +70,10 @@ def _ends_a_line(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-def _line_by_line(path: Path, table: str, run_dir: Path) -> list[dict]:
+def _line_by_line(path: Path, table: str, run_dir: Path):
+    import pyarrow as pa
+
+    from analysis.rundir.compact import schema
     out, name = [], str(path.relative_to(run_dir))
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
@@ -78,4 +86,4 @@ def _line_by_line(path: Path, table: str, run_dir: Path) -> list[dict]:
                 raise InputError(f"{where}: not JSON ({exc.msg})") from None
             contract.check_object(table, obj, where)
             out.append(obj)
-    return out
+    return pa.Table.from_pylist(out, schema=schema(table))

@@ -27,8 +27,8 @@ def line(**changes):
 
 def test_good_files_read_whole_give_the_rows_the_lines_hold(tmp_path):
     files = state.read(run(tmp_path, [line(), line(offset=1, prev_offset=0, count=2)]))
-    assert [(r["offset"], r["count"]) for r in files.rows] == [(0, 1), (1, 2)] and files.members == ["a"]
-    assert files.final[0]["key"] == "k0" and files.final[0].get("member") is None
+    assert [(r["offset"], r["count"]) for r in files.rows.to_pylist()] == [(0, 1), (1, 2)] and files.members == ["a"]
+    assert files.final.to_pylist()[0]["key"] == "k0" and files.final.to_pylist()[0].get("member") is None
 
 
 def test_a_line_that_breaks_a_rule_is_one_error_naming_its_file_and_line(tmp_path):
@@ -45,4 +45,4 @@ def test_a_line_of_the_wrong_type_or_not_json_is_named_too(tmp_path):
 
 def test_a_killed_members_last_line_cut_short_is_dropped(tmp_path):
     files = state.read(run(tmp_path, [line(), line(offset=1)[:30]]))
-    assert [r["offset"] for r in files.rows] == [0]
+    assert [r["offset"] for r in files.rows.to_pylist()] == [0]
