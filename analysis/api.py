@@ -40,6 +40,7 @@ _WHERE = {
     "status": ("analysis.figures.rebalance_cost", "status"),
     "FIGURES": ("analysis.figures.cell", "FIGURES"),
     "NOT_APPLICABLE": ("analysis.checks.framework", "NOT_APPLICABLE"),
+    "NOT_APPLICABLE_REASONS": ("analysis.checks.framework", "NOT_APPLICABLE_REASONS"),
     "FINAL_STATE_FILE": ("analysis.rundir.state", "FINAL_FILE"),
     "FAMILY": ("analysis.figures.cell", "FAMILY"),
     "applies": ("analysis.figures.cell", "applies"),

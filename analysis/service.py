@@ -92,9 +92,12 @@ def socket_path() -> Path:
 
 
 def code_version() -> str:
-    """The analysis package as it is on disk: a service started from other code serves no client."""
-    files = sorted(Path(__file__).parent.glob("*.py"))
-    return hashlib.sha256(json.dumps([(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]).encode()).hexdigest()[:16]
+    """The analysis package as it is on disk, its sub-packages too: a service started from other code serves no
+    client."""
+    root = Path(__file__).parent
+    files = sorted(root.rglob("*.py"))
+    return hashlib.sha256(json.dumps([(str(p.relative_to(root)), p.stat().st_size, p.stat().st_mtime_ns)
+                                      for p in files]).encode()).hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------------------------ client

@@ -44,12 +44,13 @@ class GroupWatcher:
     (FENCED_LEADER_EPOCH, unknown partition); so a failed read replaces the consumer.
     """
 
-    def __init__(self, bootstrap: str, group_id: str, topics: list[str], partitions: int, log=None) -> None:
+    def __init__(self, bootstrap: str, group_id: str, topics: list[str], partitions: int, log=None,
+                 protocol: str = "classic") -> None:
         """`topics` is read on every call: a topic_create trigger appends to it. `log` (a settling.GroupLog) keeps
-        every description."""
+        every description. A `streams` group (KIP-1071) is described on the wire: no admin client knows it."""
         self.bootstrap, self.group_id, self.topics, self.partitions = bootstrap, group_id, topics, partitions
         self._consumer = self._new_consumer()
-        self._describer = GroupDescriber(bootstrap)
+        self._describer = WireDescriber(bootstrap, protocol) if protocol == "streams" else GroupDescriber(bootstrap)
         self.log = log
         self.last_described: dict | None = None  # the last answer is_stable had (None: Kafka or the child could not say)
         self.ever_described = False               # any answer at all since the last reset_seen()
@@ -103,6 +104,29 @@ class GroupWatcher:
     def close(self) -> None:
         self._consumer.close()
         self._describer.close()
+
+
+class WireDescriber:
+    """Describes a group on the wire (kafkanet/group_wire.py), in this process: nothing of librdkafka's is involved,
+    so nothing can abort. Its answers read as GroupDescriber's (the state in capitals, the members' client ids)."""
+
+    def __init__(self, bootstrap: str, protocol: str) -> None:
+        self.bootstrap, self.protocol = bootstrap, protocol
+        self.last_error: str | None = None
+
+    def describe(self, group_id: str) -> dict | None:
+        from kafkanet.group_wire import GroupWireError, describe_group
+        try:
+            got = describe_group(self.bootstrap, group_id, self.protocol, timeout_s=REQUEST_TIMEOUT_S)
+        except (GroupWireError, OSError, ValueError) as exc:
+            self.last_error = f"{self.protocol} group describe failed: {exc}"
+            return None
+        self.last_error = None
+        return {"state": got["state"].upper(), "members": got["members"], "assigned": got["assigned"],
+                "coordinator": None, "client_ids": sorted(got["assignments"])}  # the wire names it by address
+
+    def close(self) -> None:
+        pass
 
 
 class GroupDescriber:

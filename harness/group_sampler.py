@@ -16,9 +16,9 @@ from kafkanet.group_wire import GroupWireError, describe_group
 from workloads.history import JsonlLog, now_ms
 
 STATES_FILE = "group-states.jsonl"
-APIS = {"classic": "DescribeGroups v5", "consumer": "ConsumerGroupDescribe v0"}
+APIS = {"classic": "DescribeGroups v5", "consumer": "ConsumerGroupDescribe v0", "streams": "StreamsGroupDescribe v0"}
 COMPARED = ("state", "members", "assigned", "assignor", "coordinator", "group_epoch", "assignment_epoch", "member_epochs",
-            "assignments", "member_ids")
+            "assignments", "member_ids", "standby_tasks", "warmup_tasks")
 
 
 class GroupSampler:

@@ -1,8 +1,14 @@
 """Output-topic mode (consumer_group.output): what a consume-transform-produce program consumed, read back from the
 topic it wrote to once the members stopped. Each output record names the input record it came from (headers, or
 keys of its JSON value); the harness writes consumed/<member>.jsonl from them (the member from the record, else
-`output`; consumed_at_ms: the output record's timestamp; no `n`) and output.json: the topic, how it was read, the rows,
-what could not be read, and the group's final commits, which count in the read frontier (docs/DESIGN.md).
+`output`; consumed_at_ms: the output record's timestamp; producer_id and seq when the record names them; no `n`) and
+output.json: the topic, how it was read, the rows, what could not be read, and the group's final commits, which count
+in the read frontier (docs/DESIGN.md).
+
+A stateful program (the scenario's `state` block: the Streams member) writes in each output record's JSON value the
+change it applied to the key: count, sum, last_offset (the input record's), prev_offset (the value it built on),
+member and ts_ms, as workloads/state.py writes a state row. The harness writes those rows to state/<member>.jsonl, so
+the exact state check reads a Streams run as it reads a stateful member's; a change it cannot read is `unread`.
 """
 from __future__ import annotations
 
@@ -24,17 +30,21 @@ EXAMPLES = 5
 
 
 def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict[str, int],
-              timeout_s: float = 120) -> dict:
-    """Read `output.topic` to its end (with its isolation level), write the consumed logs and output.json; returns
-    what output.json says. `topics`: the run's input topics and their partitions (for the group's final commits)."""
-    rows, unread = _read_topic(bootstrap, output, timeout_s)
+              timeout_s: float = 120, stateful: bool = False) -> dict:
+    """Read `output.topic` to its end (with its isolation level), write the consumed logs and output.json (and, when
+    `stateful`, the state rows); returns what output.json says. `topics`: the run's input topics and their partitions
+    (for the group's final commits)."""
+    rows, unread = _read_topic(bootstrap, output, timeout_s, stateful)
     by_member: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_member[row["member"]].append(row)
     for member, member_rows in by_member.items():
-        log = JsonlLog(run_dir / "consumed" / f"{member}.jsonl")
-        log.extend(member_rows)
-        log.close()
+        if stateful:  # read an output partition at a time; processed in time, each input partition in offset order
+            member_rows.sort(key=lambda r: (r["consumed_at_ms"], r["topic"], r["partition"], r["offset"]))
+        _write(run_dir / "consumed" / f"{member}.jsonl", [{k: v for k, v in r.items() if k != "change"}
+                                                          for r in member_rows])
+        if stateful:
+            _write(run_dir / "state" / f"{member}.jsonl", [r["change"] for r in member_rows])
     summary = {"topic": output.topic, "source": output.source, "isolation": output.isolation, "rows": len(rows),
                "members": {m: len(r) for m, r in sorted(by_member.items())}, "unread": len(unread),
                "unread_examples": unread[:EXAMPLES], "commits": final_commits(bootstrap, group_id, topics)}
@@ -42,7 +52,13 @@ def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict
     return summary
 
 
-def _read_topic(bootstrap: str, output, timeout_s: float) -> tuple[list[dict], list[dict]]:
+def _write(path: Path, rows: list[dict]) -> None:
+    log = JsonlLog(path)
+    log.extend(rows)
+    log.close()
+
+
+def _read_topic(bootstrap: str, output, timeout_s: float, stateful: bool) -> tuple[list[dict], list[dict]]:
     consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "enable.auto.commit": False,
                          "group.id": f"kafka-chaos-output-reader-{secrets.token_hex(3)}",
                          "isolation.level": output.isolation, "enable.partition.eof": True},
@@ -62,6 +78,12 @@ def _read_topic(bootstrap: str, output, timeout_s: float) -> tuple[list[dict], l
                         continue
                     raise RuntimeError(f"reading the output topic {output.topic}: {error.str()}")
                 row, why = input_row(message, output)
+                if row is not None and stateful:
+                    row["change"], why = state_row(message, row)
+                    if row["change"] is None:
+                        row = None
+                    else:  # processed when the change was applied (the record's timestamp may be its input's)
+                        row["consumed_at_ms"] = row["change"]["ts_ms"]
                 if row is None:
                     unread.append({"partition": message.partition(), "offset": message.offset(), "why": why})
                 else:
@@ -91,9 +113,28 @@ def input_row(message, output) -> tuple[dict | None, str | None]:
         return None, f"{fields.partition} or {fields.offset} is not an integer"
     _, timestamp = message.timestamp()
     key = message.key()
-    return {"topic": topic, "partition": partition, "offset": offset,
-            "member": str(named.get(fields.member) or NO_MEMBER), "consumed_at_ms": timestamp,
-            "key": key.decode(errors="replace") if isinstance(key, bytes) else key, "client": "app"}, None
+    row = {"topic": topic, "partition": partition, "offset": offset,
+           "member": str(named.get(fields.member) or NO_MEMBER), "consumed_at_ms": timestamp,
+           "key": key.decode(errors="replace") if isinstance(key, bytes) else key, "client": "app"}
+    if named.get(fields.producer_id) is not None and str(named.get(fields.seq, "")).isdigit():
+        row.update(producer_id=str(named[fields.producer_id]), seq=int(named[fields.seq]))
+    return row, None
+
+
+def state_row(message, row: dict) -> tuple[dict | None, str | None]:
+    """The state row of the change a stateful program's output record names (its JSON value), or (None, why not)."""
+    try:
+        value = json.loads(message.value() or b"")
+        change = {name: int(value[name]) for name in ("count", "sum", "prev_offset", "ts_ms")}
+    except (ValueError, TypeError):
+        return None, "the value is not JSON, or a change's number is not an integer"
+    except KeyError as exc:
+        return None, f"the value names no {exc.args[0]}"
+    if int(value.get("last_offset", row["offset"])) != row["offset"]:
+        return None, "the value's last_offset is not the input record's offset"
+    return {"ts_ms": change["ts_ms"], "member": row["member"], "topic": row["topic"], "partition": row["partition"],
+            "key": row["key"], "offset": row["offset"], "prev_offset": change["prev_offset"], "count": change["count"],
+            "sum": change["sum"], "generation": None}, None
 
 
 def final_commits(bootstrap: str, group_id: str, topics: dict[str, int]) -> dict[str, int]:

@@ -37,7 +37,7 @@ class MemberSettings(Strict):
     """One member's consumer settings: the scenario's consumer_group (or its members[i] entry), as it runs."""
     client: str  # a member kind (workloads/kinds.py)
     version: str | None  # the client release asked for (None: the harness's own); its key in Plan.clients
-    protocol: Literal["classic", "consumer"]
+    protocol: Literal["classic", "consumer", "streams"]
     assignor: str | None
     remote_assignor: str | None
     session_timeout_ms: int | None

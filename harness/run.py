@@ -38,6 +38,7 @@ from harness.command_members import (command_members_alive, command_members_name
                                      command_members_started, unlisted_commands)
 from harness.output_topic import read_back
 from harness.state import key_space, prefill, read_final, state_config
+from harness.streams import group_configs, group_members, set_group_configs, streams_settings
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
 from workloads.control import control_path, write_atomically
 from workloads.kinds import member_kind
@@ -108,7 +109,7 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
         command=settings.command, workdir=settings.workdir,
         start_timeout_s=settings.start_timeout_s or DEFAULT_START_TIMEOUT_S,
         output_topic=output.topic if (output := plan.scenario.consumer_group.output) else None,
-        state=state_config(plan.scenario))
+        state=state_config(plan.scenario), streams=streams_settings(plan.scenario.consumer_group, settings.client))
 
 
 def producer_config(plan: Plan, run_dir: Path, bootstrap: str) -> ProducerConfig:
@@ -437,14 +438,16 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
                 cluster.create_topic(topic.name, topic.partitions, topic.replication_factor)
             if (output := plan.scenario.consumer_group.output) is not None:
                 cluster.create_topic(output.topic, output.partitions, output.replication_factor)
-            if (changelog := plan.scenario.changelog) is not None:
+            if (changelog := plan.scenario.created_changelog) is not None:
                 cluster.create_topic(changelog.name, changelog.partitions, changelog.replication_factor,
                                      CHANGELOG_CONFIGS)
-        if plan.scenario.state is not None and plan.scenario.state.prefill:
+            if configs := group_configs(plan.scenario.consumer_group):
+                set_group_configs(cluster.admin(), plan.group_id, configs)
+        if plan.scenario.created_changelog is not None and plan.scenario.state.prefill:
             with phase(f"prefill the state ({key_space(plan.scenario).keys} keys)"):
                 prefill(cluster.control_bootstrap_servers, state_config(plan.scenario))
         watcher = GroupWatcher(cluster.control_bootstrap_servers, plan.group_id, topics.names,
-                               sum(t.partitions for t in plan.topics), log=group_log)
+                               sum(t.partitions for t in plan.topics), log=group_log, protocol=sampled_protocol(plan))
         if not security_config():  # the wire sampler speaks plaintext only: a SASL/SSL cluster's run has no band
             sampler = GroupSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id, sampled_protocol(plan),
                                    plan.scenario.run.group_sample_ms).start()
@@ -457,7 +460,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             command_members_started(plan, pool, outcome)
             limit_s = stable_limit_s(plan.scenario.run.stable_timeout_s, len(plan.members))
             alive = partial(command_members_alive, plan, pool)  # a command member that exits ends the wait
-            stable = wait_until(lambda: watcher.is_stable(len(plan.members)) or not alive(), limit_s,
+            stable = wait_until(lambda: watcher.is_stable(group_members(plan)) or not alive(), limit_s,
                                 "group stable") and alive()
             command_members_ran(plan, pool, outcome)
             if not stable:
@@ -509,12 +512,14 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
     if (output := plan.scenario.consumer_group.output) is not None:
         with phase("read the output topic"):
             read_back(run_dir, cluster.control_bootstrap_servers, output, plan.group_id,
-                      {t.name: t.partitions for t in plan.topics})
+                      {t.name: t.partitions for t in plan.topics}, stateful=plan.scenario.state is not None)
 
 
 def sampled_protocol(plan: Plan) -> str:
-    """How the group is described: a group with a KIP-848 member is a consumer group (classic members can join one)."""
-    return "consumer" if any(m.settings.protocol == "consumer" for m in plan.members) else "classic"
+    """How the group is described: a group with a KIP-848 member is a consumer group (classic members can join one),
+    a group of streams-protocol members (KIP-1071) a streams group."""
+    protocols = {m.settings.protocol for m in plan.members}
+    return "consumer" if "consumer" in protocols else "streams" if "streams" in protocols else "classic"
 
 
 def unsettled(outcome: RunOutcome, group_log: GroupLog, watcher: GroupWatcher, phase: str, limit_s: float,

@@ -26,6 +26,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from functools import partial
 
+from kafkanet.client_ids import same_client
 from kafkanet.clock import now_ms
 from kafkanet.error_answer import error_response
 from kafkanet.frames import RequestHeader, read_header, read_request
@@ -40,13 +41,6 @@ API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "Api
 EPOCH_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")  # a leave is one with member epoch -1 or -2
 OWNED = {"ConsumerGroupHeartbeatRequest": "topic_partitions", "StreamsGroupHeartbeatRequest": "active_tasks"}
 MAX_FRAME = 100 << 20
-
-
-def same_client(name: str | None, client_id: str | None) -> bool:
-    """Whether a request's client.id is the member ``name``'s: the name itself, or the name followed by `-` (a Kafka
-    Streams instance appends `-StreamThread-N-consumer` and the like to each of its clients'); `member-2` is never
-    `member-20-...`."""
-    return name is not None and client_id is not None and (client_id == name or client_id.startswith(name + "-"))
 
 
 def request_facts(frame: bytes) -> dict:

@@ -75,11 +75,11 @@ install_compose() {
 }
 
 java_member_program() {
-  step "the Java member program (workloads/java: many consumers a JVM), built with Maven once per source"
+  step "the Java member programs (workloads/java: many consumers a JVM; workloads/streams: the Kafka Streams member), built with Maven once per source"
   command -v mvn >/dev/null || apt_install maven
-  local jar
-  jar=$(.venv/bin/python -m workloads.java_build) || die "the Java member program did not build (see above)"
-  step_done "${jar#"$HOME"/}"
+  local jars
+  jars=$(.venv/bin/python -m workloads.java_build) || die "the Java member programs did not build (see above)"
+  step_done "$(echo "$jars" | sed "s|$HOME/||" | paste -sd ' ')"
 }
 
 if ((main)); then

@@ -61,6 +61,25 @@ class StateConfig:
 
 
 @dataclass(frozen=True)
+class WarmupSettings:
+    """Classic Streams' warm-up tasks (KIP-441): max.warmup.replicas, acceptable.recovery.lag,
+    probing.rebalance.interval.ms."""
+    max_warmup_replicas: int
+    acceptable_recovery_lag: int
+    probing_rebalance_interval_ms: int
+
+
+@dataclass(frozen=True)
+class StreamsSettings:
+    """A Kafka Streams member's (workloads/streams): processing.guarantee, standby replicas, stream threads, warm-ups
+    (None: every instance counts as caught up). The Java side: MemberConfig.Streams."""
+    guarantee: str = "at_least_once"
+    standby_replicas: int = 0
+    threads: int = 1
+    warmup: WarmupSettings | None = None
+
+
+@dataclass(frozen=True)
 class ClientRelease:
     """How a member of one client release runs (harness/releases/client_versions.py resolves it, cached)."""
     python: str | None = None  # librdkafka: the interpreter of that confluent-kafka release's venv
@@ -109,6 +128,7 @@ class MemberConfig:
     start_timeout_s: float = 60  # a command member logs `started` within this
     output_topic: str | None = None  # output-topic mode: the topic a command member writes what it consumed to
     state: StateConfig | None = None  # a stateful member (the scenario's `state` block)
+    streams: StreamsSettings | None = None  # a Kafka Streams member's settings (consumer_group.streams)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,8 @@ from pathlib import Path
 SOURCES = Path(__file__).resolve().parent / "java"
 CONTRACT = Path(__file__).resolve().parent / "java-contract"  # org.kafka-chaos:kafka-chaos-contract:1
 JAR_NAME = "kafka-chaos-member.jar"
+STREAMS_SOURCES = Path(__file__).resolve().parent / "streams"  # the Kafka Streams member program (issue 55)
+STREAMS_JAR = "kafka-chaos-streams.jar"
 CONTRACT_JAR = "kafka-chaos-contract.jar"
 BUILD_TIMEOUT_S = 600
 
@@ -85,6 +87,11 @@ def member_jar(sources: Path = SOURCES, cache: Path | None = None) -> Path:
     return project_jar(sources, cache or cache_root(), JAR_NAME)
 
 
+def streams_jar(cache: Path | None = None) -> Path:
+    """The Kafka Streams member program's jar (everything it runs shaded in), built on first use like member_jar()."""
+    return project_jar(STREAMS_SOURCES, cache or cache_root("streams-member"), STREAMS_JAR)
+
+
 def project_jar(sources: Path, cache: Path, jar_name: str) -> Path:
     """The jar `jar_name` of a Maven project that uses the contract library (the member program, a program of yours:
     workloads/java_app.py), built on first use and cached by the hash of its sources and the library's."""
@@ -136,5 +143,6 @@ def _maven(sources: Path, build_dir: Path, goal: str, jar_name: str) -> Path:
 if __name__ == "__main__":
     try:
         print(member_jar())
+        print(streams_jar())
     except JavaBuildError as exc:
         sys.exit(str(exc))

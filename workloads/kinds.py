@@ -16,6 +16,9 @@ COMMIT_MODES = ("sync", "async", "auto", "before_process")
 MEMBER_EVENTS = frozenset({"started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed",
                            "fenced", "stopped", "crashed", "error", "join_overdue", "restore_start", "restore_end"})
 STATE_EVENTS = frozenset({"restore_start", "restore_end"})  # a stateful member's (keeps_state) only
+# a Kafka Streams member's: its tasks opened and closed (assigned, revoked), restores, standby updates; no commit
+STREAMS_EVENTS = frozenset({"started", "assigned", "revoked", "stopped", "crashed", "error", "restore_start",
+                            "restore_end", "standby_start", "standby_end"})
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,11 @@ class MemberKind:
     security: bool = True         # takes the KAFKA_CHAOS_CLIENT_* security settings
     join_watch: bool = False      # writes its client's group debug log when not assigned in time
     keeps_state: bool = False     # a stateful member (the scenario's `state` block: workloads/state.py)
+    protocols: tuple[str, ...] = ("classic", "consumer")  # the group protocols it speaks (consumer_group.protocol)
+    own_assignor: str | None = None  # assigns with an assignor of its own (consumer_group.assignor is not its)
+    own_output: str | None = None  # output-topic mode with its own events: its program writes <group id>-<own_output>
+    state_store: str | None = None  # keeps state in a store of its own, whose changelog it creates and names
+    #                                 <group id>-<store>-changelog (Kafka Streams'); None: the harness's changelog
     events: frozenset[str] = MEMBER_EVENTS
     refused_faults: dict[str, str] = field(default_factory=dict)  # fault kind -> why it cannot take it
     after_stop: Callable[[Path, str, str | None], object] | None = None  # (run_dir, member, instance_id)
@@ -154,3 +162,12 @@ register(MemberKind(
     module=None, command=True, pins_version=False, unpinned="harness", processing_delay=False, eager_sticky=True,
     admin_probe=False, events=MEMBER_EVENTS - STATE_EVENTS,
     refused_faults={"slow_processing": "the harness cannot slow a program of yours down"}))
+
+register(MemberKind(
+    name="streams", title="Kafka Streams member", library="kafka-clients",
+    about="our own Kafka Streams program (workloads/streams): a count and a sum per key in a persistent store",
+    module="workloads.streams_member", pins_version=False, unpinned="brokers", commit_modes=("interval",),
+    processing_delay=False, pattern=False, topic_choice=False, admin_probe=False, security=False, keeps_state=True,
+    protocols=("classic", "streams"), own_assignor="streams", own_output="output", state_store="totals",
+    events=STREAMS_EVENTS, stacks_signal=signal.SIGQUIT,
+    refused_faults={"slow_processing": "it has no processing delay to slow down"}))

@@ -113,7 +113,7 @@ def commit_ahead_asks(x: Facts) -> tuple[list[CommitSpan], list[OwnershipAsked]]
 
 
 @check("commit_ahead", reads=("periods", "skip"), asks=("commits_ahead",),
-       needs=("events",), unit="successful commits past an acked record the member never consumed in "
+       needs=("events", "commits"), unit="successful commits past an acked record the member never consumed in "
        "that ownership", color="#ad494a")
 def commit_ahead(x: Facts):
     """A member committed offset C on a partition while an ok-acked record o with lo <= o < C was never consumed by

@@ -68,9 +68,12 @@ class CheckResult(NamedTuple):
 # read back (Facts.rows) and the steps back (Facts.steps); and the follow-up Spark questions it may ask (Facts.query,
 # answered by job.py).
 READ_BACKS = ("rows", "steps")
-# A check a run gives nothing to: not run, with this reason, and not "could not verify" either (a run that kept no
-# state has no state to check); any other reason it did not run is an input missing.
+# A check a run gives nothing to: not run, with one of these reasons, and not "could not verify" either (a run that
+# kept no state has no state to check; members that commit on their own log no commit to judge); any other reason it
+# did not run is an input missing.
 NOT_APPLICABLE = "no state/"
+NO_COMMITS = "no commit windows: the members commit on their own (Kafka Streams: every commit.interval.ms)"
+NOT_APPLICABLE_REASONS = (NOT_APPLICABLE, NO_COMMITS)
 QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced", "consumed_keys")
 
 

@@ -97,7 +97,7 @@ def lost(x: Facts):
 
 
 @check("lost_within_budget", reads=("periods", "dirty"),
-       invalidates=False, needs=("events",), unit="acked records never consumed that a crashed "
+       invalidates=False, needs=("events", "commits"), unit="acked records never consumed that a crashed "
        "at-most-once member (commit: auto or before_process) had committed", color="#f7b6d2")
 def lost_within_budget(x: Facts):
     out, counts = _losses(x)

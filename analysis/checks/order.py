@@ -56,7 +56,7 @@ def backwards(x: Facts):
     return CheckResult(out, len(out), info)
 
 
-@check("commit_regression", needs=("events",), unit="times a partition's committed offset went down", color="#17becf")
+@check("commit_regression", needs=("events", "commits"), unit="times a partition's committed offset went down", color="#17becf")
 def commit_regressions(x: Facts):
     out = []
     by_tp = defaultdict(list)

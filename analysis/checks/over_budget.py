@@ -5,7 +5,7 @@ from analysis.checks.framework import CheckResult, Facts, check
 
 
 @check("duplicate_over_budget", reads=("groups", "rows"),
-       needs=("events",), unit="duplicated offsets not explained by a revoked owner's "
+       needs=("events", "commits"), unit="duplicated offsets not explained by a revoked owner's "
        "uncommitted tail", color="#e377c2")
 def over_budget(x: Facts):
     found = x.duplicates()

@@ -14,7 +14,8 @@ from analysis.errors import InputError
 STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "object", "bool"
 STATUSES = ("ok", "fail", "info", "unplaced")  # produced status: docs/DESIGN.md, produced/
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed", "fenced",
-               "stopped", "crashed", "error", "admin_call", "join_overdue", "restore_start", "restore_end")
+               "stopped", "crashed", "error", "admin_call", "join_overdue", "restore_start", "restore_end",
+               "standby_start", "standby_end")  # a Streams member's standby task updating its store (ChaosStreams)
 WORKLOAD_PHASE = "workload and faults"  # run.json's phase of the workload (its cpu_pressure_pct, its seconds)
 OUTPUT_FILE = "output.json"  # output-topic mode: the read-back of the members' output topic (harness/output_topic.py)
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
@@ -92,7 +93,7 @@ GROUP_STATES = (  # group-states.jsonl: the group as its coordinator described i
     Column("ts_ms", INT64, True), Column("kind", STRING, True, values=GROUP_STATE_KINDS),
     Column("since_ms", INT64),  # a state/unknown row: it began after this (the sample before), by ts_ms at the latest
     # sampler: how often, which protocol and which request; sampler_end: how many samples
-    Column("interval_ms", INT64, min=1), Column("protocol", STRING, values=("classic", "consumer")), Column("api", STRING),
+    Column("interval_ms", INT64, min=1), Column("protocol", STRING, values=("classic", "consumer", "streams")), Column("api", STRING),
     Column("samples", INT64, min=0),
     # state: what the coordinator said (classic: no generation; KIP-848: the epochs, each member's by its client.id)
     Column("state", STRING), Column("members", INT64, min=0), Column("assigned", INT64, min=0), Column("assignor", STRING),
@@ -100,6 +101,7 @@ GROUP_STATES = (  # group-states.jsonl: the group as its coordinator described i
     Column("member_epochs", OBJECT),
     Column("assignments", OBJECT),  # client.id -> ["topic:partition", ...]: the coordinator's view of who owns what
     Column("member_ids", OBJECT),  # member id -> client.id: names the members coordinator.log speaks of by their id
+    Column("standby_tasks", OBJECT), Column("warmup_tasks", OBJECT),  # streams: client.id -> ["topic:partition", ...]
     Column("error", STRING),  # unknown: why the coordinator could not say
 )
 STATE = (  # state/<member>.jsonl: one change a stateful member applied (workloads/state.py)

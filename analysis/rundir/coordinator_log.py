@@ -14,7 +14,8 @@ The members' events say when each member was assigned; only the coordinator says
 - or, when no member was left to wait for, its end in an empty group: ``Group G with generation N+1 is now empty``.
 
 A new member admitted while a round was completing (after its JoinGroup phase, ``... joins group G in
-CompletingRebalance state``) missed it: it is the round's ``late``, and starts the next one. For KIP-848 there are no rounds: each ``Bumped group epoch to N`` has a cause
+CompletingRebalance state``) missed it: it is the round's ``late``, and starts the next one. For KIP-848 (and a
+KIP-1071 streams group: ``Bumped streams group epoch to N``) there are no rounds: each ``Bumped group epoch to N`` has a cause
 (a member joined, left, or was fenced; the subscribed topics changed) and, when the coordinator computed a new
 target assignment for it, that computation's milliseconds and assignor.
 
@@ -44,11 +45,14 @@ EMPTIED = re.compile(r"Group \S+ with generation \d+ is now empty")
 NOT_REJOINED = re.compile(r"Group \S+ removed dynamic members who haven't joined: \[(.*)\]")
 FAILED = re.compile(r"Member (\S+) in group \S+ has failed")
 LEFT = re.compile(r"Member (\S+) has left group through explicit")
-EPOCH = re.compile(r"Bumped group epoch to (\d+)")
+# KIP-848's sentences, and KIP-1071's streams group's (Kafka 4.3.1: "Bumped streams group epoch to N with metadata
+# hash H ...", "[MemberId M] Member joins the streams group.", "Member M left the streams group.", "Streams member M
+# fenced from the group because ..."; recorded in tests/analysis/data/coordinator-streams-4.3.1.log)
+EPOCH = re.compile(r"Bumped (?:streams )?group epoch to (\d+)")
 TARGET = re.compile(r"Computed a new target assignment for epoch (\d+) with '([^']+)' assignor in (\d+) ?ms")
-MEMBER_JOINS = re.compile(r"Member (\S+) joins the consumer group")
-MEMBER_LEFT = re.compile(r"Member (\S+) left the consumer group")
-MEMBER_FENCED = re.compile(r"Member (\S+) fenced from the group because (.*?)\.?\s*$")
+MEMBER_JOINS = re.compile(r"Member (\S+) joins the consumer group|\[MemberId (\S+)\] Member joins the streams group")
+MEMBER_LEFT = re.compile(r"Member (\S+) left the (?:consumer|streams) group")
+MEMBER_FENCED = re.compile(r"(?:Streams )?[Mm]ember (\S+) fenced from the group because (.*?)\.?\s*$")
 
 
 def read(run_dir: Path) -> list[tuple[int, str]] | None:
@@ -122,7 +126,8 @@ def epochs(lines: list[tuple[int, str]], ids: dict[str, str] | None = None) -> l
     cause: str | None = None
     for ts, text in lines:
         if m := MEMBER_JOINS.search(text):
-            cause = f"{ids.get(m.group(1), m.group(1))} joined"
+            member = m.group(1) or m.group(2)
+            cause = f"{ids.get(member, member)} joined"
         elif m := MEMBER_LEFT.search(text):
             cause = f"{ids.get(m.group(1), m.group(1))} left"
         elif m := MEMBER_FENCED.search(text):

@@ -19,6 +19,7 @@ from analysis.rundir import contract
 
 from analysis.rundir import coordinator_log
 from analysis.rundir import state as state_files
+from kafkanet.client_ids import member_of
 from analysis.errors import InputError
 from analysis.rundir.inputs import jsonl_objects, rel
 from analysis.engine.kernels import EpochRange
@@ -163,13 +164,17 @@ def commit_mode(e: Event) -> str | None:
 
 
 def rebalance_protocol(e: Event) -> str | None:
-    """eager / cooperative from a ``started`` event (typed fields first, else the old detail text)."""
+    """eager / cooperative from a ``started`` event (typed fields first, else the old detail text). Kafka Streams is
+    cooperative on either protocol: its classic assignor hands tasks over incrementally, like the streams protocol."""
     assignor = str(e.facts.get("assignor") or "").lower() or (e.detail or "").lower()
-    if group_protocol(e) == "consumer" or "cooperative" in assignor:
+    if group_protocol(e) in ("consumer", "streams") or "cooperative" in assignor or assignor.startswith("streams"):
         return "cooperative"
     if re.search(r"\b(range|roundrobin|round-robin|sticky|rangeassignor|roundrobinassignor|stickyassignor)\b", assignor):
         return "eager"
     return None
+
+
+UNLOGGED_COMMITS = ("interval",)  # commit modes whose commits the member never logs (Kafka Streams commits itself)
 
 
 @dataclass
@@ -192,6 +197,13 @@ class History:
     @property
     def members_with_events(self) -> list[str]:
         return sorted({e.member for e in self.events})
+
+    @property
+    def logs_commits(self) -> bool:
+        """Whether the members log their commits (commit windows): every member with events but those whose commit
+        mode commits unseen (UNLOGGED_COMMITS: a Kafka Streams member)."""
+        modes = [commit_mode(e) for e in self.events if e.kind == "started"]
+        return self.has_events and not (modes and all(m in UNLOGGED_COMMITS for m in modes))
 
     def blame_windows(self, grace_ms: int, open_end: int) -> dict[str, tuple[int, int]]:
         """fault id -> the window in which what happens is blamed on it (Fault.blame_window): THE attribution rule,
@@ -397,7 +409,33 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
                 coordinator=coordinator_log.read(run_dir), output=read_output(run_dir), state=state_files.read(run_dir))
     if members:
         rebuild_ownership(h, protocol)
+    if h.group_states:
+        by_member_name(h.group_states, {e.member for e in members if e.kind == "started"})
     return h
+
+
+BY_CLIENT = ("assignments", "standby_tasks", "warmup_tasks")  # group-states fields keyed by client.id: lists
+
+
+def by_member_name(rows: list[dict], members: set[str]) -> None:
+    """group-states.jsonl's client.ids as the members' names (kafkanet.client_ids.same_client: a Kafka Streams
+    instance's consumer is `member-2-StreamThread-1-consumer`), in place; several clients of one member (stream
+    threads) have their tasks merged and the lowest member epoch."""
+    for row in rows:
+        for name in BY_CLIENT:
+            if row.get(name):
+                merged: dict[str, list] = {}
+                for client, items in row[name].items():
+                    merged.setdefault(member_of(client, members) or client, []).extend(items)
+                row[name] = {m: sorted(items) for m, items in merged.items()}
+        if row.get("member_epochs"):
+            epochs: dict[str, int] = {}
+            for client, epoch in row["member_epochs"].items():
+                m = member_of(client, members) or client
+                epochs[m] = min(epoch, epochs.get(m, epoch))
+            row["member_epochs"] = epochs
+        if row.get("member_ids"):
+            row["member_ids"] = {mid: member_of(str(c), members) or c for mid, c in row["member_ids"].items()}
 
 
 def rebuild_ownership(h: History, protocol: str = "auto") -> None:

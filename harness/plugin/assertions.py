@@ -213,10 +213,11 @@ def not_decided(state: dict | None) -> str | None:
 
 def undecided_checks(checks: dict) -> str:
     """The checks of summary.json's `checks` that gave no verdict, each with why: "lost did not run (no events)". A
-    check the run gives nothing to (the state checks of a run that kept no state) is none of them."""
-    from analysis.api import NOT_APPLICABLE
+    check the run gives nothing to (the state checks of a run that kept no state, the commit checks of members that log
+    no commit) is none of them."""
+    from analysis.api import NOT_APPLICABLE_REASONS
     return ", ".join(f"{name} {why}" for name, state in checks.items()
-                     if (why := not_decided(state)) and (state or {}).get("reason") != NOT_APPLICABLE)
+                     if (why := not_decided(state)) and (state or {}).get("reason") not in NOT_APPLICABLE_REASONS)
 
 
 def _json_file(path: Path) -> dict | None:

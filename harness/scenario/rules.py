@@ -15,9 +15,14 @@ from faults.targets import TARGET_CHECKS
 from faults.triggers import MAX_REPLICAS_PER_BROKER
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting
 from harness.releases.client_versions import version_tuple
-from harness.releases.kafka_release import KIP_848_GA
+from harness.releases.kafka_release import KIP_848_GA, KIP_1071_GA, STREAMS_STATIC_AND_WARMUP
+from harness.releases.versions import kafka_version
 from workloads.command import check_command
 from workloads.kinds import KINDS, member_kind, suggest
+
+DEFAULT_ASSIGNOR = "range"  # consumer_group.assignor's default (the schema's)
+DEFAULT_GROUP_ID = "chaos-group"  # consumer_group.group_id's
+STREAMS_MAX_STANDBYS = 2  # group.streams.max.standby.replicas, the brokers' default (harness/cluster/broker_config.py)
 
 from harness.zoo.spec import Contrast, ZooSpec
 
@@ -31,7 +36,45 @@ def check_group(group) -> None:
         group.member_specs()
     _client_rules(group)
     _protocol_rules(group)
+    _streams_rules(group)
     check_output_mode(group)
+
+
+def own_output_defaults(data):
+    """A kind that writes its own output topic (kinds.own_output: Kafka Streams) and commits on its own: the group's
+    output and commit are the kind's; ValueError where the user set another. Before the schema validates `data` (a
+    file's, or a scenario's own dump validated again: the kind's values pass)."""
+    if not isinstance(data, dict) or data.get("client") not in KINDS or KINDS[data["client"]].own_output is None:
+        return data
+    kind = KINDS[data["client"]]
+    output, topic = data.get("output"), own_output_topic(data.get("group_id") or DEFAULT_GROUP_ID, kind)
+    if output is not None and (not isinstance(output, dict) or output.get("topic") != topic):
+        raise ValueError(f"output: the {kind.title} writes its own output topic ({topic}); leave output out")
+    if data.get("commit") not in (None, *kind.commit_modes):
+        raise ValueError(f"commit: the {kind.title} commits on its own ({', '.join(kind.commit_modes)}); leave commit "
+                         "out")
+    if data.get("assignor") not in (None, DEFAULT_ASSIGNOR) and kind.own_assignor:
+        raise ValueError(f"assignor: the {kind.title} assigns with its own assignor ({kind.own_assignor}); leave "
+                         "assignor out")
+    return {**data, "commit": kind.commit_modes[0],
+            "output": output or {"topic": topic, "source": "headers", "isolation": "read_committed"}}
+
+
+def own_output_topic(group_id: str, kind) -> str:
+    """A kind's own output topic: the group's, so that two runs on one cluster never share it."""
+    return f"{group_id}-{kind.own_output}"
+
+
+def _streams_rules(group) -> None:
+    """The streams block belongs to a Streams group; what the streams protocol (KIP-1071) takes from the broker."""
+    kind = member_kind(group.client)
+    if group.streams is not None and kind.own_assignor != "streams":
+        raise ValueError(f"streams: only for client: streams; the {kind.title} is no Kafka Streams member")
+    if group.protocol != "streams" or group.streams is None:
+        return
+    if group.streams.standby_replicas > STREAMS_MAX_STANDBYS:
+        raise ValueError(f"streams.standby_replicas: at most {STREAMS_MAX_STANDBYS} under protocol: streams (the "
+                         f"brokers' group.streams.max.standby.replicas), got {group.streams.standby_replicas}")
 
 
 def _group_size(group) -> None:
@@ -75,7 +118,7 @@ def check_output_mode(group) -> None:
     if group.output is None:
         return
     for i, spec in enumerate(group.member_specs()):
-        if not member_kind(spec.client).command:
+        if not (member_kind(spec.client).command or member_kind(spec.client).own_output):
             raise ValueError(f"output: every member of an output-topic group is a command member; member-{i + 1} is "
                              f"the {member_kind(spec.client).title} (a group mixing modes cannot be judged)")
 
@@ -111,16 +154,23 @@ def _client_rules(group) -> None:
 
 
 def _protocol_rules(group) -> None:
-    """The classic protocol's timings and assignor, or none of them under KIP-848's."""
-    if group.protocol == "consumer":
-        # KIP-848: the broker owns timing and assignment; librdkafka rejects these at construction.
+    """A protocol the kind speaks; the classic protocol's timings and assignor, or none of them under KIP-848's and
+    KIP-1071's."""
+    kind = member_kind(group.client)
+    if group.protocol not in kind.protocols:
+        raise ValueError(f"protocol: the {kind.title} speaks {' or '.join(kind.protocols)}, not {group.protocol}"
+                         + suggest(lambda k: group.protocol in k.protocols, kind))
+    if group.protocol in ("consumer", "streams"):
+        # KIP-848 and KIP-1071: the broker owns timing and assignment; librdkafka rejects these at construction.
+        use = "; use remote_assignor" if group.protocol == "consumer" else ""
         for field in ("session_timeout_ms", "heartbeat_interval_ms", "assignor"):
             if getattr(group, field) is not None and field in group.model_fields_set:
-                raise ValueError(f"{field}: not allowed with protocol: consumer (the broker sets it; use remote_assignor)")
+                raise ValueError(f"{field}: not allowed with protocol: {group.protocol} (the broker sets it{use})")
     else:
         if group.remote_assignor is not None:
             raise ValueError("remote_assignor: only with protocol: consumer")
-        if group.session_timeout_ms is None or group.heartbeat_interval_ms is None or group.assignor is None:
+        if group.session_timeout_ms is None or group.heartbeat_interval_ms is None or (
+                group.assignor is None and kind.own_assignor is None):
             raise ValueError("session_timeout_ms, heartbeat_interval_ms and assignor are required with protocol: classic")
         if group.max_poll_interval_ms < group.session_timeout_ms:
             raise ValueError(f"max_poll_interval_ms: must be at least session_timeout_ms ({group.session_timeout_ms}), "
@@ -147,6 +197,8 @@ def check_scenario(scenario) -> None:
     if scenario.consumer_group.protocol == "consumer" and release and version_tuple(release)[:2] < KIP_848_GA:
         raise ValueError(f"consumer_group.protocol: the consumer protocol (KIP-848) is generally available from "
                          f"Kafka 4.0; cluster.kafka_version {release} has it only as an early-access preview")
+    if scenario.consumer_group.protocol == "streams":
+        _streams_protocol_rules(scenario.consumer_group, kafka_version(release))
     for kind in map(member_kind, sorted({spec.client for spec in scenario.consumer_group.member_specs()})):
         if len(scenario.topics) > 1 and not kind.topic_choice:
             raise ValueError(f"topics: the {kind.title} subscribes to one topic" + suggest(lambda k: k.topic_choice, kind))
@@ -174,6 +226,20 @@ def check_scenario(scenario) -> None:
     if scenario.run.rpc_proxy is False and scenario.cuts_hosted_members:
         raise ValueError("run.rpc_proxy: false, but a member_cut of a hosted member cuts it off in that proxy, by "
                          "its client.id (it shares its host's lane); remove the setting")
+
+
+def _streams_protocol_rules(group, release: str) -> None:
+    """What the brokers' release has of the streams protocol (KIP-1071): the protocol from 4.2, static membership and
+    warm-up tasks from 4.4."""
+    version, field = version_tuple(release)[:2], "cluster.kafka_version"
+    if version < KIP_1071_GA:
+        raise ValueError(f"consumer_group.protocol: the streams protocol (KIP-1071) is on by default from Kafka "
+                         f"{'.'.join(map(str, KIP_1071_GA))}; the brokers run {release} ({field})")
+    for name, asked in (("static_membership", group.static_membership),
+                        ("streams.warmup", group.streams is not None and group.streams.warmup is not None)):
+        if asked and version < STREAMS_STATIC_AND_WARMUP:
+            raise ValueError(f"consumer_group.{name}: the streams protocol has it from Kafka "
+                             f"{'.'.join(map(str, STREAMS_STATIC_AND_WARMUP))}; the brokers run {release} ({field})")
 
 
 def _check_zoo(zoo: ZooSpec, scenario) -> None:
@@ -259,12 +325,15 @@ def _state_rules(scenario) -> None:
         where = "consumer_group" if i is None else f"consumer_group.members[{i}]"
         if spec.topics is not None:
             raise ValueError(f"{where}.topics: with state, the members subscribe to the one topic")
-        if spec.commit in ("auto", "before_process"):
-            raise ValueError(f"{where}.commit: {spec.commit} has no commit point to flush the changelog before; "
-                             "with state, use sync or async")
         kind = member_kind(spec.client)
         if not kind.keeps_state:
             raise ValueError(f"{where}.client: the {kind.title} keeps no state" + suggest(lambda k: k.keeps_state, kind))
+        if kind.state_store is None and spec.commit in ("auto", "before_process"):
+            raise ValueError(f"{where}.commit: {spec.commit} has no commit point to flush the changelog before; "
+                             "with state, use sync or async")
+        if kind.state_store is not None and scenario.state.keep_on_revoke:
+            raise ValueError(f"state.keep_on_revoke: the {kind.title} keeps its state in its own store, whose "
+                             "changelog it creates and restores as Kafka Streams does; leave it out")
     for where, fault in _fault_entries(scenario):
         if fault.fault_class.group_change == "partitions_added":
             raise ValueError(f"{where}.kind: {fault.kind} cannot run with state: added partitions move keys to "

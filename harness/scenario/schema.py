@@ -87,7 +87,7 @@ class ProcessingSpec(Strict):
 VERSION = r"^\d+(\.\d+){1,3}$"
 Client = Annotated[str, AfterValidator(lambda name: member_kind(name).name)]  # a registered member kind
 ASSIGNORS = Literal["range", "roundrobin", "sticky", "cooperative-sticky"]
-COMMIT_MODES = Literal["sync", "async", "auto", "before_process"]
+COMMIT_MODES = Literal["sync", "async", "auto", "before_process", "interval"]
 
 
 Command = Annotated[Union[list[Annotated[str, Field(min_length=1)]], Annotated[str, Field(min_length=1)]], Field(
@@ -106,6 +106,10 @@ class OutputFields(Strict):
     offset: str = "in-offset"
     member: str = Field("in-member", description="the member that processed it (optional in a record; absent: "
                         "`output`)")
+    producer_id: str = Field("in-producer-id", description="the input record's producer id, the part of its value "
+                             "before the last ':' (optional in a record; with it and seq the checks that follow a "
+                             "record across copies run)")
+    seq: str = Field("in-seq", description="the input record's seq, the number its value ends with (optional)")
 
 
 class OutputSpec(Strict):
@@ -121,6 +125,27 @@ class OutputSpec(Strict):
                                       "aborted writes are not counted)")
     partitions: int = Field(6, ge=1, le=MAX_TOPIC_PARTITIONS)
     replication_factor: int = Field(3, ge=1)
+
+
+class WarmupSpec(Strict):
+    """Classic Streams' warm-up tasks (KIP-441): a task moves to a caught-up instance at once, and to one that is not
+    through a warm-up replica it restores on, with a probing rebalance to hand it over."""
+    max_warmup_replicas: int = Field(2, ge=1, le=100, description="warm-up replicas at once (max.warmup.replicas)")
+    acceptable_recovery_lag: int = Field(10_000, ge=0, description="an instance this close to a task's changelog end "
+                                         "counts as caught up (acceptable.recovery.lag)")
+    probing_rebalance_interval_ms: int = Field(600_000, ge=60_000, description="how often a group with warm-ups "
+                                               "rebalances to see whether they caught up")
+
+
+class StreamsSpec(Strict):
+    """A Kafka Streams group (client: streams, workloads/streams): each member one instance of the project's Streams
+    program, which keeps each key's count and sum in a persistent store with a changelog."""
+    guarantee: Literal["at_least_once", "exactly_once_v2"] = Field("at_least_once", description="processing.guarantee")
+    standby_replicas: int = Field(0, ge=0, le=10, description="standby replicas of each task (classic: "
+                                  "num.standby.replicas; streams: the group's streams.num.standby.replicas)")
+    threads: int = Field(1, ge=1, le=16, description="stream threads an instance (num.stream.threads)")
+    warmup: WarmupSpec | None = Field(None, description="classic only; without it acceptable.recovery.lag is at its "
+                                      "maximum: every instance counts as caught up and tasks move at once")
 
 
 def _command_names_the_kind(data):
@@ -163,7 +188,7 @@ class AdminProbeSpec(Strict):
 
 
 class ConsumerGroupSpec(Strict):
-    group_id: str = "chaos-group"
+    group_id: str = rules.DEFAULT_GROUP_ID
     members: int | list[MemberSpec] = Field(
         3, description="how many members, or a list of member specs (count, client or command, version, assignor, "
                        "static_membership, commit, topics, start_timeout_s) for a mixed group")
@@ -177,13 +202,15 @@ class ConsumerGroupSpec(Strict):
                                 "(installed from the package registry into a cached venv on first use), Apache Kafka "
                                 "for java (kafka-clients and VerifiableConsumer from Maven Central); default: the "
                                 "release the harness ships")
-    protocol: Literal["classic", "consumer"] = "classic"
+    protocol: Literal["classic", "consumer", "streams"] = Field("classic", description=(
+        "classic; consumer (KIP-848); streams (KIP-1071, client: streams only)"))
     assignor: ASSIGNORS | None = "range"
     remote_assignor: Literal["uniform", "range"] | None = None
     static_membership: bool = False
     commit: COMMIT_MODES = Field(
         "sync", description="sync/async: log then commit (at least once); auto: enable.auto.commit, offsets stored as "
-                            "consume() returns them; before_process: commit then log (at most once, on purpose)")
+                            "consume() returns them; before_process: commit then log (at most once, on purpose); "
+                            "interval: what was processed, every commit.interval.ms (Kafka Streams' own, its only)")
     auto_commit_interval_ms: int = Field(5000, ge=1, le=3_600_000, description="with commit: auto")
     processing: ProcessingSpec = Field(default_factory=ProcessingSpec)
     session_timeout_ms: int | None = Field(10_000, ge=1000)
@@ -207,11 +234,18 @@ class ConsumerGroupSpec(Strict):
     workdir: str | None = Field(None, description="the folder a command member starts in, relative to the scenario "
                                 "file's (default: the scenario file's own folder)")
     start_timeout_s: int | None = START_TIMEOUT
+    streams: StreamsSpec | None = Field(None, description="client: streams: the guarantee, standby replicas, threads "
+                                        "and warm-up settings (default: at_least_once, no standbys, one thread)")
 
     @model_validator(mode="before")
     @classmethod
     def _a_command_member(cls, data):
         return _command_names_the_kind(data)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_streams_group(cls, data):
+        return rules.own_output_defaults(data)
 
     @model_validator(mode="after")
     def _rules(self):
@@ -252,9 +286,11 @@ class ConsumerGroupSpec(Strict):
         return self.processing != ProcessingSpec()
 
     def effective(self) -> "ConsumerGroupSpec":
-        """Drop the classic-only defaults when the KIP-848 protocol is chosen."""
-        if self.protocol == "consumer":
+        """Drop the classic-only defaults when the KIP-848 or the Streams protocol is chosen."""
+        if self.protocol in ("consumer", "streams"):
             return self.model_copy(update={"session_timeout_ms": None, "heartbeat_interval_ms": None, "assignor": None})
+        if member_kind(self.client).own_assignor is not None:
+            return self.model_copy(update={"assignor": None})
         return self
 
 
@@ -352,7 +388,8 @@ class StateSpec(Strict):
     <topic>-changelog and restores a partition from it before it processes the partition."""
     keys_per_partition: int = Field(1000, ge=1, le=100_000, description="keys in each partition")
     prefill: bool = Field(True, description="the harness writes every key's zero value to the changelog before the "
-                          "members start, so a restore reads every key")
+                          "members start, so a restore reads every key (its own changelog only: a Streams member's "
+                          "store is its own)")
     keep_on_revoke: bool = Field(False, description="a member keeps a revoked partition's state; if the partition "
                                  "comes back, it reads only the changelog written since")
 
@@ -408,6 +445,17 @@ class Scenario(Strict):
             data = {**{k: v for k, v in data.items() if k != "topic"}, "topics": [data["topic"] or {}]}
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _a_store_keeps_state(cls, data):
+        """A kind that keeps state in a store of its own (Kafka Streams) always keeps state: the `state` block's
+        defaults (its keys) when the file gives none."""
+        if isinstance(data, dict) and "state" not in data and isinstance(group := data.get("consumer_group"), dict):
+            kind = KINDS.get(group.get("client"))
+            if kind is not None and kind.state_store is not None:
+                data = {**data, "state": {}}
+        return data
+
     @property
     def topic(self) -> TopicSpec:
         """The first topic: what the `leader` role and a `topic` target mean."""
@@ -420,14 +468,24 @@ class Scenario(Strict):
 
     @property
     def changelog(self) -> TopicSpec | None:
-        """A stateful run's changelog topic: the input topic's partitions and replication factor."""
+        """A stateful run's changelog topic: the input topic's partitions and replication factor; the harness's
+        (<topic>-changelog), or the store's of a kind that keeps its own (<group id>-<store>-changelog: Streams')."""
         if self.state is None:
             return None
-        return self.topic.model_copy(update={"name": f"{self.topic.name}{CHANGELOG_SUFFIX}"})
+        store = member_kind(self.consumer_group.client).state_store
+        name = f"{self.topic.name}{CHANGELOG_SUFFIX}" if store is None else \
+            f"{self.consumer_group.group_id}-{store}{CHANGELOG_SUFFIX}"
+        return self.topic.model_copy(update={"name": name})
+
+    @property
+    def created_changelog(self) -> TopicSpec | None:
+        """The changelog the harness creates (and prefills) before the members start; None: none, or the members'
+        own (a Streams application creates its internal topics)."""
+        return self.changelog if member_kind(self.consumer_group.client).state_store is None else None
 
     def created_topics(self) -> list[TopicSpec]:
         """Every topic the run creates before its members start (a changelog's configs: CHANGELOG_CONFIGS)."""
-        return [*self.topics, *([self.changelog] if self.state is not None else [])]
+        return [*self.topics, *([changelog] if (changelog := self.created_changelog) is not None else [])]
 
     def warnings(self) -> list[str]:
         """What the scenario allows but its user should know before it runs, each naming the fault entry."""

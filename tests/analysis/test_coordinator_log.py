@@ -1,6 +1,8 @@
 """Issue 40: each JoinGroup/SyncGroup round with its leader and the members that joined late, and each KIP-848
 epoch with its cause and the target assignment's computation, as the group's coordinator logged them
 (coordinator.log, analysis/rundir/coordinator_log.py). The sentences are Kafka 4.3's and 3.x's, copied from real broker logs."""
+from pathlib import Path
+
 from analysis.rundir import coordinator_log
 from analysis.rundir.history import History
 from analysis_runs import T0
@@ -134,3 +136,17 @@ def test_an_expired_session_is_read_from_either_protocols_sentence_and_a_leave_i
 
 def test_a_run_without_the_file_has_no_rounds(tmp_path):
     assert coordinator_log.read(tmp_path) is None and coordinator_log.summary(History()) is None
+
+
+STREAMS_LOG = Path(__file__).parent / "data" / "coordinator-streams-4.3.1.log"  # a real 4.3.1 run's (issue 55)
+
+
+def test_a_streams_group_epoch_has_its_cause_and_computation_from_a_recorded_4_3_1_log(tmp_path):
+    """KIP-1071's sentences (`Bumped streams group epoch to N`, `[MemberId M] Member joins the streams group.`,
+    `Streams member M fenced ...`), copied whole from a 4.3.1 broker: the streams group's epochs read as KIP-848's."""
+    (tmp_path / "coordinator.log").write_bytes(STREAMS_LOG.read_bytes())
+    lines = coordinator_log.read(tmp_path)
+    found = coordinator_log.epochs(lines, {"YCSr67g5TlyXPHzrN9BWIA": "member-2"})
+    assert [e["epoch"] for e in found] == [2, 3, 4, 5, 7]
+    assert (found[0]["cause"], found[0]["assignor"], found[0]["assign_ms"]) == ("member-2 joined", "sticky", 4)
+    assert [e["member"] for e in coordinator_log.expired(lines, {"YCSr67g5TlyXPHzrN9BWIA": "member-2"})] == ["member-2"]

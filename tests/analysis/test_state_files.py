@@ -46,3 +46,17 @@ def test_a_line_of_the_wrong_type_or_not_json_is_named_too(tmp_path):
 def test_a_killed_members_last_line_cut_short_is_dropped(tmp_path):
     files = state.read(run(tmp_path, [line(), line(offset=1)[:30]]))
     assert [r["offset"] for r in files.rows.to_pylist()] == [0]
+
+
+def test_a_streams_members_client_ids_in_group_states_are_its_name():
+    """group-states.jsonl keys a streams group's members by client.id (`member-2-StreamThread-1-consumer`): read as
+    the member's name by kafkanet.client_ids.same_client, two threads' tasks merged, `member-20` never `member-2`."""
+    from analysis.rundir.history import by_member_name
+    rows = [{"kind": "state", "assignments": {"member-2-StreamThread-1-consumer": ["t:1"],
+                                              "member-2-StreamThread-2-consumer": ["t:0"],
+                                              "member-20-StreamThread-1-consumer": ["t:2"], "other": ["t:3"]},
+             "member_epochs": {"member-2-StreamThread-1-consumer": 7, "member-2-StreamThread-2-consumer": 5},
+             "member_ids": {"abc": "member-2-StreamThread-1-consumer"}, "standby_tasks": None}]
+    by_member_name(rows, {"member-2", "member-20"})
+    assert rows[0]["assignments"] == {"member-2": ["t:0", "t:1"], "member-20": ["t:2"], "other": ["t:3"]}
+    assert rows[0]["member_epochs"] == {"member-2": 5} and rows[0]["member_ids"] == {"abc": "member-2"}

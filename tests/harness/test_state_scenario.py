@@ -3,6 +3,7 @@ the field (exit 2, nothing started)."""
 import pytest
 
 from harness.cli import main
+from validate_cli import refused as refused_by_validate
 from harness.scenario import CHANGELOG_CONFIGS, parse_scenario
 from harness.state import key_space, state_config
 from workloads.config import KeySpace, MemberConfig, StateConfig, decode_text, encode, ENV_VAR
@@ -11,18 +12,12 @@ STATE = "state: {keys_per_partition: 10}\n"
 
 
 def refused(tmp_path, capsys, yaml_text: str) -> str:
-    path = tmp_path / "s.yaml"
-    path.write_text(STATE + yaml_text)
-    code = main(["validate", str(path)])
-    out, err = capsys.readouterr()
-    assert code == 2, (code, out, err)
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in out + err, err
-    return err.strip()
+    return refused_by_validate(tmp_path, capsys, STATE + yaml_text)
 
 
 @pytest.mark.parametrize("yaml_text, words", [
     ("consumer_group: {client: java}\n", "consumer_group.client: the Java member (VerifiableConsumer) keeps no state; "
-                                         "use client: java-member or librdkafka"),
+                                         "use client: java-member or streams or librdkafka"),
     ("consumer_group: {commit: auto}\n", "consumer_group.commit: auto has no commit point to flush the changelog before"),
     ("consumer_group: {commit: before_process}\n", "consumer_group.commit: before_process has no commit point"),
     ("consumer_group: {members: [{count: 1}, {count: 1, commit: auto}]}\n", "consumer_group.members[1].commit: auto"),

@@ -108,7 +108,7 @@ def test_the_build_entry_point_prints_the_jar(jar):
     done = subprocess.run([sys.executable, "-m", "workloads.java_build"], capture_output=True, text=True, timeout=600,
                           cwd=Path(java_build.__file__).parents[1])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(jar)
+    assert done.stdout.split() == [str(jar), str(java_build.streams_jar())]  # make setup's: both programs
 
 
 # -------------------------------------------------------------------------------------------------- the launcher

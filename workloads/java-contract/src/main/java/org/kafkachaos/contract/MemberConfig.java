@@ -19,7 +19,8 @@ public record MemberConfig(String member, String runDir, String client, String b
                            String assignor, String remoteAssignor, int sessionTimeoutMs, int heartbeatIntervalMs,
                            int maxPollIntervalMs, String commit, Integer autoCommitIntervalMs, Processing processing,
                            int batchSize, Map<String, Object> extra, String instanceId, List<String> subscribedTopics,
-                           String host, Map<String, Object> hostedSettings, String outputTopic, State state) {
+                           String host, Map<String, Object> hostedSettings, String outputTopic, State state,
+                           Streams streams) {
     public static final String ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG";
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
@@ -49,6 +50,27 @@ public record MemberConfig(String member, String runDir, String client, String b
         }
     }
 
+    /**
+     * workloads.config.StreamsSettings: a Kafka Streams member's processing guarantee, standby replicas, stream
+     * threads and warm-up settings (classic only; null: none asked, every instance counts as caught up); null: the
+     * member is no Streams member.
+     */
+    public record Streams(String guarantee, int standbyReplicas, int threads, Warmup warmup) {
+        public record Warmup(int maxWarmupReplicas, long acceptableRecoveryLag, long probingRebalanceIntervalMs) {
+        }
+
+        public static Streams of(JsonNode node) {
+            if (node == null || node.isNull()) {
+                return null;
+            }
+            JsonNode w = node.get("warmup");
+            Warmup warmup = w == null || w.isNull() ? null : new Warmup(w.path("max_warmup_replicas").asInt(),
+                    w.path("acceptable_recovery_lag").asLong(), w.path("probing_rebalance_interval_ms").asLong());
+            return new Streams(node.path("guarantee").asText("at_least_once"), node.path("standby_replicas").asInt(0),
+                    node.path("threads").asInt(1), warmup);
+        }
+    }
+
     public static MemberConfig of(JsonNode n) {
         return new MemberConfig(text(n, "member"), text(n, "run_dir"), text(n, "client"), text(n, "bootstrap_servers"),
                 text(n, "group_id"), strings(n.get("topics")), text(n, "pattern"), integer(n, "metadata_refresh_ms"),
@@ -57,7 +79,8 @@ public record MemberConfig(String member, String runDir, String client, String b
                 n.path("max_poll_interval_ms").asInt(), text(n, "commit"), integer(n, "auto_commit_interval_ms"),
                 Processing.of(n.get("processing")), n.path("batch_size").asInt(), map(n.get("extra")),
                 text(n, "instance_id"), strings(n.get("subscribed_topics")), text(n, "host"),
-                map(n.get("hosted_settings")), text(n, "output_topic"), State.of(n.get("state")));
+                map(n.get("hosted_settings")), text(n, "output_topic"), State.of(n.get("state")),
+                Streams.of(n.get("streams")));
     }
 
     /** This process's member config when the harness started it; null outside a run. */

@@ -1,0 +1,46 @@
+"""A Kafka Streams group, from the harness's side (consumer_group.client: streams; the members' side is
+workloads/streams and the contract library's ChaosStreams): each member's Streams settings, and under the streams
+protocol (KIP-1071) the group's own config, which the brokers hold and the harness sets before the members start.
+"""
+from __future__ import annotations
+
+from workloads.config import StreamsSettings, WarmupSettings
+from workloads.kinds import member_kind
+
+STANDBYS_GROUP_CONFIG = "streams.num.standby.replicas"  # a streams group's config (KIP-1071), set by an admin
+
+
+def streams_settings(group, client: str) -> StreamsSettings | None:
+    """A member's Streams settings: the group's `streams` block, its defaults when none; None for another kind."""
+    if member_kind(client).own_assignor != "streams":
+        return None
+    spec = group.streams
+    if spec is None:
+        return StreamsSettings()
+    warmup = None if spec.warmup is None else WarmupSettings(**spec.warmup.model_dump())
+    return StreamsSettings(guarantee=spec.guarantee, standby_replicas=spec.standby_replicas, threads=spec.threads,
+                           warmup=warmup)
+
+
+def group_configs(group) -> dict[str, str]:
+    """The configs a streams-protocol group gets before its members start (its standbys); {} for any other group."""
+    if group.protocol != "streams":
+        return {}
+    standbys = group.streams.standby_replicas if group.streams is not None else 0
+    return {STANDBYS_GROUP_CONFIG: str(standbys)}
+
+
+def group_members(plan) -> int:
+    """How many members the group has when every member runs: a Streams instance is a member a stream thread."""
+    spec = plan.scenario.consumer_group.streams
+    threads = spec.threads if spec is not None else 1
+    return sum(threads if streams_settings(plan.scenario.consumer_group, m.settings.client) else 1 for m in plan.members)
+
+
+def set_group_configs(admin, group_id: str, configs: dict[str, str]) -> None:
+    """The group's configs, set on the brokers before any member joins (incremental: the group's others stay)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    resource = ConfigResource(ResourceType.GROUP, group_id, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
+    for future in admin.incremental_alter_configs([resource], request_timeout=30).values():
+        future.result(timeout=60)
