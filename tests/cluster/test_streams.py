@@ -26,6 +26,12 @@ def jsonl(path):
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
+# Under the streams protocol the request-aware proxy observes every StreamsGroupHeartbeat (key 88) of the first 5 s:
+# the version the 4.3.1 client negotiated, which kio must be able to answer for an `error` rule on it.
+OBSERVE_88 = {"kind": "rpc", "target": "group", "api": "StreamsGroupHeartbeat", "action": "observe", "at_s": 0,
+              "duration_s": 5}
+
+
 def streams_scenario(guarantee: str, protocol: str, fault: str) -> dict:
     return {"name": f"streams-{guarantee}-{protocol}-{fault}".replace("_", "-"),
             "topic": {"partitions": 6, "replication_factor": 3},
@@ -33,7 +39,12 @@ def streams_scenario(guarantee: str, protocol: str, fault: str) -> dict:
             "consumer_group": {"client": "streams", "protocol": protocol, "members": 3,
                                "streams": {"guarantee": guarantee, "threads": 1}},
             "state": {"keys_per_partition": 1000 // 6 + 1},
-            "faults": [FAULTS[fault]]}
+            "faults": [FAULTS[fault], *([OBSERVE_88] if protocol == "streams" else [])]}
+
+
+def kio_versions(module: str) -> set[int]:
+    import kio.schema
+    return {int(p.name[1:]) for p in (Path(kio.schema.__file__).parent / module).glob("v[0-9]*")}
 
 
 def check_streams_run(run, guarantee: str, protocol: str) -> None:
@@ -54,6 +65,12 @@ def check_streams_run(run, guarantee: str, protocol: str) -> None:
     assert any(r.get("assignments") and sum(len(v) for v in r["assignments"].values()) == 6 for r in states)
     clients = set().union(*(r.get("assignments") or {} for r in states))  # the coordinator's: the threads' client.ids
     assert clients and all(member_of(c, ("member-1", "member-2", "member-3")) for c in clients), clients
+    if protocol == "streams":  # key 88 crossed the proxy, at a version kio can answer
+        [observe] = [f for f in jsonl(rd / "faults.jsonl") if f["kind"] == "rpc"]
+        versions = {h["version"] for h in observe["hits"]}
+        assert versions and versions <= kio_versions("streams_group_heartbeat"), versions
+        assert all(h["member"] in ("member-1", "member-2", "member-3") and h["client_id"].startswith(h["member"] + "-")
+                   for h in observe["hits"]), observe["hits"][:2]
     anomalies = jsonl(rd / "report" / "anomalies.jsonl")
     if guarantee == "exactly_once_v2":
         run.assert_valid()

@@ -6,6 +6,7 @@ import socket
 import struct
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -340,3 +341,44 @@ def test_a_cut_member_s_streams_leave_is_kept_from_the_brokers_and_its_heartbeat
         ("StreamsGroupHeartbeat", 7, True), ("StreamsGroupHeartbeat", -1, False)]
     assert {s["client_id"] for s in sent} == {"member-2-StreamThread-1-consumer"}
     assert [struct.unpack_from(">hhi", p)[2] for p in upstream.seen] == [1]
+
+
+RECORDED = Path(__file__).parent / "data"  # frames a Kafka Streams 4.3.1 member sent (issue 55), taken off the proxy
+
+
+def recorded_frame(name: str, correlation_id: int) -> bytes:
+    """A recorded request frame (header and body, as the client wrote it), its correlation id replaced, sized."""
+    frame = bytearray((RECORDED / name).read_bytes())
+    struct.pack_into(">i", frame, 4, correlation_id)
+    return struct.pack(">i", len(frame)) + bytes(frame)
+
+
+def test_a_recorded_4_3_1_streams_heartbeat_is_read_and_a_cut_members_recorded_leave_is_kept_back(proxied):
+    """StreamsGroupHeartbeat v0 (what 4.3.1 negotiates; kio reads and answers v0) as member-2's StreamThread sent it:
+    the proxy reads its epoch (4) and, with member-2 cut for leaves only, forwards it and keeps the leave (-1) back."""
+    proxy, upstream, sock, _ = proxied
+    heartbeat, leave = recorded_frame("streams-heartbeat-v0-epoch4.bin", 1), recorded_frame("streams-leave-v0.bin", 2)
+    assert request_facts(heartbeat[4:])["generation"] == 4 and request_facts(leave[4:])["generation"] == -1
+    proxy.cut("member-2", leaves_only=True)
+    sock.sendall(heartbeat)
+    answers(sock, 1)
+    sock.sendall(leave)
+    assert sock.recv(4) == b""  # the leave is not forwarded: the connection closes at it
+    sent = proxy.uncut("member-2")
+    assert [(s["api"], s["version"], s["generation"], s["forwarded"]) for s in sent] == [
+        ("StreamsGroupHeartbeat", 0, 4, True), ("StreamsGroupHeartbeat", 0, -1, False)]
+    assert {s["client_id"] for s in sent} == {"member-2-StreamThread-1-consumer"}
+
+
+def test_a_recorded_streams_heartbeat_gets_a_well_formed_error_answer():
+    """An `error` rule's answer to the recorded v0 heartbeat: a StreamsGroupHeartbeat v0 response kio reads back,
+    with the error and the request's correlation id."""
+    from kio.schema.streams_group_heartbeat.v0.response import StreamsGroupHeartbeatResponse
+    from kio.serial import entity_reader
+
+    answer = error_response(recorded_frame("streams-heartbeat-v0-epoch4.bin", 9)[4:], "FENCED_MEMBER_EPOCH")
+    size, correlation_id = struct.unpack_from(">ii", answer)
+    assert size == len(answer) - 4 and correlation_id == 9
+    start = 9  # size, correlation id, then the flexible response header's empty tagged fields
+    response, read = entity_reader(StreamsGroupHeartbeatResponse)(memoryview(answer), start)
+    assert response.error_code.name == "fenced_member_epoch" and start + read == len(answer)

@@ -35,10 +35,10 @@ public final class ChaosStreams {
     private final String input;
     private final Map<TopicPartition, Long> restoring = new ConcurrentHashMap<>();
 
+    /** Streams' own defaults, for a program of the user's (a command member: the run gives it no `streams` block). */
+    public static final MemberConfig.Streams DEFAULTS = new MemberConfig.Streams("at_least_once", 0, 1, null);
+
     public ChaosStreams(MemberConfig cfg) {
-        if (cfg.streams() == null) {
-            throw new IllegalArgumentException("the member config has no `streams` settings: not a Streams member");
-        }
         this.cfg = cfg;
         this.log = new ContractLog(cfg, CLIENT);
         this.input = cfg.subscription().get(0);
@@ -55,6 +55,11 @@ public final class ChaosStreams {
 
     public MemberConfig config() {
         return cfg;
+    }
+
+    /** The run's Streams settings; Streams' defaults for a program of the user's (which may override them). */
+    public MemberConfig.Streams settings() {
+        return cfg.streams() != null ? cfg.streams() : DEFAULTS;
     }
 
     /** The input topic (the run's first). */
@@ -75,7 +80,7 @@ public final class ChaosStreams {
      * change is written and a double apply can be traced; then the run's own `config`.
      */
     public Properties properties() {
-        MemberConfig.Streams s = cfg.streams();
+        MemberConfig.Streams s = settings();
         Properties p = new Properties();
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, cfg.groupId());
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, cfg.bootstrapServers());
@@ -119,7 +124,7 @@ public final class ChaosStreams {
 
     /** `started`, with every setting the run gave the program. */
     public void started(Properties props) {
-        MemberConfig.Streams s = cfg.streams();
+        MemberConfig.Streams s = settings();
         Map<String, Object> facts = Json.obj("client", CLIENT, "protocol", cfg.protocol(),
                 "assignor", "streams".equals(cfg.protocol()) ? "streams" : "streams-classic",
                 "instance_id", cfg.instanceId(), "commit", "interval", "heartbeat_interval_ms", cfg.heartbeatIntervalMs(),
