@@ -37,7 +37,9 @@ class MemberKind:
     mb_per_member: int = 0
     state_fds_per_member: int = 0  # what keeping state adds to them (its changelog producer and restore consumer)
     state_mb_per_member: int = 0
-    sweep_name: str | None = None   # the sweep file's name for this client (a sweep runs every cell hosted)
+    sweep_name: str | None = None   # the sweep file's name for this client (a hosting kind's cells run hosted)
+    sweep_clients: dict[str, dict] = field(default_factory=dict)  # more sweep client names, each the group settings
+    #                                 it stands for (Kafka Streams: its two protocols; one process a member)
     pins_version: bool = True    # consumer_group.version may pin another release
     unpinned: Literal["harness", "brokers"] = "harness"  # the release an unpinned member runs
     options_by_release: bool = False  # its command line gained options by release: checked against what is asked
@@ -119,9 +121,13 @@ def suggest(can: Callable[[MemberKind], bool], near: MemberKind | None = None, l
     return f"{lead} client: {' or '.join(names)}" if names else ""
 
 
-def sweep_kinds() -> dict[str, str]:
-    """A sweep file's client names -> the hosting kind each runs."""
-    return {k.sweep_name: k.name for k in KINDS.values() if k.sweep_name and k.hosts}
+def sweep_clients() -> dict[str, tuple[str, dict]]:
+    """A sweep file's client names -> (the kind each runs, the group settings it stands for): a hosting kind's
+    sweep_name, and every kind's sweep_clients."""
+    out = {k.sweep_name: (k.name, {}) for k in KINDS.values() if k.sweep_name and k.hosts}
+    for k in KINDS.values():
+        out.update({name: (k.name, dict(settings)) for name, settings in k.sweep_clients.items()})
+    return out
 
 
 register(MemberKind(
@@ -169,5 +175,6 @@ register(MemberKind(
     module="workloads.streams_member", pins_version=False, unpinned="brokers", commit_modes=("interval",),
     processing_delay=False, pattern=False, topic_choice=False, admin_probe=False, security=False, keeps_state=True,
     protocols=("classic", "streams"), own_assignor="streams", own_output="output", state_store="totals",
+    sweep_clients={"streams-classic": {"protocol": "classic"}, "streams-kip1071": {"protocol": "streams"}},
     events=STREAMS_EVENTS, stacks_signal=signal.SIGQUIT,
     refused_faults={"slow_processing": "it has no processing delay to slow down"}))

@@ -18,7 +18,7 @@ from harness.bad_input import ScenarioError
 from harness.input_file import Strict, read_yaml, validated
 from harness.scenario import ClusterSpec, StateSpec, parse_scenario
 from harness.sweep.triggers import TRIGGERS
-from workloads.kinds import sweep_kinds
+from workloads.kinds import member_kind, sweep_clients
 
 # How each style sets the group (the classic protocol's client-side assignor, or KIP-848's server-side one).
 STYLES: dict[str, dict] = {
@@ -27,7 +27,14 @@ STYLES: dict[str, dict] = {
     "static-cooperative-sticky": {"protocol": "classic", "assignor": "cooperative-sticky", "static_membership": True},
     "consumer-uniform": {"protocol": "consumer", "assignor": None, "remote_assignor": "uniform"},
     "consumer-range": {"protocol": "consumer", "assignor": None, "remote_assignor": "range"},
+    # Kafka Streams (STREAMS_STYLES; the protocol is the client's: streams-classic, streams-kip1071): standbys, or
+    # warm-up tasks
+    "standby-0": {"streams": {"standby_replicas": 0}},
+    "standby-1": {"streams": {"standby_replicas": 1}},
+    "warm-up": {"streams": {"standby_replicas": 0, "warmup": {"max_warmup_replicas": 2, "acceptable_recovery_lag": 10_000,
+                                                               "probing_rebalance_interval_ms": 60_000}}},
 }
+STREAMS_STYLES = ("standby-0", "standby-1", "warm-up")  # a Kafka Streams client's; the others a consumer's
 Style = Literal[tuple(STYLES)]
 
 
@@ -36,8 +43,8 @@ class Grid(Strict):
     partitions_per_member: list[int] = Field([4], min_length=1, description="partitions of the topic per member")
     styles: list[Style] = Field(min_length=1, description=f"rebalance styles: {', '.join(STYLES)}")
     triggers: list[str] = Field(min_length=1, description=", ".join(f"{t.name} ({t.about})" for t in TRIGGERS.values()))
-    clients: list[str] = Field(["librdkafka"], min_length=1, description="the clients (each hosted): " + ", ".join(
-        f"{name} ({kind})" for name, kind in sweep_kinds().items()))
+    clients: list[str] = Field(["librdkafka"], min_length=1, description="the clients (a hosting kind's cells hosted): "
+                               + ", ".join(f"{name} ({kind})" for name, (kind, _) in sweep_clients().items()))
     repeats: int = Field(3, ge=1, le=100)
 
     @model_validator(mode="after")
@@ -49,9 +56,9 @@ class Grid(Strict):
 
     @model_validator(mode="after")
     def _known_clients(self):
-        unknown = [c for c in self.clients if c not in sweep_kinds()]
+        unknown = [c for c in self.clients if c not in sweep_clients()]
         if unknown:
-            raise ValueError(f"clients: {unknown[0]!r} is not a client a sweep runs; clients: {', '.join(sweep_kinds())}")
+            raise ValueError(f"clients: {unknown[0]!r} is not a client a sweep runs; clients: {', '.join(sweep_clients())}")
         return self
 
     @model_validator(mode="after")
@@ -65,8 +72,8 @@ class Grid(Strict):
 
 class CellSettings(Strict):
     """How every cell runs; recorded beside the results (they move the figures)."""
-    members_per_host: int = Field(50, ge=1, le=500, description="members per host process (every cell is hosted, so "
-                                  "that sizes compare on one way of running)")
+    members_per_host: int = Field(50, ge=1, le=500, description="members per host process (every cell of a hosting "
+                                  "client is hosted, so that sizes compare on one way of running)")
     rate: int = Field(500, ge=1, le=20_000, description="records per second the producer writes")
     warmup_s: float = Field(20, ge=5, le=600, description="workload seconds before the trigger: the steady state "
                             "the latency is compared with")
@@ -140,10 +147,11 @@ class SweepSpec(Strict):
     def cell_scenario(self, cell: Cell) -> dict:
         """The scenario one cell runs (names made unique by the runner)."""
         s = self.cell
-        style = STYLES[cell.style]
-        classic = style["protocol"] == "classic"
-        group = {"members": cell.members, "members_per_host": min(s.members_per_host, cell.members),
-                 "client": sweep_kinds()[cell.client], **style,
+        kind, client_settings = sweep_clients()[cell.client]
+        style = {**client_settings, **STYLES[cell.style]}
+        classic = style.get("protocol", "classic") == "classic"
+        hosted = {"members_per_host": min(s.members_per_host, cell.members)} if member_kind(kind).hosts else {}
+        group = {"members": cell.members, **hosted, "client": kind, **style,
                  "session_timeout_ms": s.session_timeout_ms if classic else None,
                  "heartbeat_interval_ms": s.heartbeat_interval_ms if classic else None}
         if classic:

@@ -7,10 +7,10 @@ import pytest
 
 from harness.cli import main
 from harness.scenario import ScenarioError, parse_scenario
-from harness.sweep.spec import STYLES, load_sweep, parse_sweep
+from harness.sweep.spec import STREAMS_STYLES, STYLES, load_sweep, parse_sweep
 from harness.sweep.store import CELLS_FILE, SweepDir
 
-GRID = {"members": [10, 50, 100, 200, 500], "styles": list(STYLES), "triggers": ["join", "crash", "bounce", "partitions_add"],
+GRID = {"members": [10, 50, 100, 200, 500], "styles": [s for s in STYLES if s not in STREAMS_STYLES], "triggers": ["join", "crash", "bounce", "partitions_add"],
         "clients": ["librdkafka", "java"], "repeats": 3}
 
 
@@ -62,6 +62,21 @@ def test_each_trigger_is_one_fault_at_the_end_of_the_warm_up(style, trigger, exp
     group = scenario["consumer_group"]
     assert group.get("metadata_refresh_ms") == (2000 if trigger == "partitions_add" and style == "eager-range" else None)
     assert group["session_timeout_ms"] == (None if style.startswith("consumer") else 10_000)
+
+
+def test_a_streams_cell_is_one_process_an_instance_its_protocol_the_clients_and_its_standbys_the_styles():
+    """Kafka Streams in a sweep (issue 55): the protocol is the client axis (streams-classic, streams-kip1071), the
+    styles set standbys or warm-ups, and no cell is hosted; a style the protocol cannot run is refused by name."""
+    spec = load_sweep(Path(__file__).resolve().parents[2] / "scenarios" / "sweep" / "streams-kip1071.yaml")
+    group = spec.cell_scenario(spec.cells()[-1])["consumer_group"]
+    assert (group["client"], group["protocol"], group["streams"]["standby_replicas"]) == ("streams", "streams", 1)
+    assert "members_per_host" not in group and group["session_timeout_ms"] is None
+    data = sweep(grid={**GRID, "members": [3], "styles": ["warm-up"], "triggers": ["crash"],
+                       "clients": ["streams-kip1071"]})
+    with pytest.raises(ScenarioError) as err:
+        parse_sweep(data, "s.yaml")
+    assert "cell streams-kip1071-3m-4ppm-warm-up-crash-r1: consumer_group.streams.warmup: the streams protocol has " \
+           "it from Kafka 4.4" in str(err.value)
 
 
 @pytest.mark.parametrize("changes, words", [
