@@ -4,6 +4,7 @@ protocol (KIP-1071) the group's own config, which the brokers hold and the harne
 """
 from __future__ import annotations
 
+from harness.scenario.schema import StreamsSpec
 from workloads.config import StreamsSettings, WarmupSettings
 from workloads.kinds import member_kind
 
@@ -12,11 +13,9 @@ STANDBYS_GROUP_CONFIG = "streams.num.standby.replicas"  # a streams group's conf
 
 def streams_settings(group, client: str) -> StreamsSettings | None:
     """A member's Streams settings: the group's `streams` block, its defaults when none; None for another kind."""
-    if member_kind(client).own_assignor != "streams":
+    if not member_kind(client).streams_block:
         return None
-    spec = group.streams
-    if spec is None:
-        return StreamsSettings()
+    spec = group.streams or StreamsSpec()
     warmup = None if spec.warmup is None else WarmupSettings(**spec.warmup.model_dump())
     return StreamsSettings(guarantee=spec.guarantee, standby_replicas=spec.standby_replicas, threads=spec.threads,
                            warmup=warmup)
@@ -26,15 +25,13 @@ def group_configs(group) -> dict[str, str]:
     """The configs a streams-protocol group gets before its members start (its standbys); {} for any other group."""
     if group.protocol != "streams":
         return {}
-    standbys = group.streams.standby_replicas if group.streams is not None else 0
-    return {STANDBYS_GROUP_CONFIG: str(standbys)}
+    return {STANDBYS_GROUP_CONFIG: str(streams_settings(group, group.client).standby_replicas)}
 
 
 def group_members(plan) -> int:
     """How many members the group has when every member runs: a Streams instance is a member a stream thread."""
-    spec = plan.scenario.consumer_group.streams
-    threads = spec.threads if spec is not None else 1
-    return sum(threads if streams_settings(plan.scenario.consumer_group, m.settings.client) else 1 for m in plan.members)
+    group = plan.scenario.consumer_group
+    return sum(s.threads if (s := streams_settings(group, m.settings.client)) else 1 for m in plan.members)
 
 
 def set_group_configs(admin, group_id: str, configs: dict[str, str]) -> None:

@@ -3,9 +3,10 @@
 What the clients' admin APIs do not give: confluent-kafka's describe_consumer_groups has no group or member epochs,
 and its coordinator-bound calls can abort the process under faults (librdkafka issue 4605). Here each question is
 FindCoordinator then DescribeGroups v5 (classic: the state, members, assignor and each member's assignment as the
-leader computed it; no generation) or ConsumerGroupDescribe v0 (KIP-848: the state, the group epoch, the target
+leader computed it; no generation), ConsumerGroupDescribe v0 (KIP-848: the state, the group epoch, the target
 assignment epoch, each member's epoch and the assignment the coordinator holds for it, which the member may not have
-applied), on fresh connections: nothing is cached or retried between two questions.
+applied) or StreamsGroupDescribe v0 (KIP-1071: the same, in tasks), on fresh connections: nothing is cached or
+retried between two questions.
 """
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def describe_consumer(address: str, group_id: str, timeout_s: float) -> dict:
 def describe_streams(address: str, group_id: str, timeout_s: float) -> dict:
     """A streams group (KIP-1071): each member's active tasks as `topic:partition` of the task's source topics (what
     it processes), its standby and warm-up tasks apart, by client.id (Streams appends `-StreamThread-N-consumer` and
-    the like to the instance's: rpc_proxy.same_client maps them to a member)."""
+    the like to the instance's: kafkanet.client_ids.same_client maps them to a member)."""
     from kio.schema.streams_group_describe.v0.request import StreamsGroupDescribeRequest
     from kio.schema.types import GroupId
     response = ask(address, STREAMS_GROUP_DESCRIBE, 0,

@@ -72,10 +72,11 @@ class WarmupSettings:
 @dataclass(frozen=True)
 class StreamsSettings:
     """A Kafka Streams member's (workloads/streams): processing.guarantee, standby replicas, stream threads, warm-ups
-    (None: every instance counts as caught up). The Java side: MemberConfig.Streams."""
-    guarantee: str = "at_least_once"
-    standby_replicas: int = 0
-    threads: int = 1
+    (None: every instance counts as caught up); the defaults are the scenario's (StreamsSpec). The Java side:
+    MemberConfig.Streams."""
+    guarantee: str
+    standby_replicas: int
+    threads: int
     warmup: WarmupSettings | None = None
 
 

@@ -54,6 +54,7 @@ class MemberKind:
     keeps_state: bool = False     # a stateful member (the scenario's `state` block: workloads/state.py)
     protocols: tuple[str, ...] = ("classic", "consumer")  # the group protocols it speaks (consumer_group.protocol)
     own_assignor: str | None = None  # assigns with an assignor of its own (consumer_group.assignor is not its)
+    streams_block: bool = False   # a Kafka Streams member: takes consumer_group.streams (harness/streams.py)
     own_output: str | None = None  # output-topic mode with its own events: its program writes <group id>-<own_output>
     state_store: str | None = None  # keeps state in a store of its own, whose changelog it creates and names
     #                                 <group id>-<store>-changelog (Kafka Streams'); None: the harness's changelog
@@ -174,7 +175,8 @@ register(MemberKind(
     about="our own Kafka Streams program (workloads/streams): a count and a sum per key in a persistent store",
     module="workloads.streams_member", pins_version=False, unpinned="brokers", commit_modes=("interval",),
     processing_delay=False, pattern=False, topic_choice=False, admin_probe=False, security=False, keeps_state=True,
-    protocols=("classic", "streams"), own_assignor="streams", own_output="output", state_store="totals",
+    protocols=("classic", "streams"), own_assignor="streams", streams_block=True, own_output="output",
+    state_store="totals",
     sweep_clients={"streams-classic": {"protocol": "classic"}, "streams-kip1071": {"protocol": "streams"}},
     events=STREAMS_EVENTS, stacks_signal=signal.SIGQUIT,
     refused_faults={"slow_processing": "it has no processing delay to slow down"}))

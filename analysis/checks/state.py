@@ -32,20 +32,20 @@ def _judge(x: Facts) -> dict:
 
 def _walk(x: Facts) -> dict:
     files = x.history.state
-    keyed = x.query("consumed_keys", None).to_pandas()  # topic, partition, offset, seq, key
-    keyed = keyed[keyed["key"].notna()]
+    keyed = x.query("consumed_keys", None).to_pandas()  # topic, partition, offset, seq, key: a row a delivery
+    keyed = keyed[keyed["key"].notna()].drop_duplicates(["partition", "offset"])  # one topic: checked below
     topics = set(files.rows.column("topic").unique().to_pylist()) | set(keyed["topic"].unique())
     if len(topics) > 1:
         raise BrokenChain(f"a stateful run has one input topic; state rows and records name {sorted(topics)}")
     topic = next(iter(topics), None)
     suspects = state_suspects.find(files.rows, files.final, keyed)  # most keys are whole: only the others are walked
-    suspect_rows = files.rows.filter(suspects.rows)
-    rows = suspect_rows.to_pylist()
+    rows = files.rows.filter(suspects.rows).to_pylist()
     looked_at = keyed[suspects.keyed]
     expected: dict[tuple, set] = defaultdict(set)  # (topic, partition, key) -> offsets consumed
     for partition, key, offset in zip(*(looked_at[c].tolist() for c in ("partition", "key", "offset"))):
         expected[(topic, partition, key)].add(offset)
-    seq_at = _seqs_of(suspect_rows, keyed)
+    seq_at = {(r["partition"], r["offset"]): int(seq) for r, seq, seen in
+              zip(rows, suspects.seq[suspects.rows], suspects.seen[suspects.rows]) if seen}
     by_step: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset, count, sum) -> rows, in time
     applied: dict[tuple, list[dict]] = defaultdict(list)  # (partition, key, offset) -> every state row applying it
     for r in sorted(rows, key=lambda r: r["ts_ms"]):
@@ -74,13 +74,6 @@ def _walk(x: Facts) -> dict:
     found["info"] = {"keys_expected": len(keyed.drop_duplicates(["partition", "key"])), "keys_final": files.final.num_rows,
                      "keys_walked": suspects.keys, "state_rows": files.rows.num_rows, "members": files.members}
     return found
-
-
-def _seqs_of(rows, keyed) -> dict[tuple[int, int], int]:
-    """(partition, offset) -> the consumed record's seq, for the records the given state rows applied."""
-    cells = rows.select(["partition", "offset"]).to_pandas().drop_duplicates()
-    got = cells.merge(keyed[["partition", "offset", "seq"]].drop_duplicates(["partition", "offset"]))
-    return dict(zip(zip(got["partition"].tolist(), got["offset"].tolist()), got["seq"].tolist()))
 
 
 def _chain(final: dict, by_step: dict, seq_at: dict) -> list[dict]:

@@ -23,22 +23,25 @@ class Suspects:
     final: np.ndarray   # over the final values
     keyed: np.ndarray   # over the consumed records with a key
     keys: int           # how many keys are suspects
+    seq: np.ndarray     # over the state rows: its record's seq (0 where nobody consumed the record)
+    seen: np.ndarray    # over the state rows: somebody consumed its record
 
 
 def find(state_rows, final_values, keyed: pd.DataFrame) -> Suspects:
     """The suspects among the state rows and final values (pyarrow tables) and the consumed records with their key
-    (a frame of partition, offset, seq, key)."""
+    (a frame of partition, offset, seq, key: each consumed record once)."""
     rows = state_rows.select([*ON, "offset", "prev_offset", "count", "sum"]).to_pandas()
     final = final_values.select([*ON, "count", "last_offset", "sum"]).to_pandas()
     row_id, final_id, keyed_id = _key_ids(rows, final, keyed)
     seq, seen = _record_seqs(rows, keyed)
     order = np.lexsort((rows["count"].to_numpy(), row_id))
-    chain = pd.DataFrame({"id": row_id[order], "offset": rows["offset"].to_numpy()[order]})
-    bad = [chain["id"].to_numpy()[_broken_links(chain, rows, order, seq, seen)],
-           _unexplained_finals(chain, rows, order, final, final_id),
+    chain = (rows[["offset", "prev_offset", "count", "sum"]].assign(id=row_id, seq=seq, seen=seen)
+             .iloc[order].reset_index(drop=True))  # in (key, count) order
+    bad = [chain["id"].to_numpy()[_broken_links(chain)], _unexplained_finals(chain, final, final_id),
            _missing_offsets(chain, keyed, keyed_id)]
     bad_ids = np.unique(np.concatenate(bad))
-    return Suspects(np.isin(row_id, bad_ids), np.isin(final_id, bad_ids), np.isin(keyed_id, bad_ids), len(bad_ids))
+    return Suspects(np.isin(row_id, bad_ids), np.isin(final_id, bad_ids), np.isin(keyed_id, bad_ids), len(bad_ids),
+                    seq, seen)
 
 
 def _key_ids(rows: pd.DataFrame, final: pd.DataFrame, keyed: pd.DataFrame) -> tuple[np.ndarray, ...]:
@@ -53,17 +56,14 @@ def _key_ids(rows: pd.DataFrame, final: pd.DataFrame, keyed: pd.DataFrame) -> tu
 
 def _record_seqs(rows: pd.DataFrame, keyed: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Each state row's record's seq (0 where nobody consumed it) and whether it was consumed."""
-    seqs = keyed[["partition", "offset", "seq"]].drop_duplicates(["partition", "offset"])
-    got = rows[["partition", "offset"]].merge(seqs, on=["partition", "offset"], how="left")["seq"]
+    got = rows[["partition", "offset"]].merge(keyed[["partition", "offset", "seq"]], on=["partition", "offset"],
+                                              how="left")["seq"]
     return got.fillna(0).to_numpy(np.int64), got.notna().to_numpy()
 
 
-def _broken_links(chain: pd.DataFrame, rows: pd.DataFrame, order: np.ndarray, seq: np.ndarray,
-                  seen: np.ndarray) -> np.ndarray:
+def _broken_links(chain: pd.DataFrame) -> np.ndarray:
     """Over the rows in (key, count) order: the row is not the next link of its key's one chain."""
-    ids, offset = chain["id"].to_numpy(), chain["offset"].to_numpy()
-    count, prev, total = (rows[c].to_numpy()[order] for c in ("count", "prev_offset", "sum"))
-    seq, seen = seq[order], seen[order]
+    ids, offset, seq = chain["id"].to_numpy(), chain["offset"].to_numpy(), chain["seq"].to_numpy()
     at = np.arange(len(ids))
     first = np.ones(len(ids), bool)
     first[1:] = ids[1:] != ids[:-1]
@@ -72,17 +72,14 @@ def _broken_links(chain: pd.DataFrame, rows: pd.DataFrame, order: np.ndarray, se
     summed = np.cumsum(seq)
     sum_in_key = summed - summed[start] + seq[start]
     twice = chain.duplicated(["id", "offset"], keep=False).to_numpy()
-    return ~seen | (count != at - start + 1) | (prev != built_on) | (total != sum_in_key) | twice
+    return (~chain["seen"].to_numpy() | (chain["count"].to_numpy() != at - start + 1)
+            | (chain["prev_offset"].to_numpy() != built_on) | (chain["sum"].to_numpy() != sum_in_key) | twice)
 
 
-def _unexplained_finals(chain: pd.DataFrame, rows: pd.DataFrame, order: np.ndarray, final: pd.DataFrame,
-                        final_id: np.ndarray) -> np.ndarray:
+def _unexplained_finals(chain: pd.DataFrame, final: pd.DataFrame, final_id: np.ndarray) -> np.ndarray:
     """Keys whose final value is not their last row's (count, offset, sum), or that have only one of the two."""
-    ids = chain["id"].to_numpy()
-    last = np.ones(len(ids), bool)
-    last[:-1] = ids[1:] != ids[:-1]
-    ends = pd.DataFrame({"id": ids[last], "count": rows["count"].to_numpy()[order][last],
-                         "last_offset": chain["offset"].to_numpy()[last], "sum": rows["sum"].to_numpy()[order][last]})
+    ends = chain.drop_duplicates("id", keep="last")[["id", "count", "offset", "sum"]].rename(
+        columns={"offset": "last_offset"})
     values = pd.DataFrame({"id": final_id, **{c: final[c].to_numpy() for c in ("count", "last_offset", "sum")}})
     both = values.merge(ends, on="id", how="outer", suffixes=("", "_row"), indicator=True)
     unexplained = (both["_merge"] != "both") | np.any(
@@ -93,5 +90,5 @@ def _unexplained_finals(chain: pd.DataFrame, rows: pd.DataFrame, order: np.ndarr
 def _missing_offsets(chain: pd.DataFrame, keyed: pd.DataFrame, keyed_id: np.ndarray) -> np.ndarray:
     """Keys with a consumed offset no state row of theirs applied."""
     expected = pd.DataFrame({"id": keyed_id, "offset": keyed["offset"].to_numpy()})
-    found = expected.merge(chain.drop_duplicates(), on=["id", "offset"], how="left", indicator=True)
+    found = expected.merge(chain[["id", "offset"]].drop_duplicates(), on=["id", "offset"], how="left", indicator=True)
     return found.loc[found["_merge"] == "left_only", "id"].to_numpy()

@@ -20,11 +20,11 @@ from harness.releases.versions import kafka_version
 from workloads.command import check_command
 from workloads.kinds import KINDS, member_kind, suggest
 
-DEFAULT_ASSIGNOR = "range"  # consumer_group.assignor's default (the schema's)
+from harness.zoo.spec import Contrast, ZooSpec
+
+DEFAULT_ASSIGNOR = "range"  # consumer_group.assignor's default
 DEFAULT_GROUP_ID = "chaos-group"  # consumer_group.group_id's
 STREAMS_MAX_STANDBYS = 2  # group.streams.max.standby.replicas, the brokers' default (harness/cluster/broker_config.py)
-
-from harness.zoo.spec import Contrast, ZooSpec
 
 
 def check_group(group) -> None:
@@ -68,7 +68,7 @@ def own_output_topic(group_id: str, kind) -> str:
 def _streams_rules(group) -> None:
     """The streams block belongs to a Streams group; what the streams protocol (KIP-1071) takes from the broker."""
     kind = member_kind(group.client)
-    if group.streams is not None and kind.own_assignor != "streams":
+    if group.streams is not None and not kind.streams_block:
         raise ValueError(f"streams: only for client: streams; the {kind.title} is no Kafka Streams member")
     if group.protocol != "streams" or group.streams is None:
         return

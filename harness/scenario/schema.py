@@ -204,7 +204,7 @@ class ConsumerGroupSpec(Strict):
                                 "release the harness ships")
     protocol: Literal["classic", "consumer", "streams"] = Field("classic", description=(
         "classic; consumer (KIP-848); streams (KIP-1071, client: streams only)"))
-    assignor: ASSIGNORS | None = "range"
+    assignor: ASSIGNORS | None = rules.DEFAULT_ASSIGNOR
     remote_assignor: Literal["uniform", "range"] | None = None
     static_membership: bool = False
     commit: COMMIT_MODES = Field(
@@ -244,7 +244,7 @@ class ConsumerGroupSpec(Strict):
 
     @model_validator(mode="before")
     @classmethod
-    def _a_streams_group(cls, data):
+    def _a_kind_with_its_own_output(cls, data):
         return rules.own_output_defaults(data)
 
     @model_validator(mode="after")
