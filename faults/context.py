@@ -24,6 +24,8 @@ class ScenarioFacts:
     group: dict = field(default_factory=dict)  # the consumer group's settings (client, protocol, static_membership, ...)
     member_kinds: dict[str, str] = field(default_factory=dict)  # member-N -> its kind (consumer_group.client, its own)
     log_disk_mb: int | None = None           # cluster.log_disk_mb: each broker's log directory on a disk of its own
+    producing: bool = False                  # a member produces: a stateful member's changelog, an output topic
+    kafka_version: str | None = None         # cluster.kafka_version (None: the harness's pinned release)
 
     @property
     def broker_names(self) -> tuple[str, ...]:

@@ -1,12 +1,14 @@
-"""Faults on single group requests (`kind: rpc`): a rule of the request-aware proxy (kafkanet/rpc_proxy.py)
-that every member's lane crosses in a run that has one.
+"""Faults on single requests (`kind: rpc`): a rule of the request-aware proxy (kafkanet/rpc_proxy.py) that every
+member's lane crosses in a run that has one: a group request, or a transactional producer's (a Kafka Streams member
+with exactly_once_v2, a command member's) or any Produce.
 
 Target: `group` (every member) or one member (member-N, spares included, or random-member), matched by the
 client.id the harness gives each member: its name. Parameters: the `api`, an `action` (delay, hold, error,
 drop_connection, observe), `error` (a Kafka error name the API can return) or `delay_ms`, and optionally
 `count` (the first N matching requests) and `probability`. The rule is removed at the heal, and what it held
 goes on. Every request the rule acts on is a hit in the fault's row of faults.jsonl: when, which member, the
-API and version, and what the request said of its member (member_id, generation or KIP-848 epoch).
+API and version, and what the request said of its member (member_id, generation or KIP-848 epoch; a transactional
+request's transactional_id, producer_id and epoch).
 """
 from __future__ import annotations
 
@@ -16,16 +18,17 @@ from pydantic import Field
 
 from faults.base import Fault, FaultParams, StepRecord, params_as
 from faults.context import FaultContext, ScenarioFacts
-from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member
+from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member, transactional
 from faults.timeline import FaultTimeline
-from kafkanet.rpc_proxy import GROUP_APIS, RequestHeader, Rule, RpcProxy, request_facts, same_client
+from kafkanet.rpc_proxy import RULE_APIS, TXN_APIS, RequestHeader, Rule, RpcProxy, request_facts, same_client
 
 if TYPE_CHECKING:
-    GroupApi = str  # mypy cannot read a Literal built at run time; pydantic checks the name against GROUP_APIS
+    RuleApi = str  # mypy cannot read a Literal built at run time; pydantic checks the name against RULE_APIS
 else:
-    GroupApi = Literal[tuple(GROUP_APIS)]
+    RuleApi = Literal[tuple(RULE_APIS)]
 
 _COORDINATOR = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "GROUP_AUTHORIZATION_FAILED")
+_TXN_COORDINATOR = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
 # The errors each API can answer: the "Possible error codes" of Kafka's *Response.java, and (for JoinGroup and
 # SyncGroup, which list none) the errors the Java client's response handlers in AbstractCoordinator and
 # ConsumerCoordinator take.
@@ -49,15 +52,42 @@ ERRORS_BY_API = {
                               "UNRELEASED_INSTANCE_ID", "GROUP_MAX_SIZE_REACHED", "GROUP_ID_NOT_FOUND",
                               "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "STREAMS_INVALID_TOPOLOGY",
                               "STREAMS_INVALID_TOPOLOGY_EPOCH", "STREAMS_TOPOLOGY_FENCED"),
+    # a transactional producer's: the "Possible error codes" of Kafka's *Response.java, and the errors the Java
+    # client's TransactionManager handlers take (CONCURRENT_TRANSACTIONS, TRANSACTION_ABORTABLE: KIP-890)
+    "InitProducerId": (*_TXN_COORDINATOR, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED",
+                       "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "CONCURRENT_TRANSACTIONS",
+                       "INVALID_TRANSACTION_TIMEOUT", "TRANSACTION_ABORTABLE"),
+    "AddPartitionsToTxn": (*_TXN_COORDINATOR, "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING", "INVALID_PRODUCER_EPOCH",
+                           "PRODUCER_FENCED", "TOPIC_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                           "UNKNOWN_TOPIC_OR_PARTITION", "CONCURRENT_TRANSACTIONS", "TRANSACTION_ABORTABLE"),
+    "AddOffsetsToTxn": (*_TXN_COORDINATOR, "INVALID_PRODUCER_ID_MAPPING", "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED",
+                        "INVALID_TXN_STATE", "GROUP_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                        "CONCURRENT_TRANSACTIONS", "TRANSACTION_ABORTABLE"),
+    "EndTxn": (*_TXN_COORDINATOR, "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING", "INVALID_PRODUCER_EPOCH",
+               "PRODUCER_FENCED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", "CONCURRENT_TRANSACTIONS",
+               "TRANSACTION_ABORTABLE"),
+    "TxnOffsetCommit": (*_TXN_COORDINATOR, "INVALID_PRODUCER_EPOCH", "OFFSET_METADATA_TOO_LARGE",
+                        "GROUP_AUTHORIZATION_FAILED", "INVALID_COMMIT_OFFSET_SIZE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                        "UNSUPPORTED_FOR_MESSAGE_FORMAT", "REQUEST_TIMED_OUT", "UNKNOWN_MEMBER_ID", "FENCED_INSTANCE_ID",
+                        "ILLEGAL_GENERATION", "TRANSACTION_ABORTABLE"),
+    "Produce": ("CORRUPT_MESSAGE", "UNKNOWN_TOPIC_OR_PARTITION", "NOT_LEADER_OR_FOLLOWER", "MESSAGE_TOO_LARGE",
+                "INVALID_TOPIC_EXCEPTION", "RECORD_LIST_TOO_LARGE", "NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+                "INVALID_REQUIRED_ACKS", "TOPIC_AUTHORIZATION_FAILED", "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+                "INVALID_PRODUCER_EPOCH", "CLUSTER_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+                "INVALID_RECORD", "INVALID_TXN_STATE", "INVALID_PRODUCER_ID_MAPPING", "TRANSACTION_ABORTABLE"),
 }
 CLASSIC_ONLY = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
 CONSUMER_ONLY = ("ConsumerGroupHeartbeat",)
 STREAMS_ONLY = ("StreamsGroupHeartbeat",)  # KIP-1071's heartbeat: a Kafka Streams group on the `streams` protocol
 SENT_ONLY_BY = {"classic": CLASSIC_ONLY, "consumer": CONSUMER_ONLY, "streams": STREAMS_ONLY}
+TRANSACTIONAL_ONLY = tuple(api for api in TXN_APIS if api != "Produce")  # a transactional producer's
+TV1_ONLY = ("AddPartitionsToTxn", "AddOffsetsToTxn")  # a Java client on transaction version 2 sends neither (KIP-890)
+TV2_FROM = (4, 0)  # fresh clusters default to transaction.version 2 from Kafka 4.0
 
 
 class RpcParams(FaultParams):
-    api: GroupApi = Field(description="the group request it acts on")
+    api: RuleApi = Field(description="the request it acts on: a group request, or a transactional producer's "
+                         "(InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit) or Produce")
     action: Literal["delay", "hold", "error", "drop_connection", "observe"] = Field(
         description="delay by delay_ms; hold until the heal; answer with `error`; close the connection; observe: pass "
                     "it on and record the hit")
@@ -80,6 +110,26 @@ class RpcParams(FaultParams):
         protocol = facts.group.get("protocol", "classic")
         if any(self.api in apis and protocol != sender for sender, apis in SENT_ONLY_BY.items()):
             raise ValueError(f"api: a group with protocol: {protocol} never sends {self.api}")
+        if self.api in TXN_APIS:
+            _check_producer_api(self.api, facts, target)
+
+
+def _check_producer_api(api: str, facts: ScenarioFacts, target: str) -> None:
+    """A rule on a producer's request needs a member that sends it: a transactional one (a Kafka Streams member with
+    exactly_once_v2, or a command member, which may be) for the transaction requests, any producing one for Produce;
+    a Java client on transaction version 2 sends no AddPartitionsToTxn or AddOffsetsToTxn."""
+    kinds = {facts.member_kinds.get(target)} if target in facts.member_kinds else set(facts.member_kinds.values())
+    sends_transactions = transactional(kinds, facts)
+    if api == "Produce" and not (sends_transactions or facts.producing):
+        raise ValueError("api: Produce: no member of this group produces (a stateful member's changelog, an "
+                         "output topic, or a transactional producer)")
+    if api in TRANSACTIONAL_ONLY and not sends_transactions:
+        raise ValueError(f"api: only a transactional producer sends {api}, and no member of this group runs one "
+                         "(a Kafka Streams group with guarantee exactly_once_v2, or a command member of yours)")
+    release = facts.kafka_version
+    if api in TV1_ONLY and "command" not in kinds and (release is None or tuple(map(int, release.split(".")[:2])) >= TV2_FROM):
+        raise ValueError(f"api: a Java client on transaction version 2 (the brokers' default from Kafka 4.0) never "
+                         f"sends {api} (KIP-890): the brokers add partitions to the transaction themselves")
 
 
 def _kafka_error_names() -> set[str]:

@@ -3,7 +3,10 @@
 Target kinds:
   broker   kafka-N, or a role looked up when the fault fires: coordinator (the leader of the group's
            __consumer_offsets partition), controller (the active KRaft controller), leader (of the
-           scenario topic's partition 0), leader:TOPIC:PARTITION, random
+           scenario topic's partition 0), leader:TOPIC:PARTITION (__consumer_offsets and __transaction_state
+           too), txn-coordinator[:member-N] (the leader of the __transaction_state partition of a member's
+           transactional id, as the request-aware proxy saw it in its InitProducerId; bare: the broker that
+           coordinates the most members' transactions), random
   member   member-N, random-member
   cluster  the whole cluster (a rolling restart)
   client   a workload client with a lane of its own: member-N (spare lanes included), producer-1, random-member
@@ -27,7 +30,11 @@ if TYPE_CHECKING:
     from faults.context import FaultContext, ScenarioFacts
 
 OFFSETS_TOPIC = "__consumer_offsets"
-BROKER_ROLES = ("coordinator", "controller", "leader", "random")
+TXN_STATE_TOPIC = "__transaction_state"
+INTERNAL_TOPICS = (OFFSETS_TOPIC, TXN_STATE_TOPIC)
+TXN_COORDINATOR = "txn-coordinator"
+TXN_COORDINATOR_OF = re.compile(r"^txn-coordinator:(?P<member>member-\d+)$")
+BROKER_ROLES = ("coordinator", "controller", "leader", TXN_COORDINATOR, "random")
 MEMBER_ROLES = ("random-member",)
 GROUP_TARGET = "group"
 LEADER_OF = re.compile(r"^leader:(?P<topic>[A-Za-z0-9._-]+):(?P<partition>\d+)$")
@@ -47,7 +54,8 @@ def java_string_hash(text: str) -> int:
 
 
 def offsets_partition(group_id: str, partitions: int) -> int:
-    """Kafka's partitionFor(groupId): Utils.abs(hashCode) % partitions, where Utils.abs(MIN_VALUE) is 0."""
+    """Kafka's partitionFor(groupId) (and for a transactional id, the transaction coordinator's):
+    Utils.abs(hashCode) % partitions, where Utils.abs(MIN_VALUE) is 0."""
     h = java_string_hash(group_id)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
@@ -74,28 +82,79 @@ def coordinator_id(view: BrokerView, group_id: str) -> int:
     return partition_leader(view, OFFSETS_TOPIC, offsets_partition(group_id, partitions))
 
 
+def transaction_coordinator_id(view: BrokerView, transactional_id: str) -> int:
+    """The transaction coordinator of a transactional id: the leader of its __transaction_state partition, the
+    topic's partition count read from metadata (transaction.state.log.num.partitions, never assumed 50)."""
+    partitions = sum(1 for p in view.partitions if p.topic == TXN_STATE_TOPIC)
+    if not partitions:
+        raise TargetError(f"{TXN_STATE_TOPIC} does not exist yet: no producer has begun a transaction")
+    return partition_leader(view, TXN_STATE_TOPIC, offsets_partition(transactional_id, partitions))
+
+
+def txn_coordinator(view: BrokerView, transactional_ids: Mapping[str, set[str]], member: str | None) -> int:
+    """The broker `txn-coordinator[:member-N]` names: the coordinator of member-N's transactional id (a Streams
+    member has one a thread: the coordinator of most of them, the lowest id on a tie), or, bare, the broker that
+    coordinates the most members' ids. `transactional_ids`: member -> the ids its producers sent."""
+    chosen = {member: transactional_ids.get(member, set())} if member else dict(transactional_ids)
+    if not any(chosen.values()):
+        raise TargetError(f"{member or 'no member'} has sent no InitProducerId yet: no transaction coordinator to aim at")
+    votes: dict[int, int] = {}
+    for ids in chosen.values():
+        if ids:
+            for broker in {transaction_coordinator_id(view, i) for i in ids}:
+                votes[broker] = votes.get(broker, 0) + 1
+    return min(votes, key=lambda b: (-votes[b], b))
+
+
+def is_txn_coordinator_target(target: str) -> bool:
+    return target == TXN_COORDINATOR or TXN_COORDINATOR_OF.match(target) is not None
+
+
 # -- checked before the run -------------------------------------------------------------------
 
 def check_broker_target(target: str, facts: ScenarioFacts) -> None:
     """Raise ValueError naming the target when it cannot exist in this scenario."""
+    if is_txn_coordinator_target(target):
+        return check_txn_coordinator_target(target, facts)
     if target in BROKER_ROLES or target in facts.broker_names:
         return
     match = LEADER_OF.match(target)
     if match:
         topic, partition = match["topic"], int(match["partition"])
-        if topic != OFFSETS_TOPIC and topic in facts.topics and partition >= facts.topics[topic]:
+        if topic not in INTERNAL_TOPICS and topic in facts.topics and partition >= facts.topics[topic]:
             raise ValueError(f"target: {target!r}: {topic} has {facts.topics[topic]} partitions")
-        if topic != OFFSETS_TOPIC and topic not in facts.topics:
+        if topic not in INTERNAL_TOPICS and topic not in facts.topics:
             raise ValueError(f"target: {target!r}: no topic {topic!r} in this scenario (topics: {sorted(facts.topics)})")
         return
-    raise ValueError(f"target: {target!r} is not one of {list(facts.broker_names) + list(BROKER_ROLES)} "
-                     "or leader:TOPIC:PARTITION")
+    raise ValueError(f"target: {target!r} is not one of {list(facts.broker_names) + list(BROKER_ROLES)}, "
+                     "txn-coordinator:member-N or leader:TOPIC:PARTITION")
+
+
+def check_txn_coordinator_target(target: str, facts: ScenarioFacts) -> None:
+    """A transaction coordinator needs a transactional member (the one named, if any): a Kafka Streams member with
+    exactly_once_v2, or a command member of yours, which may be one."""
+    match = TXN_COORDINATOR_OF.match(target)
+    if match and match["member"] not in facts.members:
+        raise ValueError(f"target: {target!r}: {match['member']} is not a member of this scenario ({list(facts.members)})")
+    kinds = {facts.member_kinds.get(match["member"])} if match else set(facts.member_kinds.values())
+    if not transactional(kinds, facts):
+        raise ValueError(f"target: {target!r}: no member of this group runs a transactional producer (a Kafka Streams "
+                         "group with guarantee exactly_once_v2, or a command member of yours)")
+
+
+def transactional(kinds: set, facts: ScenarioFacts) -> bool:
+    """Whether members of these kinds run a transactional producer: a Kafka Streams member with exactly_once_v2, or a
+    command member of yours (which may)."""
+    eos_streams = "streams" in kinds and (facts.group.get("streams") or {}).get("guarantee") == "exactly_once_v2"
+    return eos_streams or "command" in kinds
 
 
 def is_role(target: str) -> bool:
     """A target that names no broker or member but a role, resolved only when the fault fires (coordinator,
-    controller, leader, leader:TOPIC:PARTITION, random, random-member); any other target is concrete."""
-    return target in BROKER_ROLES or target in MEMBER_ROLES or LEADER_OF.match(target) is not None
+    controller, leader, leader:TOPIC:PARTITION, txn-coordinator[:member-N], random, random-member); any other target
+    is concrete."""
+    return target in BROKER_ROLES or target in MEMBER_ROLES or LEADER_OF.match(target) is not None \
+        or is_txn_coordinator_target(target)
 
 
 def check_member_target(target: str, facts: ScenarioFacts) -> None:
@@ -170,10 +229,16 @@ TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "new_
 
 # -- resolved when the fault fires -------------------------------------------------------------
 
-def resolve_broker(cluster: ClusterHandle, target: str, *, group_id: str, topic: str, rng: random.Random) -> BrokerHandle:
-    """The broker a target names now: kafka-N, or whoever holds the role at this moment."""
+def resolve_broker(cluster: ClusterHandle, target: str, *, group_id: str, topic: str, rng: random.Random,
+                   transactional_ids: Mapping[str, set[str]] | None = None) -> BrokerHandle:
+    """The broker a target names now: kafka-N, or whoever holds the role at this moment. `transactional_ids`
+    (member -> the ids its producers sent, as the request-aware proxy saw them) for a txn-coordinator target."""
     if target == "coordinator":
         return cluster.broker_by_id(coordinator_id(cluster.view(), group_id))
+    if is_txn_coordinator_target(target):
+        match = TXN_COORDINATOR_OF.match(target)
+        return cluster.broker_by_id(txn_coordinator(cluster.view(), transactional_ids or {},
+                                                    match["member"] if match else None))
     if target == "controller":
         return cluster.broker_by_id(cluster.active_controller())
     if target == "leader":
@@ -193,7 +258,9 @@ def resolve_member(members: Mapping[str, MemberHandle], target: str, rng: random
 
 
 def broker_in(ctx: FaultContext, target: str) -> BrokerHandle:
-    return resolve_broker(ctx.cluster, target, group_id=ctx.group_id, topic=ctx.topic, rng=ctx.rng)
+    ids = ctx.rpc_proxy.transactional_ids_by_member(tuple(ctx.members)) if ctx.rpc_proxy is not None else None
+    return resolve_broker(ctx.cluster, target, group_id=ctx.group_id, topic=ctx.topic, rng=ctx.rng,
+                          transactional_ids=ids)
 
 
 def toxiproxy_of(cluster: ClusterHandle) -> Toxiproxy:

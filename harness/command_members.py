@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from harness.bad_input import ScenarioError
 from harness.plan import Plan
+from kafkanet.client_ids import member_of, same_client
 from workloads.command import DEFAULT_START_TIMEOUT_S, words
 from workloads.kinds import member_kind
 from workloads.services import WorkloadProcess, wait_started
@@ -54,19 +55,21 @@ def unlisted_commands(plan: Plan, pool, described: dict | None) -> dict[str, str
     their commands (None in library mode: the analysis tells them from the members' own events)."""
     if plan.scenario.consumer_group.output is None or described is None:
         return None
-    listed = set(described.get("client_ids", ()))
+    listed = described.get("client_ids", ())
     return {m.name: " ".join(words(m.settings.command)) for m, p in command_processes(plan, pool)
-            if p.alive() and m.name not in listed}
+            if p.alive() and not any(same_client(m.name, c) for c in listed)}
 
 
 def command_members_named(plan: Plan, described: dict | None, outcome) -> None:
     """Each member of a group with command members is known by its client.id, its member name: the rpc rules and
-    cuts, and group-states.jsonl, find a member by it exactly, and would silently miss a program that set its own."""
+    cuts, and group-states.jsonl, find a member by it (kafkanet/client_ids.py), and would silently miss a program
+    that set its own."""
     commands = [m for m in plan.members if member_kind(m.settings.client).command]
     if not commands or not described:
         return
-    unknown = sorted(set(described.get("client_ids", ())) - {m.name for m in plan.members})
+    names = [m.name for m in plan.members]
+    unknown = sorted(c for c in set(described.get("client_ids", ())) if member_of(c, names) is None)
     if unknown:
         outcome.errors.append(f"{plan.member_field(commands[0].name)}.command: client.id {unknown[0]} names no member: "
-                              "set it to {member} (workloads/app.py's consumer does)")
+                              "set it to {member} (workloads/app.py's consumer does; a Streams program's clients may add `-` and a suffix)")
         raise ScenarioError(outcome.errors[-1])

@@ -1,7 +1,8 @@
 """Output-topic mode (consumer_group.output): what a consume-transform-produce program consumed, read back from the
 topic it wrote to once the members stopped. Each output record names the input record it came from (headers, or
 keys of its JSON value); the harness writes consumed/<member>.jsonl from them (the member from the record, else
-`output`; consumed_at_ms: the output record's timestamp; producer_id and seq when the record names them; no `n`) and
+`output`; consumed_at_ms: when it names it, the time it was processed (then a member's rows are in that order), else
+the output record's timestamp; producer_id and seq when the record names them; no `n`) and
 output.json: the topic, how it was read, the rows, what could not be read, and the group's final commits, which count
 in the read frontier (docs/DESIGN.md).
 
@@ -39,9 +40,10 @@ def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict
     for row in rows:
         by_member[row["member"]].append(row)
     for member, member_rows in by_member.items():
-        if stateful:  # read an output partition at a time; processed in time, each input partition in offset order
+        if stateful or any(r["processed"] for r in member_rows):
+            # read an output partition at a time; processed in time, each input partition in offset order
             member_rows.sort(key=lambda r: (r["consumed_at_ms"], r["topic"], r["partition"], r["offset"]))
-        _write(run_dir / "consumed" / f"{member}.jsonl", [{k: v for k, v in r.items() if k != "change"}
+        _write(run_dir / "consumed" / f"{member}.jsonl", [{k: v for k, v in r.items() if k not in ("change", "processed")}
                                                           for r in member_rows])
         if stateful:
             _write(run_dir / "state" / f"{member}.jsonl", [r["change"] for r in member_rows])
@@ -118,6 +120,10 @@ def input_row(message, output) -> tuple[dict | None, str | None]:
            "key": key.decode(errors="replace") if isinstance(key, bytes) else key, "client": "app"}
     if named.get(fields.producer_id) is not None and str(named.get(fields.seq, "")).isdigit():
         row.update(producer_id=str(named[fields.producer_id]), seq=int(named[fields.seq]))
+    processed_at = str(named.get(fields.processed_at, ""))
+    row["processed"] = processed_at.isdigit()
+    if row["processed"]:  # consumed when it was processed, not when its output record was stamped
+        row["consumed_at_ms"] = int(processed_at)
     return row, None
 
 

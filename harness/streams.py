@@ -1,6 +1,7 @@
-"""A Kafka Streams group, from the harness's side (consumer_group.client: streams; the members' side is
-workloads/streams and the contract library's ChaosStreams): each member's Streams settings, and under the streams
-protocol (KIP-1071) the group's own config, which the brokers hold and the harness sets before the members start.
+"""A Kafka Streams group, from the harness's side (consumer_group.client: streams, or command members running a
+Streams program of yours; the members' side is workloads/streams and the contract library's ChaosStreams): each
+member's Streams settings, and under the streams protocol (KIP-1071) the group's own config, which the brokers hold
+and the harness sets before the members start.
 """
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ STANDBYS_GROUP_CONFIG = "streams.num.standby.replicas"  # a streams group's conf
 
 
 def streams_settings(group, client: str) -> StreamsSettings | None:
-    """A member's Streams settings: the group's `streams` block, its defaults when none; None for another kind."""
-    if not member_kind(client).streams_block:
-        return None
+    """A member's Streams settings: the group's `streams` block, its defaults when none; None for another kind, and
+    for a command member outside a Streams group (neither a `streams` block nor protocol: streams)."""
+    kind = member_kind(client)
+    if not kind.streams_block or (kind.command and group.streams is None and group.protocol != "streams"):
+        return None  # a program of yours is a Streams program when the group says so
     spec = group.streams or StreamsSpec()
     warmup = None if spec.warmup is None else WarmupSettings(**spec.warmup.model_dump())
     return StreamsSettings(guarantee=spec.guarantee, standby_replicas=spec.standby_replicas, threads=spec.threads,
@@ -25,7 +28,7 @@ def group_configs(group) -> dict[str, str]:
     """The configs a streams-protocol group gets before its members start (its standbys); {} for any other group."""
     if group.protocol != "streams":
         return {}
-    return {STANDBYS_GROUP_CONFIG: str(streams_settings(group, group.client).standby_replicas)}
+    return {STANDBYS_GROUP_CONFIG: str((group.streams or StreamsSpec()).standby_replicas)}
 
 
 def group_members(plan) -> int:

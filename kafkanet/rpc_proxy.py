@@ -1,4 +1,5 @@
-"""A TCP proxy that understands Kafka's framing: the ground for faults on single group requests (issue 11).
+"""A TCP proxy that understands Kafka's framing: the ground for faults on single group requests (issue 11) and a
+transactional producer's (issue 56).
 
 Every byte is forwarded unchanged. Each request's header (api key, version, correlation id, client id) is
 read as it passes, and a rule can act on the request it matches:
@@ -31,39 +32,67 @@ from kafkanet.clock import now_ms
 from kafkanet.error_answer import error_response
 from kafkanet.frames import RequestHeader, read_header, read_request
 
-__all__ = ["GROUP_APIS", "API_NAMES", "RequestHeader", "Rule", "RpcProxy", "error_response", "read_header",
+__all__ = ["GROUP_APIS", "TXN_APIS", "RULE_APIS", "API_NAMES", "RequestHeader", "Rule", "RpcProxy", "error_response", "read_header",
            "read_request", "request_facts", "same_client"]
 
 GROUP_APIS = {"OffsetCommit": 8, "OffsetFetch": 9, "FindCoordinator": 10, "JoinGroup": 11, "Heartbeat": 12,
               "LeaveGroup": 13, "SyncGroup": 14, "ConsumerGroupHeartbeat": 68, "StreamsGroupHeartbeat": 88}
-API_NAMES = {0: "Produce", 1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 69: "ConsumerGroupDescribe",
-             89: "StreamsGroupDescribe", **{key: name for name, key in GROUP_APIS.items()}}
+# a transactional producer's requests (and Produce, which any producer sends); AddPartitionsToTxn v4+ and
+# WriteTxnMarkers go broker to broker, out of the proxy's sight
+TXN_APIS = {"Produce": 0, "InitProducerId": 22, "AddPartitionsToTxn": 24, "AddOffsetsToTxn": 25, "EndTxn": 26,
+            "TxnOffsetCommit": 28}
+RULE_APIS = {**GROUP_APIS, **TXN_APIS}  # what a rule can act on
+API_NAMES = {1: "Fetch", 2: "ListOffsets", 3: "Metadata", 18: "ApiVersions", 69: "ConsumerGroupDescribe",
+             89: "StreamsGroupDescribe", **{key: name for name, key in RULE_APIS.items()}}
 EPOCH_HEARTBEATS = ("ConsumerGroupHeartbeat", "StreamsGroupHeartbeat")  # a leave is one with member epoch -1 or -2
 OWNED = {"ConsumerGroupHeartbeatRequest": "topic_partitions", "StreamsGroupHeartbeatRequest": "active_tasks"}
 MAX_FRAME = 100 << 20
 
 
+FACT_FIELDS = (("member_id", "member_id"), ("group_instance_id", "group_instance_id"),
+               ("generation_id", "generation"), ("member_epoch", "generation"),
+               ("generation_id_or_member_epoch", "generation"),  # OffsetCommit v9+
+               ("transactional_id", "transactional_id"), ("v3_and_below_transactional_id", "transactional_id"),
+               ("producer_id", "producer_id"), ("v3_and_below_producer_id", "producer_id"),
+               ("producer_epoch", "epoch"), ("v3_and_below_producer_epoch", "epoch"),
+               ("committed", "committed"))  # EndTxn: commit (true) or abort
+BATCH_PRODUCER = struct.Struct(">qh")  # a v2 record batch's producer id and epoch, at byte 43 of its header
+BATCH_MAGIC_AT, BATCH_PRODUCER_AT = 16, 43
+
+
 def request_facts(frame: bytes) -> dict:
-    """What a group request says about its member, for the record of a rule hit: member_id, group_instance_id,
-    and its generation (generation_id; member_epoch for ConsumerGroupHeartbeat and StreamsGroupHeartbeat), and for
-    those two how many partitions it says it owns (``owned``: a Streams member's active tasks' partitions; None: a
-    partial request, unchanged since the last). Empty when kio cannot read it."""
+    """What a request says about its member, for the record of a rule hit: member_id, group_instance_id, and its
+    generation (generation_id; member_epoch for ConsumerGroupHeartbeat and StreamsGroupHeartbeat), and for those two
+    how many partitions it says it owns (``owned``: a Streams member's active tasks' partitions; None: a partial
+    request, unchanged since the last); a transactional request's transactional_id, producer_id and epoch (a
+    Produce's from its first record batch), and an EndTxn's `committed`. Empty when kio cannot read it."""
     try:
         _, request = read_request(frame)
     except Exception:
         return {}
-    facts: dict[str, str | int | None] = {}
-    for name, key in (("member_id", "member_id"), ("group_instance_id", "group_instance_id"),
-                      ("generation_id", "generation"), ("member_epoch", "generation"),
-                      ("generation_id_or_member_epoch", "generation")):  # OffsetCommit v9+
+    facts: dict[str, str | int | bool | None] = {}
+    for name, key in FACT_FIELDS:
         value = getattr(request, name, None)
         if value is not None:
-            facts[key] = value if isinstance(value, str) else int(value)
+            facts[key] = value if isinstance(value, (str, bool)) else int(value)
+    if type(request).__name__ == "ProduceRequest":
+        facts.update(_batch_producer(request))
     owned_field = OWNED.get(type(request).__name__)
     if owned_field is not None:  # what it owns (partitions; a Streams member's active tasks): null when unchanged
         owned = getattr(request, owned_field, None)
         facts["owned"] = None if owned is None else sum(len(t.partitions) for t in owned)
     return facts
+
+
+def _batch_producer(produce) -> dict:
+    """The producer id and epoch of a Produce request's first record batch (magic 2); {} when it has none."""
+    for topic in produce.topic_data or ():
+        for partition in topic.partition_data or ():
+            records = bytes(partition.records or b"")
+            if len(records) >= BATCH_PRODUCER_AT + BATCH_PRODUCER.size and records[BATCH_MAGIC_AT] == 2:
+                producer_id, epoch = BATCH_PRODUCER.unpack_from(records, BATCH_PRODUCER_AT)
+                return {"producer_id": producer_id, "epoch": epoch}
+    return {}
 
 
 # ---------------------------------------------------------------------------------------- rules
@@ -92,7 +121,7 @@ class Rule:
         self._rng = random.Random(self.seed)
 
     def matches(self, header: RequestHeader) -> bool:
-        if header.api_key != GROUP_APIS[self.api] or (self.client_id and not same_client(self.client_id, header.client_id)):
+        if header.api_key != RULE_APIS[self.api] or (self.client_id and not same_client(self.client_id, header.client_id)):
             return False
         if self.passed < self.skip:
             self.passed += 1
@@ -117,6 +146,7 @@ class RpcProxy:
         self._connections: set[asyncio.StreamWriter] = set()
         self.cut_clients: dict[str, list[dict]] = {}  # client.id -> what it sent since its cut
         self._leaves_only: dict[str, bool] = {}
+        self.transactional_ids: dict[str, set[str]] = {}  # client.id -> the ids its InitProducerIds named
 
     def start(self) -> "RpcProxy":
         self._thread.start()
@@ -177,6 +207,17 @@ class RpcProxy:
             return self.cut_clients.pop(client_id, [])
         return asyncio.run_coroutine_threadsafe(uncut(), self._loop).result(timeout=10)
 
+    def transactional_ids_by_member(self, members: tuple[str, ...]) -> dict[str, set[str]]:
+        """Each member's transactional ids (its clients' InitProducerIds so far; a Streams member's threads each have
+        one), for a txn-coordinator target."""
+        seen = dict(self.transactional_ids)  # the loop thread may add a client meanwhile
+        return {m: set().union(*(ids for client, ids in seen.items() if same_client(m, client))) for m in members}
+
+    def _saw_init_producer_id(self, header: RequestHeader, payload: bytes) -> None:
+        transactional_id = request_facts(payload).get("transactional_id")
+        if transactional_id and header.client_id:
+            self.transactional_ids.setdefault(header.client_id, set()).add(transactional_id)
+
     def _cut_owner(self, client_id: str | None) -> str | None:
         """The cut member a request's client.id belongs to (same_client), if any."""
         if client_id is None or not self.cut_clients:
@@ -220,6 +261,8 @@ class RpcProxy:
                 return
             payload = frame[4:]
             header = read_header(payload)
+            if header.api_key == TXN_APIS["InitProducerId"]:
+                self._saw_init_producer_id(header, payload)
             cut = self._cut_owner(header.client_id)
             if cut is not None and self._cut_request(cut, header, payload):
                 return

@@ -54,7 +54,7 @@ class MemberKind:
     keeps_state: bool = False     # a stateful member (the scenario's `state` block: workloads/state.py)
     protocols: tuple[str, ...] = ("classic", "consumer")  # the group protocols it speaks (consumer_group.protocol)
     own_assignor: str | None = None  # assigns with an assignor of its own (consumer_group.assignor is not its)
-    streams_block: bool = False   # a Kafka Streams member: takes consumer_group.streams (harness/streams.py)
+    streams_block: bool = False   # takes consumer_group.streams: a Kafka Streams member (harness/streams.py)
     own_output: str | None = None  # output-topic mode with its own events: its program writes <group id>-<own_output>
     state_store: str | None = None  # keeps state in a store of its own, whose changelog it creates and names
     #                                 <group id>-<store>-changelog (Kafka Streams'); None: the harness's changelog
@@ -166,8 +166,11 @@ register(MemberKind(
 register(MemberKind(
     name="command", title="command member", library="any",
     about="a program of yours, from the member spec's command (workloads/app.py writes the run directory's contract)",
+    # A Kafka Streams program of yours (the contract library's ChaosStreams) speaks the streams protocol too, takes
+    # the `streams` block and writes Streams' events.
     module=None, command=True, pins_version=False, unpinned="harness", processing_delay=False, eager_sticky=True,
-    admin_probe=False, events=MEMBER_EVENTS - STATE_EVENTS,
+    admin_probe=False, events=(MEMBER_EVENTS - STATE_EVENTS) | STREAMS_EVENTS,
+    protocols=("classic", "consumer", "streams"), streams_block=True,
     refused_faults={"slow_processing": "the harness cannot slow a program of yours down"}))
 
 register(MemberKind(

@@ -33,11 +33,18 @@ def check_group(group) -> None:
         _command_rules(group)
     _group_size(group)
     if not isinstance(group.members, int):
-        group.member_specs()
-    _client_rules(group)
-    _protocol_rules(group)
-    _streams_rules(group)
+        group.member_specs()  # each member's settings by every rule, its own kind's
+    if _some_member_is_of(group):
+        _client_rules(group)
+        _protocol_rules(group)
+        _streams_rules(group)
     check_output_mode(group)
+
+
+def _some_member_is_of(group) -> bool:
+    """Whether a member runs the group's own `client` (a list entry that names its own client or command does not:
+    three command members running a Streams program make no librdkafka group speaking the streams protocol)."""
+    return isinstance(group.members, int) or any(m.client is None for m in group.members)
 
 
 def own_output_defaults(data):
@@ -69,7 +76,8 @@ def _streams_rules(group) -> None:
     """The streams block belongs to a Streams group; what the streams protocol (KIP-1071) takes from the broker."""
     kind = member_kind(group.client)
     if group.streams is not None and not kind.streams_block:
-        raise ValueError(f"streams: only for client: streams; the {kind.title} is no Kafka Streams member")
+        raise ValueError(f"streams: only for client: streams or a command member (your Streams program); the "
+                         f"{kind.title} is no Kafka Streams member")
     if group.protocol != "streams" or group.streams is None:
         return
     if group.streams.standby_replicas > STREAMS_MAX_STANDBYS:
@@ -223,6 +231,9 @@ def check_scenario(scenario) -> None:
         _check_zoo(scenario.zoo, scenario)
     if scenario.run.rpc_proxy is False and scenario.has_rpc_faults:
         raise ValueError("run.rpc_proxy: false, but an rpc fault acts in that proxy; remove the rpc faults or the setting")
+    if scenario.run.rpc_proxy is False and scenario.aims_at_txn_coordinators:
+        raise ValueError("run.rpc_proxy: false, but a txn-coordinator target is found from the transactional ids the "
+                         "members send through that proxy; remove the setting or aim at a broker by name")
     if scenario.run.rpc_proxy is False and scenario.cuts_hosted_members:
         raise ValueError("run.rpc_proxy: false, but a member_cut of a hosted member cuts it off in that proxy, by "
                          "its client.id (it shares its host's lane); remove the setting")

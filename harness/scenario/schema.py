@@ -14,6 +14,7 @@ from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, create
 from faults.base import Fault, FaultParams
 from faults.context import ScenarioFacts
 from faults.schedule import ScheduleTooLong, random_schedule
+from faults.targets import is_txn_coordinator_target
 from faults.triggers import MAX_TOPIC_PARTITIONS
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, host_of
 from harness.bad_input import ScenarioError
@@ -110,6 +111,9 @@ class OutputFields(Strict):
                              "before the last ':' (optional in a record; with it and seq the checks that follow a "
                              "record across copies run)")
     seq: str = Field("in-seq", description="the input record's seq, the number its value ends with (optional)")
+    processed_at: str = Field("in-processed-at", description="when the member processed it, epoch ms (optional; "
+                              "with it a member's rows are in processing order, else in the output topic's, which "
+                              "is not the input's where the output partitions differ)")
 
 
 class OutputSpec(Strict):
@@ -509,9 +513,16 @@ class Scenario(Strict):
         return [*self.faults, *(self.random_faults.menu() if self.random_faults else [])]
 
     @property
+    def aims_at_txn_coordinators(self) -> bool:
+        """A fault on txn-coordinator[:member-N]: the request-aware proxy learns each member's transactional ids from
+        its InitProducerIds."""
+        return any(is_txn_coordinator_target(f.target) for f in self._all_faults())
+
+    @property
     def proxies_member_lanes(self) -> bool:
         """Whether the run sends its members' lanes through the request-aware proxy."""
-        return self.has_rpc_faults or self.cuts_hosted_members if self.run.rpc_proxy is None else self.run.rpc_proxy
+        needed = self.has_rpc_faults or self.cuts_hosted_members or self.aims_at_txn_coordinators
+        return needed if self.run.rpc_proxy is None else self.run.rpc_proxy
 
     def schedule(self) -> list[FaultEntry]:
         """Every fault of the run in time order: the listed ones and the seeded random ones."""
@@ -565,7 +576,9 @@ class Scenario(Strict):
                              group=self.consumer_group.effective().model_dump(),
                              member_kinds={f"member-{n}": spec.client
                                            for n, spec in enumerate(self.consumer_group.member_specs(), 1)},
-                             log_disk_mb=self.cluster.log_disk_mb)
+                             log_disk_mb=self.cluster.log_disk_mb,
+                             producing=self.state is not None or self.consumer_group.output is not None,
+                             kafka_version=self.cluster.kafka_version)
 
     def settings(self) -> dict:
         """The scenario as run, every default filled in (what `kafka-chaos validate` prints)."""

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from analysis import InputError, analyze
-from analysis_runs import Run
+from analysis_runs import T0, Run
 
 EVENT_CHECKS = ("member_fatal", "commit_regression", "unapplied_assignment")
 
@@ -45,3 +45,35 @@ def test_an_output_file_that_is_not_one_is_bad_input(tmp_path):
     (rd / "output.json").write_text(json.dumps({"commits": {"t0": 1}}))
     with pytest.raises(InputError, match="output.json"):
         analyze(rd)
+
+
+def crashed_writer_run(root, end: str) -> Run:
+    """A Streams-like output-topic run with its members' events: member-2 owns t:1 and wrote outputs for 0-9 and
+    11-19 (10's write was still in its producer) before `end` (crashed: its process killed; or revoked); member-1
+    then owns t:1 and replays 5-29 from the last commit."""
+    r = Run(root)
+    r.produce("t", 1, range(30))
+    r.event("member-2", "started", 0).event("member-2", "assigned", 10, ["t:1"])
+    r.consume("member-2", "t", 1, [*range(10), *range(11, 20)], at=100)
+    if end == "member_crash":  # the harness's kill: no event of the member's, the fault's row says when it stopped
+        r.fault("f1", 190, 260, kind="member_crash", target="member-2", ends_process=True, stopped_at_ms=T0 + 200)
+    else:
+        r.event("member-2", end, 200, **({} if end == "crashed" else {"partitions": ["t:1"]}))
+    r.event("member-1", "started", 0).event("member-1", "assigned", 300, ["t:1"])
+    r.consume("member-1", "t", 1, range(5, 30), at=400)
+    rd = r.write()
+    (rd / "output.json").write_text(json.dumps({"topic": "out", "source": "headers", "isolation": "read_committed",
+                                                "rows": 44, "unread": 0, "commits": {"t:1": 30}}))
+    return rd
+
+
+def test_an_output_write_lost_with_its_crashed_member_is_no_skip(tmp_path):
+    """At least once: the crashed member's unflushed write of offset 10 is replayed by the next owner; the skip
+    check counts it apart (unflushed_at_crash), the run stays valid. The same gap with the member alive (revoked)
+    is a skip."""
+    for end in ("crashed", "member_crash"):
+        summary = analyze(crashed_writer_run(tmp_path / end, end))
+        assert summary["anomaly_counts"]["skip"] == 0 and summary["lost_records"] == 0, end
+        assert summary["checks"]["skip"]["unflushed_at_crash"] == 1, (end, summary["checks"]["skip"])
+    revoked = analyze(crashed_writer_run(tmp_path / "revoked", "revoked"))
+    assert revoked["anomaly_counts"]["skip"] == 1 and not revoked["valid"]

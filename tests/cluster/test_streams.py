@@ -66,7 +66,8 @@ def check_streams_run(run, guarantee: str, protocol: str) -> None:
     clients = set().union(*(r.get("assignments") or {} for r in states))  # the coordinator's: the threads' client.ids
     assert clients and all(member_of(c, ("member-1", "member-2", "member-3")) for c in clients), clients
     if protocol == "streams":  # key 88 crossed the proxy, at a version kio can answer
-        [observe] = [f for f in jsonl(rd / "faults.jsonl") if f["kind"] == "rpc"]
+        [observe] = [f for f in jsonl(rd / "faults.jsonl") if f["kind"] == "rpc"
+                     and f["params"]["api"] == "StreamsGroupHeartbeat"]
         versions = {h["version"] for h in observe["hits"]}
         assert versions and versions <= kio_versions("streams_group_heartbeat"), versions
         assert all(h["member"] in ("member-1", "member-2", "member-3") and h["client_id"].startswith(h["member"] + "-")
@@ -135,6 +136,29 @@ def test_standbys_under_the_streams_protocol_come_from_the_groups_config(chaos_r
     standbys = [r["standby_tasks"] for r in jsonl(run.run_dir / "group-states.jsonl") if r.get("standby_tasks")]
     assert standbys and max(sum(len(v) for v in s.values()) for s in standbys) == 6, standbys[-1:]
     assert any(e["kind"] == "standby_start" for p in (run.run_dir / "events").glob("member-*.jsonl") for e in jsonl(p))
+
+
+@pytest.mark.slow
+def test_a_streams_members_transaction_coordinator_frozen_leaves_the_state_exact(chaos_run):
+    """exactly_once_v2 under `streams`: member-2's transaction coordinator (txn-coordinator:member-2, found from the
+    transactional ids its threads sent in InitProducerId through the request-aware proxy) frozen 12 s; every EndTxn
+    observed: each hit names its transactional id, producer id, epoch and whether it commits. The state stays exact."""
+    scenario = streams_scenario("exactly_once_v2", "streams", "crash")
+    scenario["faults"] = [
+        {"kind": "broker_freeze", "target": "txn-coordinator:member-2", "at_s": 10, "duration_s": 12},
+        {"kind": "rpc", "target": "member-2", "api": "EndTxn", "action": "observe", "at_s": 0, "duration_s": 30},
+        OBSERVE_88]
+    run = chaos_run(scenario)
+    check_streams_run(run, "exactly_once_v2", "streams")
+    faults = jsonl(run.run_dir / "faults.jsonl")
+    [frozen] = [f for f in faults if f["kind"] == "broker_freeze"]
+    assert frozen["params"]["requested_target"] == "txn-coordinator:member-2" and frozen["target"].startswith("kafka-") \
+        and frozen.get("inject_error") is None, frozen
+    [observe] = [f for f in faults if f["kind"] == "rpc" and f["params"]["api"] == "EndTxn"]
+    assert observe["hits"] and {h["version"] for h in observe["hits"]} == {5}  # transaction version 2's EndTxn
+    assert observe["hits"] and all(h["member"] == "member-2" and h["transactional_id"].startswith("chaos-group")
+                                   and h["producer_id"] >= 0 and h["epoch"] >= 0 and h["committed"] is True
+                                   for h in observe["hits"]), observe["hits"][:2]
 
 
 def _rows(folder: Path) -> list[dict]:

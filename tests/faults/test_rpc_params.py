@@ -4,7 +4,7 @@ import pytest
 
 from faults.rpc import ERRORS_BY_API
 from harness.scenario import ScenarioError, parse_scenario
-from kafkanet.rpc_proxy import GROUP_APIS
+from kafkanet.rpc_proxy import RULE_APIS
 
 
 def scenario(fault: dict, **group) -> dict:
@@ -69,10 +69,53 @@ def test_the_proxy_is_used_only_when_asked_or_needed():
     assert parse_scenario({"run": {"rpc_proxy": True}}).proxies_member_lanes
 
 
+EOS_STREAMS = {"consumer_group": {"client": "streams", "members": 3, "streams": {"guarantee": "exactly_once_v2"}}}
+COMMAND = {"consumer_group": {"members": [{"count": 3, "command": ["{python}", "-m", "workloads.app"]}]}}
+
+
+def producer_fault(base: dict, api: str, cluster: dict | None = None, **params) -> dict:
+    fault = {"kind": "rpc", "at_s": 1, "duration_s": 5, "target": "group", "api": api, "action": "observe", **params}
+    return {**base, "faults": [fault], **({"cluster": cluster} if cluster else {})}
+
+
+@pytest.mark.parametrize("base, api", [
+    (EOS_STREAMS, "InitProducerId"), (EOS_STREAMS, "EndTxn"), (EOS_STREAMS, "TxnOffsetCommit"),
+    (EOS_STREAMS, "Produce"), (COMMAND, "AddPartitionsToTxn"), (COMMAND, "EndTxn"),
+    ({"consumer_group": {"members": 3}, "state": {}}, "Produce"),  # a stateful member's changelog producer
+])
+def test_a_producer_request_rule_is_taken_where_a_member_sends_it(base, api):
+    parsed = parse_scenario(producer_fault(base, api))
+    assert parsed.faults[0].params.api == api and parsed.proxies_member_lanes
+
+
+@pytest.mark.parametrize("base, api, cluster, error", [
+    ({"consumer_group": {"members": 3}}, "EndTxn", None,
+     "faults[0].api: only a transactional producer sends EndTxn, and no member of this group runs one"),
+    ({"consumer_group": {"client": "streams", "members": 3}}, "InitProducerId", None,
+     "faults[0].api: only a transactional producer sends InitProducerId"),  # at_least_once: not transactional
+    ({"consumer_group": {"members": 3}}, "Produce", None, "faults[0].api: Produce: no member of this group produces"),
+    (EOS_STREAMS, "AddPartitionsToTxn", None,
+     "faults[0].api: a Java client on transaction version 2 (the brokers' default from Kafka 4.0) never sends "
+     "AddPartitionsToTxn (KIP-890)"),
+    (EOS_STREAMS, "AddOffsetsToTxn", {"kafka_version": "4.1.1"}, "never sends AddOffsetsToTxn"),
+])
+def test_a_producer_request_rule_no_member_sends_is_refused(base, api, cluster, error):
+    with pytest.raises(ScenarioError) as raised:
+        parse_scenario(producer_fault(base, api, cluster))
+    assert error in str(raised.value), str(raised.value)
+
+
+def test_a_transaction_error_must_be_one_the_api_returns():
+    with pytest.raises(ScenarioError, match="faults\\[0\\].error: 'REBALANCE_IN_PROGRESS' is not an error EndTxn can return"):
+        parse_scenario(producer_fault(EOS_STREAMS, "EndTxn", action="error", error="REBALANCE_IN_PROGRESS"))
+    parsed = parse_scenario(producer_fault(EOS_STREAMS, "EndTxn", action="error", error="CONCURRENT_TRANSACTIONS"))
+    assert parsed.faults[0].params.error == "CONCURRENT_TRANSACTIONS"
+
+
 def test_the_error_table_covers_every_group_api_with_errors_kafka_knows():
     from kio.schema.errors import ErrorCode
     known = {code.name.upper() for code in ErrorCode}
-    assert set(ERRORS_BY_API) == set(GROUP_APIS)
+    assert set(ERRORS_BY_API) == set(RULE_APIS)
     for api, errors in ERRORS_BY_API.items():
         assert set(errors) <= known, (api, set(errors) - known)
         assert len(set(errors)) == len(errors), api

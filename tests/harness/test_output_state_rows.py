@@ -52,3 +52,23 @@ def test_a_value_that_names_no_whole_change_is_unread_with_why():
 def test_a_record_without_its_producer_id_keeps_none():
     row, _ = input_row(Message(HEADERS[:4], b"{}"), OutputSpec(topic="streams-totals"))
     assert "producer_id" not in row and "seq" not in row
+
+
+def test_a_record_that_names_when_it_was_processed_is_consumed_then_and_orders_its_members_rows(tmp_path, monkeypatch):
+    """A Streams program's output (ChaosStreams.inputHeaders names in-processed-at): its consumed row's time is the
+    processing time, not the output record's timestamp (Streams keeps the input's), and a member's rows read one
+    output partition at a time come out in processing order; without the header, in the topic's order."""
+    from harness import output_topic
+    late, early = (Message(HEADERS[:3] + [("in-member", b"member-1"), ("in-processed-at", str(t).encode())], b"",
+                           timestamp=1_000) for t in (5_000, 4_000))
+    row, _ = input_row(late, OutputSpec(topic="numbered"))
+    assert row["consumed_at_ms"] == 5_000 and row["processed"]
+    early_row = {**input_row(early, OutputSpec(topic="numbered"))[0], "offset": 501}
+    monkeypatch.setattr(output_topic, "_read_topic", lambda *a: ([row, early_row], []))
+    monkeypatch.setattr(output_topic, "final_commits", lambda *a: {})
+    output_topic.read_back(tmp_path, "b", OutputSpec(topic="numbered"), "g", {"chaos": 6})
+    rows = [json.loads(line) for line in (tmp_path / "consumed" / "member-1.jsonl").read_text().splitlines()]
+    assert [(r["offset"], r["consumed_at_ms"]) for r in rows] == [(501, 4_000), (500, 5_000)]
+    assert "processed" not in rows[0]
+    plain, _ = input_row(Message(HEADERS, b""), OutputSpec(topic="numbered"))
+    assert plain["consumed_at_ms"] == 1_000 and not plain["processed"]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.scenario import parse_scenario, read_yaml
+from harness.scenario import load_scenario, parse_scenario, read_yaml
 from harness.streams import STANDBYS_GROUP_CONFIG, group_configs, streams_settings
 from validate_cli import refused
 from workloads.config import MemberConfig, decode_text, encode, ENV_VAR
@@ -24,9 +24,9 @@ ROOT = Path(__file__).resolve().parents[2]
     ("consumer_group: {client: streams, protocol: consumer}\n",
      "protocol: the Kafka Streams member speaks classic or streams, not consumer"),
     ("consumer_group: {client: librdkafka, protocol: streams}\n",
-     "protocol: the librdkafka member speaks classic or consumer, not streams; use client: streams"),
+     "protocol: the librdkafka member speaks classic or consumer, not streams; use client: command or streams"),
     ("consumer_group: {client: java-member, streams: {guarantee: exactly_once_v2}}\n",
-     "streams: only for client: streams"),
+     "streams: only for client: streams or a command member (your Streams program)"),
     ("consumer_group: {client: streams, commit: sync}\n", "commit: the Kafka Streams member commits on its own"),
     ("consumer_group: {client: streams, assignor: cooperative-sticky}\n",
      "assignor: the Kafka Streams member assigns with its own assignor"),
@@ -69,6 +69,31 @@ def test_the_streams_settings_reach_the_member_as_the_java_side_reads_them():
     assert settings.warmup.acceptable_recovery_lag == 10_000
     cfg = decode_text(MemberConfig, encode(_member_config(settings))[ENV_VAR])
     assert cfg.streams == settings
+
+
+def test_a_command_member_is_a_streams_program_when_the_group_says_so():
+    """Your own Streams program (examples/streams) is a command member: the `streams` block or protocol: streams
+    makes it one (it gets the settings, the group its standbys); a command member otherwise gets none."""
+    command = {"count": 3, "command": ["{python}", "-m", "workloads.java_app", "examples/streams", "{output_topic}"]}
+    output = {"topic": "numbered", "source": "headers", "isolation": "read_committed"}
+    scenario = parse_scenario({"consumer_group": {"protocol": "streams", "members": [command], "output": output,
+                                                  "streams": {"guarantee": "exactly_once_v2", "standby_replicas": 2}}})
+    group = scenario.consumer_group
+    assert streams_settings(group, "command").guarantee == "exactly_once_v2"
+    assert group_configs(group) == {STANDBYS_GROUP_CONFIG: "2"}
+    assert scenario.state is None  # your program's state is its own: judged from its output topic
+    plain = parse_scenario({"consumer_group": {"members": [command], "output": output}}).consumer_group
+    assert streams_settings(plain, "command") is None and group_configs(plain) == {}
+    under_streams = parse_scenario({"consumer_group": {"protocol": "streams", "members": [command],
+                                                       "output": output}}).consumer_group
+    assert streams_settings(under_streams, "command").standby_replicas == 0
+
+
+def test_the_example_streams_program_validates():
+    for name in ("scenario.yaml", "classic.yaml"):
+        path = ROOT / "examples" / "streams" / name
+        scenario = load_scenario(path)
+        assert streams_settings(scenario.consumer_group, "command") is not None, path
 
 
 def test_the_scenario_files_validate():

@@ -1,7 +1,6 @@
 """The request-aware proxy (kafkanet/rpc_proxy.py) in front of a stand-in upstream that answers every request
 frame with its correlation id: headers read, bytes passed unchanged, answers kept in order, and error
 responses that kio reads back as the request's own API and version."""
-import asyncio
 import socket
 import struct
 import threading
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkanet.rpc_proxy import GROUP_APIS, Rule, RpcProxy, error_response, request_facts
+from kafkanet.rpc_proxy import RULE_APIS, Rule, RpcProxy, error_response, request_facts
 from kafkanet.wire import frame
 
 
@@ -170,9 +169,8 @@ def test_an_offset_commit_error_is_set_on_every_partition_the_request_named():
 def every_group_api_version():
     from kio.index import schema_name_map  # noqa: F401  (kio's own index of what exists)
     from kio.index import load_request_schema
-    from kafkanet.rpc_proxy import GROUP_APIS
     out = []
-    for api, key in GROUP_APIS.items():
+    for api, key in RULE_APIS.items():
         for version in range(0, 16):
             try:
                 load_request_schema(key, version)
@@ -216,12 +214,13 @@ def test_an_error_response_is_built_for_every_version_of_every_group_api(api, ke
     assert codes == ({ErrorCode.not_coordinator} if top_level else set()), (api, version, codes)
 
 
-@pytest.mark.parametrize("api", sorted(GROUP_APIS))
+@pytest.mark.parametrize("api", sorted(RULE_APIS))
 def test_every_error_an_rpc_fault_may_name_is_answered_in_the_apis_newest_version(api):
     from faults.rpc import ERRORS_BY_API
-    key = GROUP_APIS[api]
+    key = RULE_APIS[api]
     newest = max(v for a, _, v in every_group_api_version() if a == api)
-    per_item = api in ("FindCoordinator", "OffsetCommit", "OffsetFetch")  # errors per key/partition/group: none here
+    # errors per key, partition or group: the empty request here names none
+    per_item = api in ("FindCoordinator", "OffsetCommit", "OffsetFetch", "Produce", "TxnOffsetCommit")
     for error in ERRORS_BY_API[api]:
         names = {c.name for c in answered_codes(key, newest, error)}
         assert names == (set() if per_item else {error.lower()}), (api, newest, error, names)
@@ -382,3 +381,81 @@ def test_a_recorded_streams_heartbeat_gets_a_well_formed_error_answer():
     start = 9  # size, correlation id, then the flexible response header's empty tagged fields
     response, read = entity_reader(StreamsGroupHeartbeatResponse)(memoryview(answer), start)
     assert response.error_code.name == "fenced_member_epoch" and start + read == len(answer)
+
+
+def encoded(cls, entity) -> bytes:
+    import io
+
+    from kio.serial import entity_writer
+    body = io.BytesIO()
+    entity_writer(cls)(body, entity)
+    return body.getvalue()
+
+
+def end_txn(committed: bool, epoch: int = 3) -> bytes:
+    from kio.schema.end_txn.v4.request import EndTxnRequest
+    from kio.static.primitive import i16, i64
+    return encoded(EndTxnRequest, EndTxnRequest(transactional_id="chaos-group-0_1", producer_id=i64(4001),
+                                                producer_epoch=i16(epoch), committed=committed))
+
+
+def record_batch(producer_id: int, epoch: int) -> bytes:
+    """A v2 record batch header with no records: base offset, length, leader epoch, magic 2, crc, attributes (the
+    transactional bit), last offset delta, two timestamps, producer id and epoch, base sequence, count."""
+    return struct.pack(">qiibIhiqqqhii", 0, 49, -1, 2, 0, 0x10, 0, 0, 0, producer_id, epoch, 0, 0)
+
+
+def test_request_facts_read_a_transactional_producers_id_epoch_and_end():
+    from kio.schema.add_partitions_to_txn.v3 import request as apt
+    from kio.schema.produce.v9 import request as produce
+    from kio.static.primitive import i16, i32, i64
+    assert request_facts(request(26, 4, 1, "member-2-StreamThread-1-producer", end_txn(False), flexible=True)[4:]) == \
+        {"transactional_id": "chaos-group-0_1", "producer_id": 4001, "epoch": 3, "committed": False}
+    added = apt.AddPartitionsToTxnRequest(v3_and_below_transactional_id="t-1", v3_and_below_producer_id=i64(7),
+                                          v3_and_below_producer_epoch=i16(2), v3_and_below_topics=(
+                                              apt.AddPartitionsToTxnTopic(name="out", partitions=(i32(0),)),))
+    assert request_facts(request(24, 3, 2, "member-1", encoded(apt.AddPartitionsToTxnRequest, added), True)[4:]) == \
+        {"transactional_id": "t-1", "producer_id": 7, "epoch": 2}
+    sent = produce.ProduceRequest(transactional_id="t-1", acks=i16(-1), timeout=_timeout(), topic_data=(
+        produce.TopicProduceData(name="out", partition_data=(
+            produce.PartitionProduceData(index=i32(0), records=record_batch(9001, 5)),)),))
+    assert request_facts(request(0, 9, 3, "member-1", encoded(produce.ProduceRequest, sent), True)[4:]) == \
+        {"transactional_id": "t-1", "producer_id": 9001, "epoch": 5}
+
+
+def _timeout():
+    from datetime import timedelta
+
+    from kio.static.primitive import i32Timedelta
+    return i32Timedelta.parse(timedelta(seconds=30))
+
+
+def test_a_member_rule_on_end_txn_hits_its_streams_producer_and_answers_with_the_error(proxied):
+    """A Kafka Streams member's producer (`member-2-StreamThread-1-producer`) is member-2's: an EndTxn error rule on
+    member-2 answers its commit with the error (kio reads the answer back) and lets member-20's through."""
+    from kio.schema.end_txn.v4.response import EndTxnResponse
+    from kio.serial import entity_reader
+    proxy, upstream, sock, hits = proxied
+    proxy.add_rule(recorded(hits, api="EndTxn", action="error", error="CONCURRENT_TRANSACTIONS", client_id="member-2"))
+    sock.sendall(request(26, 4, 1, "member-20-StreamThread-1-producer", end_txn(True), flexible=True))
+    sock.sendall(request(26, 4, 2, "member-2-StreamThread-1-producer", end_txn(True), flexible=True))
+    first, second = answers(sock, 2)
+    assert struct.unpack_from(">i", first)[0] == 1 and struct.unpack_from(">i", second)[0] == 2
+    response, _ = entity_reader(EndTxnResponse)(memoryview(second), 5)
+    assert response.error_code.name == "concurrent_transactions"
+    assert hits == [("error", "member-2-StreamThread-1-producer")] and len(upstream.seen) == 1
+
+
+def test_a_delayed_request_reaches_the_broker_after_its_client_disconnected(proxied):
+    """KAFKA-17754's shape: an EndTxn held back by a delay rule still reaches the broker after the client gave up on
+    its connection (closed it), as a late network packet would."""
+    proxy, upstream, sock, hits = proxied
+    proxy.add_rule(recorded(hits, api="EndTxn", action="delay", delay_ms=400))
+    sock.sendall(request(26, 4, 7, "member-1", end_txn(True), flexible=True))
+    time.sleep(0.1)
+    sock.close()  # the client timed out and left before the delay ran out
+    deadline = time.monotonic() + 5
+    while not upstream.seen and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert hits == [("delay", "member-1")]
+    assert [struct.unpack_from(">hhi", p) for p in upstream.seen] == [(26, 4, 7)]

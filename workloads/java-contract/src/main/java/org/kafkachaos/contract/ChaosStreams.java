@@ -2,6 +2,8 @@ package org.kafkachaos.contract;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Headers;
+import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsConfig;
@@ -9,12 +11,16 @@ import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.processor.StandbyUpdateListener;
 import org.apache.kafka.streams.processor.StateRestoreListener;
 import org.apache.kafka.streams.processor.TaskId;
+import org.apache.kafka.streams.processor.api.RecordMetadata;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 
 /**
  * The Streams part of the contract library: a Kafka Streams program's settings from the run and its events.
@@ -24,7 +30,12 @@ import java.util.concurrent.ConcurrentHashMap;
  * StateRestoreListener (`restore_start`, `restore_end`: records, elapsed_ms, aborted when the restore was suspended),
  * standby updates from a StandbyUpdateListener (`standby_start`, `standby_end`: the changelog offsets, why it ended).
  * A changelog partition is named by the input partition of its task: one sub-topology, as the harness's programs have.
- * What the program processed and the state it built come from its output topic (output-topic mode), never from here.
+ * What the program processed and the state it built come from its output topic (output-topic mode), never from here:
+ * {@link #inputHeaders} names an output record's input record as the harness reads it back.
+ *
+ * <p>A program of yours: build the topology, then {@code System.exit(chaos.run(new KafkaStreams(topology,
+ * chaos.properties())))}; call taskOpened/taskClosed from each processor's init()/close() and give each output record
+ * inputHeaders (examples/streams).
  */
 public final class ChaosStreams {
     public static final String CLIENT = "streams";
@@ -120,6 +131,52 @@ public final class ChaosStreams {
             log.event("error", Json.obj("error", String.valueOf(error), "fatal", true));
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         });
+    }
+
+    /**
+     * Run the instance to its end as a member of the run: the listeners attached, `started`, a SIGTERM closing it (a
+     * graceful leave, then `stopped`; a kill is a crash). Returns the exit code: 1 when Streams stopped in ERROR.
+     */
+    public int run(KafkaStreams streams, Properties props) throws InterruptedException {
+        attach(streams);
+        CountDownLatch closed = new CountDownLatch(1);
+        streams.setStateListener((now, before) -> {
+            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
+                closed.countDown();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            streams.close(Duration.ofSeconds(30));
+            stopped();
+        }, "kafka-chaos-streams-close"));
+        started(props);
+        streams.start();
+        closed.await();
+        return streams.state() == KafkaStreams.State.ERROR ? 1 : 0;
+    }
+
+    /**
+     * The headers output-topic mode reads (consumer_group.output, source: headers): the input record's topic,
+     * partition and offset, this member, when it was processed (the member's rows are read in that order), and the
+     * harness producer's id and seq from the input's value ("producer-id:seq"), so the producer-side checks run too.
+     */
+    public Headers inputHeaders(RecordMetadata at, String inputValue) {
+        RecordHeaders headers = new RecordHeaders();
+        headers.add("in-topic", utf8(at.topic()));
+        headers.add("in-partition", utf8(Integer.toString(at.partition())));
+        headers.add("in-offset", utf8(Long.toString(at.offset())));
+        headers.add("in-member", utf8(cfg.member()));
+        headers.add("in-processed-at", utf8(Long.toString(System.currentTimeMillis())));
+        int colon = inputValue == null ? -1 : inputValue.lastIndexOf(':');
+        if (colon > 0 && colon < inputValue.length() - 1 && inputValue.substring(colon + 1).chars().allMatch(Character::isDigit)) {
+            headers.add("in-producer-id", utf8(inputValue.substring(0, colon)));
+            headers.add("in-seq", utf8(inputValue.substring(colon + 1)));
+        }
+        return headers;
+    }
+
+    private static byte[] utf8(String text) {
+        return text.getBytes(StandardCharsets.UTF_8);
     }
 
     /** `started`, with every setting the run gave the program. */

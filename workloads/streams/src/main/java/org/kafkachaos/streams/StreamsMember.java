@@ -9,9 +9,7 @@ import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.state.Stores;
 import org.kafkachaos.contract.ChaosStreams;
 
-import java.time.Duration;
 import java.util.Properties;
-import java.util.concurrent.CountDownLatch;
 
 /**
  * The Kafka Streams member program (issue 55): one instance of a Streams application whose application.id is the
@@ -35,21 +33,7 @@ public final class StreamsMember {
         }
         Properties props = chaos.properties();
         KafkaStreams streams = new KafkaStreams(topology(chaos, output, twice), props);
-        chaos.attach(streams);
-        CountDownLatch closed = new CountDownLatch(1);
-        streams.setStateListener((now, before) -> {
-            if (now == KafkaStreams.State.ERROR || now == KafkaStreams.State.NOT_RUNNING) {
-                closed.countDown();
-            }
-        });
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(30));
-            chaos.stopped();
-        }, "kafka-chaos-streams-close"));
-        chaos.started(props);
-        streams.start();
-        closed.await();
-        System.exit(streams.state() == KafkaStreams.State.ERROR ? 1 : 0);
+        System.exit(chaos.run(streams, props));
     }
 
     static Topology topology(ChaosStreams chaos, String output, long[] twice) {

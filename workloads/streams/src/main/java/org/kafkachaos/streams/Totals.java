@@ -2,7 +2,6 @@ package org.kafkachaos.streams;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.streams.processor.api.Processor;
 import org.apache.kafka.streams.processor.api.ProcessorContext;
 import org.apache.kafka.streams.processor.api.Record;
@@ -13,15 +12,13 @@ import org.kafkachaos.contract.Json;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Each key's count and sum of seq (the number a record's value ends with, after its last ':'), and the offset of the
  * last input record applied: the value workloads/state.py writes to a changelog ({"count", "sum", "last_offset",
  * "member", "ts_ms"}), so the harness reads this store's changelog as it reads a stateful member's. Each record writes
  * the key's new totals to the output topic with prev_offset (the value it built on) and the input record's place and
- * identity in headers (in-topic, in-partition, in-offset, in-member, in-producer-id, in-seq): the harness makes
- * consumed rows and state rows of them.
+ * identity in headers (ChaosStreams.inputHeaders): the harness makes consumed rows and state rows of them.
  */
 final class Totals implements Processor<String, String, String, String> {
     static final String STORE = "totals";
@@ -70,17 +67,9 @@ final class Totals implements Processor<String, String, String, String> {
         sum += seq(record.value());
         store.put(record.key(), Json.write(Json.obj("count", count, "sum", sum, "last_offset", at.offset(),
                 "member", member, "ts_ms", now)));
-        RecordHeaders headers = new RecordHeaders();
-        headers.add("in-topic", bytes(at.topic()));
-        headers.add("in-partition", bytes(Integer.toString(at.partition())));
-        headers.add("in-offset", bytes(Long.toString(at.offset())));
-        headers.add("in-member", bytes(member));
-        String value0 = record.value();
-        headers.add("in-producer-id", bytes(value0.substring(0, value0.lastIndexOf(':'))));
-        headers.add("in-seq", bytes(Long.toString(seq(value0))));
         String value = Json.write(Json.obj("count", count, "sum", sum, "last_offset", at.offset(), "prev_offset", prev,
                 "member", member, "ts_ms", now));
-        context.forward(new Record<>(record.key(), value, record.timestamp(), headers));
+        context.forward(new Record<>(record.key(), value, record.timestamp(), chaos.inputHeaders(at, record.value())));
     }
 
     @Override
@@ -100,7 +89,4 @@ final class Totals implements Processor<String, String, String, String> {
         }
     }
 
-    private static byte[] bytes(String text) {
-        return text.getBytes(StandardCharsets.UTF_8);
-    }
 }
