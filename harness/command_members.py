@@ -71,5 +71,6 @@ def command_members_named(plan: Plan, described: dict | None, outcome) -> None:
     unknown = sorted(c for c in set(described.get("client_ids", ())) if member_of(c, names) is None)
     if unknown:
         outcome.errors.append(f"{plan.member_field(commands[0].name)}.command: client.id {unknown[0]} names no member: "
-                              "set it to {member} (workloads/app.py's consumer does; a Streams program's clients may add `-` and a suffix)")
+                              "set it to {member} (workloads/app.py's consumer does; a Streams program's clients "
+                              "may add `-` and a suffix)")
         raise ScenarioError(outcome.errors[-1])
