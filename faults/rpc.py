@@ -18,7 +18,7 @@ from pydantic import Field
 
 from faults.base import Fault, FaultParams, StepRecord, params_as
 from faults.context import FaultContext, ScenarioFacts
-from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, resolve_member, transactional
+from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, kinds_of, resolve_member, transactional
 from faults.timeline import FaultTimeline
 from kafkanet.rpc_proxy import RULE_APIS, TXN_APIS, RequestHeader, Rule, RpcProxy, request_facts, same_client
 
@@ -118,7 +118,7 @@ def _check_producer_api(api: str, facts: ScenarioFacts, target: str) -> None:
     """A rule on a producer's request needs a member that sends it: a transactional one (a Kafka Streams member with
     exactly_once_v2, or a command member, which may be) for the transaction requests, any producing one for Produce;
     a Java client on transaction version 2 sends no AddPartitionsToTxn or AddOffsetsToTxn."""
-    kinds = {facts.member_kinds.get(target)} if target in facts.member_kinds else set(facts.member_kinds.values())
+    kinds = kinds_of(facts, target)
     sends_transactions = transactional(kinds, facts)
     if api == "Produce" and not (sends_transactions or facts.producing):
         raise ValueError("api: Produce: no member of this group produces (a stateful member's changelog, an "
@@ -126,8 +126,9 @@ def _check_producer_api(api: str, facts: ScenarioFacts, target: str) -> None:
     if api in TRANSACTIONAL_ONLY and not sends_transactions:
         raise ValueError(f"api: only a transactional producer sends {api}, and no member of this group runs one "
                          "(a Kafka Streams group with guarantee exactly_once_v2, or a command member of yours)")
-    release = facts.kafka_version
-    if api in TV1_ONLY and "command" not in kinds and (release is None or tuple(map(int, release.split(".")[:2])) >= TV2_FROM):
+    release = facts.kafka_version  # faults/ sits below harness/: its version_tuple is not ours to import
+    if api in TV1_ONLY and "command" not in kinds and (
+            release is None or tuple(map(int, release.split(".")[:2])) >= TV2_FROM):
         raise ValueError(f"api: a Java client on transaction version 2 (the brokers' default from Kafka 4.0) never "
                          f"sends {api} (KIP-890): the brokers add partitions to the transaction themselves")
 

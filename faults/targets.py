@@ -76,19 +76,22 @@ def coordinator_id(view: BrokerView, group_id: str) -> int:
     Computed from metadata rather than asked with DescribeConsumerGroups: that admin call can abort
     the process when the coordinator is unreachable (librdkafka issue 4605), which is what faults do.
     """
-    partitions = sum(1 for p in view.partitions if p.topic == OFFSETS_TOPIC)
-    if not partitions:
-        raise TargetError(f"{OFFSETS_TOPIC} does not exist yet: no group has a coordinator")
-    return partition_leader(view, OFFSETS_TOPIC, offsets_partition(group_id, partitions))
+    return _leader_for(view, OFFSETS_TOPIC, group_id, "no group has a coordinator")
 
 
 def transaction_coordinator_id(view: BrokerView, transactional_id: str) -> int:
-    """The transaction coordinator of a transactional id: the leader of its __transaction_state partition, the
-    topic's partition count read from metadata (transaction.state.log.num.partitions, never assumed 50)."""
-    partitions = sum(1 for p in view.partitions if p.topic == TXN_STATE_TOPIC)
+    """The transaction coordinator of a transactional id: the leader of its __transaction_state partition."""
+    return _leader_for(view, TXN_STATE_TOPIC, transactional_id, "no producer has begun a transaction")
+
+
+def _leader_for(view: BrokerView, topic: str, key: str, why_none: str) -> int:
+    """The leader of the internal topic's partition for a key (a group id, a transactional id), the topic's
+    partition count read from metadata (offsets.topic.num.partitions, transaction.state.log.num.partitions: never
+    assumed 50)."""
+    partitions = sum(1 for p in view.partitions if p.topic == topic)
     if not partitions:
-        raise TargetError(f"{TXN_STATE_TOPIC} does not exist yet: no producer has begun a transaction")
-    return partition_leader(view, TXN_STATE_TOPIC, offsets_partition(transactional_id, partitions))
+        raise TargetError(f"{topic} does not exist yet: {why_none}")
+    return partition_leader(view, topic, offsets_partition(key, partitions))
 
 
 def txn_coordinator(view: BrokerView, transactional_ids: Mapping[str, set[str]], member: str | None) -> int:
@@ -136,10 +139,15 @@ def check_txn_coordinator_target(target: str, facts: ScenarioFacts) -> None:
     match = TXN_COORDINATOR_OF.match(target)
     if match and match["member"] not in facts.members:
         raise ValueError(f"target: {target!r}: {match['member']} is not a member of this scenario ({list(facts.members)})")
-    kinds = {facts.member_kinds.get(match["member"])} if match else set(facts.member_kinds.values())
-    if not transactional(kinds, facts):
+    if not transactional(kinds_of(facts, match["member"] if match else None), facts):
         raise ValueError(f"target: {target!r}: no member of this group runs a transactional producer (a Kafka Streams "
                          "group with guarantee exactly_once_v2, or a command member of yours)")
+
+
+def kinds_of(facts: ScenarioFacts, member: str | None) -> set:
+    """The member kinds a target reaches: the named member's, or (None, or a target that names no member) every
+    member's."""
+    return {facts.member_kinds[member]} if member in facts.member_kinds else set(facts.member_kinds.values())
 
 
 def transactional(kinds: set, facts: ScenarioFacts) -> bool:
