@@ -3,7 +3,9 @@
 As in Jepsen's combined nemesis, each step is an injector with its own final heal; `heal_all()`
 runs every heal, in order, whatever happened before (normal end, exception, SIGINT/SIGTERM).
 Heals are due `duration_s` after the inject actually finished (a slow broker pause does not eat
-into the fault's length). A heal that fails is retried; if it still fails it is reported as an
+into the fault's length). A heal runs beside the schedule, in its own thread: a broker's restart waits minutes at
+most for the broker to rejoin, and the next fault's inject and heal keep their own times meanwhile (a partition
+healed late can be what keeps the restarted broker out). A heal that fails is retried; if it still fails it is reported as an
 error (the harness then exits 3) with the fault left unhealed in faults.jsonl, and the other heals
 still run.
 """
@@ -37,6 +39,7 @@ class Nemesis:
         self.errors: list[str] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._healing: list[threading.Thread] = []
 
     def start(self) -> "Nemesis":
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
@@ -61,7 +64,17 @@ class Nemesis:
                     injected_at = time.monotonic() - self._t0
                     heapq.heappush(queue, (injected_at + due_item.duration_s, counter, fault))
             else:
-                self._heal(due_item)
+                self._heal_beside(due_item)
+        self._join_heals()
+
+    def _heal_beside(self, fault: Fault) -> None:
+        thread = threading.Thread(target=self._heal, args=(fault,), name=f"heal-{fault.kind}", daemon=True)
+        self._healing.append(thread)
+        thread.start()
+
+    def _join_heals(self) -> None:
+        for thread in list(self._healing):
+            thread.join()
 
     def _inject(self, step: Step) -> Fault | None:
         try:
@@ -102,5 +115,6 @@ class Nemesis:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(30)
-        for fault in self.faults:
+        for fault in self.faults:  # a heal still running beside holds its fault's lock: this one then finds it healed
             self._heal(fault)
+        self._join_heals()

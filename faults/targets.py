@@ -151,10 +151,10 @@ def kinds_of(facts: ScenarioFacts, member: str | None) -> set:
 
 
 def transactional(kinds: set, facts: ScenarioFacts) -> bool:
-    """Whether members of these kinds run a transactional producer: a Kafka Streams member with exactly_once_v2, or a
-    command member of yours (which may)."""
+    """Whether members of these kinds run a transactional producer: a Kafka Streams member with exactly_once_v2, a
+    member whose commit is a transaction, or a command member of yours (which may)."""
     eos_streams = "streams" in kinds and (facts.group.get("streams") or {}).get("guarantee") == "exactly_once_v2"
-    return eos_streams or "command" in kinds
+    return eos_streams or facts.group.get("commit") == "transaction" or "command" in kinds
 
 
 def is_role(target: str) -> bool:

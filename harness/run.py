@@ -39,7 +39,7 @@ from harness.command_members import (command_members_alive, command_members_name
 from harness.output_topic import read_back
 from harness.state import key_space, prefill, read_final, state_config
 from harness.streams import group_configs, group_members, set_group_configs, streams_settings
-from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig
+from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig, TransactionSettings
 from workloads.control import control_path, write_atomically
 from workloads.kinds import member_kind
 from workloads.security import security_config
@@ -109,7 +109,13 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
         command=settings.command, workdir=settings.workdir,
         start_timeout_s=settings.start_timeout_s or DEFAULT_START_TIMEOUT_S,
         output_topic=output.topic if (output := plan.scenario.consumer_group.output) else None,
-        state=state_config(plan.scenario), streams=streams_settings(plan.scenario.consumer_group, settings.client))
+        state=state_config(plan.scenario), streams=streams_settings(plan.scenario.consumer_group, settings.client),
+        transaction=transaction_settings(plan.scenario.consumer_group, settings.commit))
+
+
+def transaction_settings(group, commit: str) -> TransactionSettings | None:
+    """commit: transaction's settings (the group's `transaction` block, its defaults filled in by the schema)."""
+    return TransactionSettings(**group.transaction.model_dump()) if commit == "transaction" else None
 
 
 def producer_config(plan: Plan, run_dir: Path, bootstrap: str) -> ProducerConfig:

@@ -200,15 +200,11 @@ class ContractLog:
     def commit(self, offsets: list[TopicPartition], send, asynchronous: bool):
         """Log the commit's window around ``send()`` (the client's commit call): sync, `committed` or
         `commit_failed` (the KafkaException raised again); async, its answer comes to :meth:`answer`."""
-        self.consumed.flush()
         committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
-        commit_id, self.next_commit_id = self.next_commit_id, self.next_commit_id + 1
-        requested_at = now_ms()
-        self.event("commit_sent", offsets=committed, commit_id=commit_id)
+        window = self.open_window(committed)
         if asynchronous:
-            self.sent_async.append((committed, commit_id, requested_at))
+            self.sent_async.append((committed, window["commit_id"], window["requested_at_ms"]))
             return send()
-        window = {"commit_id": commit_id, "requested_at_ms": requested_at}
         try:
             result = send()
         except KafkaException as exc:
@@ -216,6 +212,14 @@ class ContractLog:
             raise
         self.event("committed", offsets=committed, **window)
         return result
+
+    def open_window(self, committed: dict[str, int]) -> dict:
+        """A commit's opening: every consumed row flushed, then `commit_sent`; the window's fields for its answer."""
+        self.consumed.flush()
+        commit_id, self.next_commit_id = self.next_commit_id, self.next_commit_id + 1
+        requested_at = now_ms()
+        self.event("commit_sent", offsets=committed, commit_id=commit_id)
+        return {"commit_id": commit_id, "requested_at_ms": requested_at}
 
     def answer(self, err, partitions) -> None:
         """The answer to an asynchronous commit: of one sent through :meth:`commit` (paired by its offsets; answers

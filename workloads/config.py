@@ -81,6 +81,15 @@ class StreamsSettings:
 
 
 @dataclass(frozen=True)
+class TransactionSettings:
+    """`commit: transaction` (workloads/transactions.py): a transaction every interval_ms, transaction.timeout.ms, and
+    every abort_every-th transaction aborted on purpose (0: none); the defaults are the scenario's (TransactionSpec)."""
+    interval_ms: int
+    timeout_ms: int
+    abort_every: int = 0
+
+
+@dataclass(frozen=True)
 class ClientRelease:
     """How a member of one client release runs (harness/releases/client_versions.py resolves it, cached)."""
     python: str | None = None  # librdkafka: the interpreter of that confluent-kafka release's venv
@@ -130,6 +139,7 @@ class MemberConfig:
     output_topic: str | None = None  # output-topic mode: the topic a command member writes what it consumed to
     state: StateConfig | None = None  # a stateful member (the scenario's `state` block)
     streams: StreamsSettings | None = None  # a Kafka Streams member's settings (consumer_group.streams)
+    transaction: TransactionSettings | None = None  # commit: transaction's settings (consumer_group.transaction)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from typing import Callable, Literal
 COMMIT_MODES = ("sync", "async", "auto", "before_process")
 # the events a member writes (analysis/rundir/contract.py EVENT_KINDS, less the admin probe's admin_call)
 MEMBER_EVENTS = frozenset({"started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed",
-                           "fenced", "stopped", "crashed", "error", "join_overdue", "restore_start", "restore_end"})
+                           "fenced", "stopped", "crashed", "error", "join_overdue", "restore_start", "restore_end",
+                           "rewound"})
 STATE_EVENTS = frozenset({"restore_start", "restore_end"})  # a stateful member's (keeps_state) only
 # a Kafka Streams member's: its tasks opened and closed (assigned, revoked), restores, standby updates; no commit
 STREAMS_EVENTS = frozenset({"started", "assigned", "revoked", "stopped", "crashed", "error", "restore_start",
@@ -141,7 +142,7 @@ register(MemberKind(
     # Recorded in each member's `started` facts (hosted_settings).
     hosted_settings={"queued.max.messages.kbytes": 2048, "queued.min.messages": 2000},
     fds_per_member=24, mb_per_member=6, state_fds_per_member=40, state_mb_per_member=8, sweep_name="librdkafka",
-    join_watch=True, keeps_state=True))
+    join_watch=True, keeps_state=True, commit_modes=(*COMMIT_MODES, "transaction")))
 
 register(MemberKind(
     name="java", title="Java member (VerifiableConsumer)", library="kafka-clients",

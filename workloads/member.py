@@ -24,6 +24,7 @@ from workloads.config import MemberConfig, ProcessingConfig
 from workloads.control import ControlFile, control_path
 from workloads.history import end_event, now_ms, started_facts
 from workloads.state import MemberState
+from workloads.transactions import Rewind, Transactions, rewind
 
 CLIENT = "librdkafka"
 RESTORING_WAIT_MS = 50  # the batch wait while a restore is under way: the restore advances between batches
@@ -114,6 +115,7 @@ class Member:
             settings.update(self.join_watch.settings())
         self.consumer = Consumer(settings)
         self.state = MemberState(cfg, cfg.state, settings) if cfg.state is not None else None
+        self.transactions = Transactions(cfg, cfg.transaction, self.log) if cfg.commit == "transaction" else None
 
     def refresh_generation(self) -> int:
         self.log.generation = current_generation(self.consumer)
@@ -134,9 +136,16 @@ class Member:
     def on_revoke(self, consumer, partitions) -> None:
         if self.state is not None:  # the changelog flushed before the partitions go
             self.state.revoked(partitions, self.event)
+        if self.transactions is not None:  # the open transaction committed (or aborted) before the partitions go
+            try:
+                self.transactions.commit(consumer)
+            except Rewind:
+                pass  # what it consumed goes to the next owner, from the committed offsets
         self.event("revoked", partitions=partition_names(partitions))
 
     def on_lost(self, consumer, partitions) -> None:
+        if self.transactions is not None:
+            self.transactions.abort_lost()
         if self.state is not None:
             self.state.lost(partitions, self.event)
         self.event("lost", partitions=partition_names(partitions))
@@ -163,6 +172,8 @@ class Member:
                     self._handle(records)
                 elif self.uncommitted:
                     self._commit_positions()
+                elif self.transactions is not None and self.transactions.due():
+                    self._commit_transaction()
         except FatalError as exc:
             self._end_on(exc.error, exc.request)
             return 3
@@ -175,6 +186,9 @@ class Member:
                 self.join_watch.close()
         if self.crashed:
             return 0
+        if self.transactions is not None:
+            self._commit_transaction()
+            self.transactions.close()
         self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
         if self.state is not None:
             self.state.close()
@@ -205,8 +219,16 @@ class Member:
     def _handle(self, records) -> None:
         """Process (the configured delay), log, commit, in the order the commit mode says:
         sync/async: log, then commit (at least once); before_process: commit, then process and log
-        (at most once, on purpose); auto: log, and the background timer commits what consume() stored."""
+        (at most once, on purpose); auto: log, and the background timer commits what consume() stored;
+        transaction: an output record each, in the open transaction, committed with the offsets on time (the
+        harness reads what it consumed back from the output topic)."""
         commit, received_at = self.cfg.commit, now_ms()  # consumed: when consume() handed the batch over
+        if commit == "transaction":
+            self._processing().delay(len(records))
+            self.transactions.process(records)
+            if self.transactions.due():
+                self._commit_transaction()
+            return
         if commit == "before_process":
             self._commit(records)
         self._processing().delay(len(records))
@@ -237,6 +259,12 @@ class Member:
         log.rows([row_of(m, self.name, at, generation, log.take_n(), self.cfg.instance_id, CLIENT) for m in records])
         if self.state is not None:
             self.state.apply(records, generation)
+
+    def _commit_transaction(self) -> None:
+        try:
+            self.transactions.commit(self.consumer)
+        except Rewind:
+            rewind(self.consumer, self.log)
 
     def _commit(self, records) -> None:
         next_offsets: dict[tuple[str, int], int] = {}

@@ -15,7 +15,8 @@ STRING, INT32, INT64, LIST, OBJECT, BOOL = "string", "int32", "int64", "list", "
 STATUSES = ("ok", "fail", "info", "unplaced")  # produced status: docs/DESIGN.md, produced/
 EVENT_KINDS = ("started", "assigned", "revoked", "lost", "commit_sent", "committed", "commit_failed", "fenced",
                "stopped", "crashed", "error", "admin_call", "join_overdue", "restore_start", "restore_end",
-               "standby_start", "standby_end")  # a Streams member's standby task updating its store (ChaosStreams)
+               "standby_start", "standby_end",  # a Streams member's standby task updating its store (ChaosStreams)
+               "rewound")  # a transactional member's partitions back to their committed offsets after an abort
 WORKLOAD_PHASE = "workload and faults"  # run.json's phase of the workload (its cpu_pressure_pct, its seconds)
 OUTPUT_FILE = "output.json"  # output-topic mode: the read-back of the members' output topic (harness/output_topic.py)
 MEMBER_ROLE = "member"  # an events row's role when absent: a group member (an admin probe is not one)
@@ -55,7 +56,7 @@ EVENTS = (
     # typed facts of a `started` event (issue 8)
     Column("client", STRING), Column("protocol", STRING), Column("assignor", STRING), Column("instance_id", STRING),
     Column("commit", STRING), Column("heartbeat_interval_ms", INT64), Column("client_version", STRING),
-    Column("librdkafka_version", STRING),
+    Column("librdkafka_version", STRING), Column("guarantee", STRING),  # a Kafka Streams member's processing.guarantee
     # a hosted member's (issue 39): the member host it ran in, and the client settings hosting changed
     Column("host", STRING), Column("hosted_settings", OBJECT),
     # the error a member ended on (`fenced`, `error`; issue 22)

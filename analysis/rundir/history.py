@@ -27,8 +27,9 @@ from analysis.engine.kernels import EpochRange
 OPEN = 2**62  # "still owned at the end of the history"
 ENDS = ("stopped", "crashed", "fenced")  # the events that end a member (its process, or its membership)
 STARTED_FACTS = ("client", "protocol", "assignor", "instance_id", "commit", "heartbeat_interval_ms", "client_version",
-                 "librdkafka_version")
-COMMIT_FACTS = ("requested_at_ms", "commit_id")  # of a commit's events: when it was sent, and which commit it is
+                 "librdkafka_version", "guarantee")  # guarantee: a Kafka Streams member's processing.guarantee
+COMMIT_FACTS = ("requested_at_ms", "commit_id", "aborted")  # of a commit's events: when it was sent, which commit it
+# is, and (commit_failed) whether its transaction was aborted: then its offsets were certainly not applied
 COMMIT_KINDS = ("commit_sent", "committed", "commit_failed")
 END_FACTS = ("error", "fatal", "request", "signal", "exit_code")  # of a `fenced` or `error` event: the error, as the
 # member logged it; of a `crashed` event the harness logged: the signal the process died of, one the harness did not
@@ -48,7 +49,7 @@ class Period:
     start: int
     end: int = OPEN
     generation: int | None = None
-    end_kind: str | None = None     # revoked lost replaced stopped crashed fenced restarted superseded; None = open
+    end_kind: str | None = None     # revoked lost replaced stopped crashed fenced restarted superseded rewound; None = open
     logged_end: int = OPEN          # the end the member itself logged (differs when superseded)
 
     @property
@@ -469,6 +470,12 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
                         owned[key] = p
             elif e.kind in ("revoked", "lost"):
                 close(owned.keys() if e.partitions is None else e.partitions, e.ts, e.kind)
+            elif e.kind == "rewound":  # an aborted transaction's records consumed again: a new ownership each
+                for key in [k for k in (e.offsets or {}) if k in owned]:
+                    generation = owned[key].generation
+                    close([key], e.ts, "rewound")
+                    owned[key] = Period(len(periods), member, key[0], key[1], e.ts, generation=generation)
+                    periods.append(owned[key])
             elif e.kind in ENDS:
                 close(owned.keys(), e.ts, e.kind)
             elif e.kind == "started":
@@ -479,7 +486,8 @@ def rebuild_ownership(h: History, protocol: str = "auto") -> None:
             elif e.kind in ("committed", "commit_failed") and e.offsets:
                 request = sent.pop(e.facts.get("commit_id"), None)
                 sent_ts = e.facts.get("requested_at_ms", request.ts if request is not None else None)
-                h.commits += commits_of(e, member, e.kind == "committed", sent_ts)
+                if not e.facts.get("aborted"):  # an aborted transaction's offsets: never applied, no commit at all
+                    h.commits += commits_of(e, member, e.kind == "committed", sent_ts)
         h.commits += unanswered(sent, member)
     for p in periods:
         p.logged_end = p.end

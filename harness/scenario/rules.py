@@ -38,7 +38,38 @@ def check_group(group) -> None:
         _client_rules(group)
         _protocol_rules(group)
         _streams_rules(group)
+    _transaction_rules(group)
     check_output_mode(group)
+
+
+TXN_OUTPUT = "txn-out"  # commit: transaction's output topic: <group id>-txn-out
+TXN_MAX_TIMEOUT_MS = 900_000  # the brokers' transaction.max.timeout.ms by default
+
+
+def _transaction_rules(group) -> None:
+    """commit: transaction is the group's (its output topic is), with its `transaction` block only then."""
+    if group.transaction is not None and group.commit != "transaction":
+        raise ValueError(f"transaction: only with commit: transaction (the group commits {group.commit})")
+    if not isinstance(group.members, int):
+        for i, m in enumerate(group.members):
+            if (m.commit == "transaction") != (group.commit == "transaction") and m.commit is not None:
+                raise ValueError(f"members[{i}].commit: commit: transaction is the whole group's (its members write "
+                                 "one output topic, read back as the group's deliveries); set consumer_group.commit")
+
+
+def check_transaction_timeout(scenario) -> None:
+    """transaction.timeout.ms above the brokers' transaction.max.timeout.ms: InitProducerId would fail."""
+    group = scenario.consumer_group
+    if group.commit != "transaction":
+        return
+    limit = int(scenario.cluster.broker_config.get("transaction.max.timeout.ms", TXN_MAX_TIMEOUT_MS))
+    timeout = group.transaction.timeout_ms  # the block's defaults are filled in (_transaction_output)
+    if timeout > limit:
+        raise ValueError(f"consumer_group.transaction.timeout_ms: {timeout} is above the brokers' "
+                         f"transaction.max.timeout.ms ({limit}); InitProducerId would refuse it")
+    if scenario.state is not None:
+        raise ValueError("state: a stateful member commits with its changelog flushed first; commit: transaction "
+                         "keeps no state")
 
 
 def _some_member_is_of(group) -> bool:
@@ -51,6 +82,8 @@ def own_output_defaults(data):
     """A kind that writes its own output topic (kinds.own_output: Kafka Streams) and commits on its own: the group's
     output and commit are the kind's; ValueError where the user set another. Before the schema validates `data` (a
     file's, or a scenario's own dump validated again: the kind's values pass)."""
+    if isinstance(data, dict) and data.get("commit") == "transaction":
+        return _transaction_output(data)
     if not isinstance(data, dict) or data.get("client") not in KINDS or KINDS[data["client"]].own_output is None:
         return data
     kind = KINDS[data["client"]]
@@ -65,6 +98,15 @@ def own_output_defaults(data):
                          "assignor out")
     return {**data, "commit": kind.commit_modes[0],
             "output": output or {"topic": topic, "source": "headers", "isolation": "read_committed"}}
+
+
+def _transaction_output(data: dict) -> dict:
+    """commit: transaction: the members write <group id>-txn-out, read back read_committed."""
+    output, topic = data.get("output"), f"{data.get('group_id') or DEFAULT_GROUP_ID}-{TXN_OUTPUT}"
+    if output is not None and (not isinstance(output, dict) or output.get("topic") != topic):
+        raise ValueError(f"output: a transactional member writes its own output topic ({topic}); leave output out")
+    return {**data, "output": output or {"topic": topic, "source": "headers", "isolation": "read_committed"},
+            "transaction": data.get("transaction") or {}}
 
 
 def own_output_topic(group_id: str, kind) -> str:
@@ -126,7 +168,7 @@ def check_output_mode(group) -> None:
     if group.output is None:
         return
     for i, spec in enumerate(group.member_specs()):
-        if not (member_kind(spec.client).command or member_kind(spec.client).own_output):
+        if not (member_kind(spec.client).command or member_kind(spec.client).own_output or spec.commit == "transaction"):
             raise ValueError(f"output: every member of an output-topic group is a command member; member-{i + 1} is "
                              f"the {member_kind(spec.client).title} (a group mixing modes cannot be judged)")
 
@@ -220,6 +262,7 @@ def check_scenario(scenario) -> None:
     _check_subscriptions(scenario.consumer_group, names)
     if scenario.state is not None:
         _state_rules(scenario)
+    check_transaction_timeout(scenario)
     _check_replicas(scenario)
     facts = scenario.facts()
     for i, fault in enumerate(scenario.faults):

@@ -88,7 +88,7 @@ class ProcessingSpec(Strict):
 VERSION = r"^\d+(\.\d+){1,3}$"
 Client = Annotated[str, AfterValidator(lambda name: member_kind(name).name)]  # a registered member kind
 ASSIGNORS = Literal["range", "roundrobin", "sticky", "cooperative-sticky"]
-COMMIT_MODES = Literal["sync", "async", "auto", "before_process", "interval"]
+COMMIT_MODES = Literal["sync", "async", "auto", "before_process", "interval", "transaction"]
 
 
 Command = Annotated[Union[list[Annotated[str, Field(min_length=1)]], Annotated[str, Field(min_length=1)]], Field(
@@ -150,6 +150,17 @@ class StreamsSpec(Strict):
     threads: int = Field(1, ge=1, le=16, description="stream threads an instance (num.stream.threads)")
     warmup: WarmupSpec | None = Field(None, description="classic only; without it acceptable.recovery.lag is at its "
                                       "maximum: every instance counts as caught up and tasks move at once")
+
+
+class TransactionSpec(Strict):
+    """commit: transaction (workloads/transactions.py): consume, transform and produce in a transaction that also
+    commits the input offsets; the output topic (<group id>-txn-out) is read back read_committed."""
+    interval_ms: int = Field(200, ge=10, le=600_000, description="a transaction is committed this long after it began "
+                             "(and before a revocation, and at the stop)")
+    timeout_ms: int = Field(60_000, ge=1000, le=3_600_000, description="transaction.timeout.ms: at most the brokers' "
+                            "transaction.max.timeout.ms (cluster.broker_config; 900,000 by default)")
+    abort_every: int = Field(0, ge=0, le=1_000_000, description="abort every Nth transaction on purpose (its records "
+                             "consumed again after a rewind); 0: none")
 
 
 def _command_names_the_kind(data):
@@ -214,7 +225,9 @@ class ConsumerGroupSpec(Strict):
     commit: COMMIT_MODES = Field(
         "sync", description="sync/async: log then commit (at least once); auto: enable.auto.commit, offsets stored as "
                             "consume() returns them; before_process: commit then log (at most once, on purpose); "
-                            "interval: what was processed, every commit.interval.ms (Kafka Streams' own, its only)")
+                            "interval: what was processed, every commit.interval.ms (Kafka Streams' own, its only); "
+                            "transaction: the offsets in the transaction that writes the output (exactly once, "
+                            "librdkafka; the `transaction` block)")
     auto_commit_interval_ms: int = Field(5000, ge=1, le=3_600_000, description="with commit: auto")
     processing: ProcessingSpec = Field(default_factory=ProcessingSpec)
     session_timeout_ms: int | None = Field(10_000, ge=1000)
@@ -240,6 +253,8 @@ class ConsumerGroupSpec(Strict):
     start_timeout_s: int | None = START_TIMEOUT
     streams: StreamsSpec | None = Field(None, description="client: streams: the guarantee, standby replicas, threads "
                                         "and warm-up settings (default: at_least_once, no standbys, one thread)")
+    transaction: TransactionSpec | None = Field(None, description="commit: transaction's settings (default: a "
+                                                "transaction every 200 ms, a 60 s transaction.timeout.ms, no aborts)")
 
     @model_validator(mode="before")
     @classmethod

@@ -57,7 +57,8 @@ def run_sweep(spec: SweepSpec, source: str, out: Path, rerun: str | None = None)
 def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     """Measure again, from its run directory and with no cluster, every finished cell whose row lacks a figure the
     sweep now gives (outputs.METRICS, outputs.MACHINE), or has one by an older definition (analysis.api.stale): a
-    cell measured before the analysis gained or changed it. A cell that ran before coordinator.log existed gets it
+    cell measured before the analysis gained or changed it; and every cell the analysis could not judge (unjudged),
+    which is analysed again. A cell that ran before coordinator.log existed gets it
     from the brokers' logs its run kept; one whose stale figures are all of its history (none a latency figure) is
     measured without Spark (figures_without_spark). Each cell's new row is appended (the latest row of a cell is its
     row); returns every row."""
@@ -69,9 +70,10 @@ def refigure_sweep(spec: SweepSpec, source: str, out: Path) -> list[dict]:
     folder = SweepDir(out)
     done = folder.open(spec, source)
     cells = {cell.id: cell for cell in spec.cells()}
-    needs_spark = lambda row: bool(stale(row, [m for m in METRICS if m in SPARK_FIGURES or m not in row]))  # noqa: E731
+    needs_spark = lambda row: (unjudged(row)  # noqa: E731
+                               or bool(stale(row, [m for m in METRICS if m in SPARK_FIGURES or m not in row])))
     old = [row for row in done.values() if row["cell"] in cells and row["status"] != "failed"
-           and stale(row, (*METRICS, *MACHINE))]
+           and (stale(row, (*METRICS, *MACHINE)) or unjudged(row))]
     todo = [row for row in old if folder.run_dir(row) is not None]
     gone = len(old) - len(todo)
     spark = get_session() if any(needs_spark(row) for row in todo) else None
@@ -165,6 +167,11 @@ def _delete_topics(cluster, names: list[str]) -> None:
         cluster.delete_topics(names)
     except Exception as exc:  # measured all the same; the bound is checked per cell, so a leftover is only space
         say(f"the cell's topics could not be deleted ({one_line(exc)}); they stay on the sweep's cluster")
+
+
+def unjudged(row: dict) -> bool:
+    """The analysis could not judge the cell's run (a check failed on it: valid "unknown"): a fixed check may now."""
+    return row.get("valid") == "unknown"
 
 
 def judged(row: dict) -> dict:

@@ -3,6 +3,8 @@
 what the changelog holds, and applies from the committed offset on. The healthy run is read in both formats (the key
 comes from the produced files, JSON lines or Parquet); the anomalies in JSON lines (make test's time)."""
 
+import json
+
 from analysis import analyze
 from analysis_runs import T0, Run
 
@@ -112,3 +114,37 @@ def test_a_synthetic_stateful_run_matches_its_ground_truth(tmp_path, spark):
     assert counts["state_duplicate"] > 0 and counts["state_duplicate_within_budget"] > 0
     assert counts["state_duplicate"] + counts["state_duplicate_within_budget"] == truth.state_doubled
     assert counts["state_lost"] == 0 and counts["lost"] == truth.lost_records > 0
+
+
+def streams_run(root, guarantee: str):
+    """state_run's double apply as a Kafka Streams program's output-topic run shows it: a's change of 6 reached the
+    changelog (b restores it) but a crashed before its output record landed, so neither a's state row of 6 nor a's
+    delivery of 6 (consumed/ is read back from the output topic) is there."""
+    r = state_run(root, "jsonl", restored=range(7))
+    r.state["a"] = [row for row in r.state["a"] if row["offset"] != 6]
+    r.consumed["a"] = [row for row in r.consumed["a"] if row["offset"] != 6]
+    for started in (e for evs in r.events.values() for e in evs if e["kind"] == "started"):
+        started["guarantee"] = guarantee
+    rd = r.write()
+    (rd / "output.json").write_text(json.dumps({"topic": "out", "source": "value", "isolation": "read_committed",
+                                                "rows": 13, "unread": 0, "commits": {"t:0": 12}}))
+    return rd
+
+
+def test_a_change_whose_output_record_died_with_its_member_is_crossed_under_at_least_once(tmp_path, spark):
+    """The walk crosses the step no row applies (k0's change 3: offset 6, built on a's change of 3) and judges b's
+    re-apply of 6 by the budget rule, a's delivery of 6 being hidden: within, as at-least-once allows."""
+    s = analyze(streams_run(tmp_path / "run", "at_least_once"), spark=spark)
+    assert found(s, "state_duplicate_within_budget") == [("k0", 6, ["a", "b"], ["crash-a"])]
+    assert found(s, "state_duplicate") == [] and found(s, "state_lost") == []
+    assert s["checks"]["state_lost"]["hidden_changes"] == 1
+    assert [a["hidden_changes"] for a in s["anomalies"] if a["type"] == "state_duplicate_within_budget"] == [1]
+
+
+def test_under_exactly_once_a_change_without_its_output_record_is_a_broken_chain(tmp_path, spark):
+    """exactly_once_v2 writes the changelog record and the output record in one transaction: one without the other
+    breaks the member's contract, and the state checks say so rather than judge."""
+    s = analyze(streams_run(tmp_path / "run", "exactly_once_v2"), spark=spark)
+    for name in ("state_duplicate", "state_lost", "state_duplicate_within_budget"):
+        assert s["checks"][name]["status"] == "crashed" and "BrokenChain" in s["checks"][name]["error"], s["checks"][name]
+        assert "offset 6 as its change number 3" in s["checks"][name]["error"]

@@ -181,3 +181,11 @@ def test_a_row_measured_by_an_older_definition_of_a_figure_is_stale():
     row = {"restore_ms": 1, "first_processing_ms": 81_962}
     assert stale(row, ("restore_ms", "first_processing_ms", "restores")) == ["first_processing_ms", "restores"]
     assert stale({**row, "figure_revisions": {"first_processing_ms": 2}}, ("restore_ms", "first_processing_ms")) == []
+
+
+def test_a_cell_the_analysis_could_not_judge_is_analysed_again_by_refigure():
+    """A check that failed on a cell's run leaves its verdict "unknown" (an invalid cell, but not a finding): once the
+    check is fixed, --refigure analyses the cell again; a judged cell, valid or not, is left alone."""
+    from harness.sweep.runner import unjudged
+    assert unjudged({"valid": "unknown", "status": "invalid"})
+    assert not unjudged({"valid": False, "status": "invalid"}) and not unjudged({"valid": True, "status": "ok"})

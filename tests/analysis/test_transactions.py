@@ -1,0 +1,55 @@
+"""Issue 56: a transactional member's abort and rewind (workloads/transactions.py) as the analysis reads it. member a
+consumes t:0 0-9 in one transaction and commits it (offsets 10), consumes 10-19, aborts that transaction
+(`commit_failed`, `aborted: true`) and rewinds to 10 (`rewound`), then consumes 10-19 again and commits 20. The
+rewind ends a's ownership and opens the next: 10-19 come twice, within the budget (at a's last commit), and nothing
+goes backwards. A real Spark."""
+from analysis import analyze
+from analysis_runs import T0, Run
+
+
+def rewound_run(root, rewound: bool = True):
+    r = Run(root).produce("t", 0, range(20))
+    r.event("a", "started", 0, detail="protocol=classic assignor=range commit=transaction", commit="transaction")
+    r.event("a", "assigned", 10, ["t:0"], generation=1)
+    r.consume("a", "t", 0, range(10), at=100, generation=1)
+    r.event("a", "commit_sent", 200, offsets={"t:0": 10}, generation=1, commit_id=0)
+    r.event("a", "committed", 210, offsets={"t:0": 10}, generation=1, commit_id=0, requested_at_ms=r_t(200))
+    r.consume("a", "t", 0, range(10, 20), at=300, generation=1)
+    r.event("a", "commit_sent", 400, offsets={"t:0": 20}, generation=1, commit_id=1)
+    r.event("a", "commit_failed", 410, offsets={"t:0": 20}, generation=1, commit_id=1, requested_at_ms=r_t(400),
+            aborted=True, detail="aborted on purpose (transaction.abort_every)")
+    if rewound:
+        r.event("a", "rewound", 420, offsets={"t:0": 10}, generation=1)
+    r.consume("a", "t", 0, range(10, 20), at=500, generation=1)
+    r.event("a", "commit_sent", 600, offsets={"t:0": 20}, generation=1, commit_id=2)
+    r.event("a", "committed", 610, offsets={"t:0": 20}, generation=1, commit_id=2, requested_at_ms=r_t(600))
+    r.event("a", "stopped", 700)
+    return r.write()
+
+
+def r_t(at: int) -> int:
+    return T0 + at
+
+
+def test_an_abort_and_rewind_consumes_again_within_the_budget_and_nothing_goes_backwards(tmp_path, spark):
+    s = analyze(rewound_run(tmp_path / "run"), spark=spark)
+    counts = s["anomaly_counts"]
+    assert counts["backwards"] == 0 and counts["duplicate_over_budget"] == 0 and counts["lost"] == 0
+    assert s["duplicated_offsets"] == 10 and s["valid"] is True
+    assert {a["reason"] for a in s["anomalies"] if a["type"] == "duplicate"} == {
+        "in a's uncommitted tail after it was rewound"}
+
+
+def test_without_the_rewound_event_the_same_deliveries_go_backwards(tmp_path, spark):
+    """What the rewound event changes: read without it, the second pass is a step back inside one ownership."""
+    s = analyze(rewound_run(tmp_path / "run", rewound=False), spark=spark)
+    assert s["anomaly_counts"]["backwards"] == 1 and s["anomaly_counts"]["duplicate_over_budget"] == 10
+    assert s["valid"] is False
+
+
+def test_an_aborted_transaction_commits_nothing(tmp_path):
+    """commit_failed with aborted: true is no commit (not even an indeterminate one): a's commits are 10 and 20."""
+    from analysis.rundir.history import build
+    h = build(rewound_run(tmp_path / "run"))
+    assert [(c.offset, c.ok, c.info) for c in h.commits] == [(10, True, False), (20, True, False)]
+    assert [(p.start, p.end_kind) for p in h.periods] == [(r_t(10), "rewound"), (r_t(420), "stopped")]

@@ -1,0 +1,183 @@
+"""`commit: transaction`: a librdkafka member that consumes, transforms and produces in transactions that also commit
+its input offsets (KIP-447: the offsets go with the consumer's group metadata, so a member that lost its partitions
+is fenced). The member's own half of exactly-once; the harness reads the output topic back read_committed
+(output-topic mode: consumed/ comes from what the transactions committed, harness/output_topic.py).
+
+Each input record becomes one output record (its key and value, to `<group id>-txn-out`), whose headers name the
+input (topic, partition, offset, producer id, seq), the member, when it was processed and the transaction number. A
+transaction is committed every `interval_ms`, before the member's partitions are revoked, and when it stops.
+
+The commit's window is logged as every commit's (workloads/app.py ContractLog): `commit_sent` before
+send_offsets_to_transaction, then `committed` when commit_transaction returned, or `commit_failed`: with
+`aborted: true` once the transaction was aborted (its offsets certainly not applied), else indeterminate. The client's
+documented handling (confluent-kafka's transactional examples, KIP-447):
+- retriable: the same call again (an unknown commit outcome is retried, never aborted);
+- abortable (txn_requires_abort): abort, then rewind: every assigned partition back to its committed offset, and a
+  `rewound` event with those offsets (the records after them are consumed again, by the same ownership);
+- fatal (a producer fenced by a newer one with its transactional.id, a broken epoch): a new producer, then rewind;
+- partitions lost: the open transaction aborted (its offsets could only be refused).
+"""
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Producer, TopicPartition
+
+from workloads.app import error_detail
+from workloads.config import MemberConfig, TransactionSettings
+from workloads.history import now_ms
+from workloads.producer import produce
+from workloads.security import security_config
+
+CALL_TIMEOUT_S = 30  # a transactional call's time-out: a coordinator moved by a fault answers within it
+RETRIES = 20         # a retriable error: the same call this many times at most, then it is what it is
+
+
+def transactional_id(cfg: MemberConfig) -> str:
+    """One transactional.id a member: a restarted member fences its own zombie (KIP-98), and no two members share
+    one (the group id keeps two runs on one cluster apart)."""
+    return f"{cfg.group_id}-{cfg.member}"
+
+
+def producer_settings(cfg: MemberConfig, spec: TransactionSettings) -> dict:
+    """The member's transactional producer: its client.id is the member's name, so an rpc rule aimed at the member
+    matches its Produce, AddPartitionsToTxn, EndTxn and the rest."""
+    return {**security_config(), "bootstrap.servers": cfg.bootstrap_servers, "client.id": cfg.member,
+            "transactional.id": transactional_id(cfg), "transaction.timeout.ms": spec.timeout_ms,
+            "enable.idempotence": True, "linger.ms": 5}
+
+
+def output_headers(message, member: str, txn: int) -> list[tuple[str, bytes]]:
+    """What output-topic mode reads from an output record (harness/scenario/schema.py OutputFields' defaults)."""
+    producer_id, _, seq = (message.value() or b"").decode(errors="replace").rpartition(":")
+    return [("in-topic", message.topic().encode()), ("in-partition", str(message.partition()).encode()),
+            ("in-offset", str(message.offset()).encode()), ("in-member", member.encode()),
+            ("in-processed-at", str(now_ms()).encode()), ("in-producer-id", producer_id.encode()),
+            ("in-seq", seq.encode()), ("txn", str(txn).encode())]
+
+
+class Rewind(Exception):
+    """The open transaction is gone (aborted, or its producer replaced): the member's partitions go back to their
+    committed offsets."""
+
+
+class Transactions:
+    """A member's transactions: begin on the first record after a commit, one output record an input record, commit
+    on time, before a revocation and at the stop."""
+
+    def __init__(self, cfg: MemberConfig, spec: TransactionSettings, log) -> None:
+        self.cfg, self.spec, self.log = cfg, spec, log
+        self.number = 0          # the transactions begun by this process
+        self.opened_at: float | None = None  # monotonic; None: no transaction open
+        self.next_offsets: dict[tuple[str, int], int] = {}  # what the open transaction consumed: its offsets to commit
+        self.producer = self._new_producer()
+
+    def _new_producer(self) -> Producer:
+        producer = Producer(producer_settings(self.cfg, self.spec))
+        self._retrying("init_transactions", lambda: producer.init_transactions(CALL_TIMEOUT_S))
+        return producer
+
+    @property
+    def open(self) -> bool:
+        return self.opened_at is not None
+
+    def process(self, records) -> None:
+        """Each record's output in the open transaction (begun if none is)."""
+        if not self.open:
+            self.producer.begin_transaction()
+            self.number += 1
+            self.opened_at = time.monotonic()
+        for m in records:
+            produce(self.producer, self.cfg.output_topic, key=m.key(), value=m.value(),
+                    headers=output_headers(m, self.cfg.member, self.number))
+            tp = (m.topic(), m.partition())
+            self.next_offsets[tp] = max(self.next_offsets.get(tp, 0), m.offset() + 1)
+        self.producer.poll(0)
+
+    def due(self) -> bool:
+        return self.open and (time.monotonic() - self.opened_at) * 1000 >= self.spec.interval_ms
+
+    def commit(self, consumer) -> None:
+        """Commit the open transaction with its input offsets, or abort it on purpose (every abort_every-th); on a
+        failure the client's documented handling (the module's doc), then Rewind for the caller to act on."""
+        if not self.open:
+            return
+        offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self.next_offsets.items())]
+        committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
+        window = self.log.open_window(committed)
+        try:
+            if self.spec.abort_every and self.number % self.spec.abort_every == 0:
+                self._abort(committed, window, "aborted on purpose (transaction.abort_every)")
+                raise Rewind()
+            self._retrying("send_offsets_to_transaction", lambda: self.producer.send_offsets_to_transaction(
+                offsets, consumer.consumer_group_metadata(), CALL_TIMEOUT_S))
+            self._retrying("commit_transaction", lambda: self.producer.commit_transaction(CALL_TIMEOUT_S))
+        except KafkaException as exc:
+            self._failed(exc.args[0], committed, window)
+            raise Rewind() from None
+        self.log.event("committed", offsets=committed, **window)
+        self._closed()
+
+    def abort_lost(self) -> None:
+        """The partitions were lost: the open transaction cannot commit their offsets any more."""
+        if self.open:
+            try:
+                self.producer.abort_transaction(CALL_TIMEOUT_S)
+            except KafkaException as exc:
+                self._replace_if_fatal(exc.args[0])
+            self._closed()
+
+    def _failed(self, error: KafkaError, committed: dict, window: dict) -> None:
+        if error.txn_requires_abort():
+            self._abort(committed, window, error_detail(error))
+            return
+        self.log.event("commit_failed", offsets=committed, **window, detail=error_detail(error))  # outcome unknown
+        self._replace_if_fatal(error, always=True)
+        self._closed()
+
+    def _abort(self, committed: dict, window: dict, why: str) -> None:
+        try:
+            self._retrying("abort_transaction", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S))
+        except KafkaException as exc:  # an abort that failed leaves the outcome unknown: the producer is replaced
+            self.log.event("commit_failed", offsets=committed, **window, detail=f"{why}; abort failed: "
+                                                                              f"{error_detail(exc.args[0])}")
+            self._replace_if_fatal(exc.args[0], always=True)
+        else:
+            self.log.event("commit_failed", offsets=committed, **window, aborted=True, detail=why)
+        self._closed()
+
+    def _replace_if_fatal(self, error: KafkaError, always: bool = False) -> None:
+        """A fatal error leaves the producer unusable: a new one (init_transactions fences the old epoch)."""
+        if error.fatal() or always:
+            self.log.event("error", detail=f"transactional producer replaced: {error_detail(error)}")
+            self.producer = self._new_producer()
+
+    def _closed(self) -> None:
+        self.opened_at = None
+        self.next_offsets.clear()
+
+    def _retrying(self, call: str, fn) -> None:
+        for attempt in range(RETRIES):
+            try:
+                return fn()
+            except KafkaException as exc:
+                error = exc.args[0]
+                if not error.retriable() or error.txn_requires_abort() or error.fatal() or attempt == RETRIES - 1:
+                    raise
+                self.log.event("error", detail=f"{call}: retried: {error_detail(error)}")
+                time.sleep(0.1)
+
+    def close(self) -> None:
+        self.producer.flush(CALL_TIMEOUT_S)
+
+
+def rewind(consumer, log) -> None:
+    """Every assigned partition back to its committed offset (the start, where none is): what the aborted
+    transaction consumed is consumed again, by the same ownership. Logged as `rewound`, with the offsets."""
+    assignment = consumer.assignment()
+    if not assignment:
+        return
+    positions = consumer.committed(assignment, timeout=CALL_TIMEOUT_S)
+    for tp in positions:
+        consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else OFFSET_BEGINNING))
+    log.event("rewound", offsets={f"{tp.topic}:{tp.partition}": max(tp.offset, 0) for tp in positions})
