@@ -21,7 +21,7 @@ from harness.cluster.kafka import ClusterError, KafkaCluster
 from harness.cpu_pressure import Stopwatch
 from harness.group import GroupWatcher
 from harness import coordinator_log
-from harness.group_sampler import GroupSampler
+from harness.group_sampler import GroupSampler, TransactionSampler
 from harness.plan import PLAN_FILE, MemberSettings, Plan, compile_plan, instance_id
 from harness.progress import one_line, progress, say
 from harness.releases.kafka_release import KafkaVersionError
@@ -46,6 +46,7 @@ from workloads.security import security_config
 from workloads.command import DEFAULT_START_TIMEOUT_S
 from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
                                 host_process, member_process, producer_process, stop_all)
+from workloads.transactions import member_transactional_id
 
 PROGRESS_EVERY_S = 5
 SCHEDULE_FILE = "schedule.json"
@@ -426,6 +427,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
     probe = admin_probe(plan, run_dir, cluster)
     watcher: GroupWatcher | None = None
     sampler: GroupSampler | None = None
+    txn_sampler: TransactionSampler | None = None
 
     def show_progress():
         try:
@@ -457,6 +459,11 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         if not security_config():  # the wire sampler speaks plaintext only: a SASL/SSL cluster's run has no band
             sampler = GroupSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id, sampled_protocol(plan),
                                    plan.scenario.run.group_sample_ms).start()
+            if plan.scenario.transactional:
+                ids = [member_transactional_id(plan.group_id, m.name) for m in plan.members
+                       if m.settings.commit == "transaction"]
+                txn_sampler = TransactionSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id,
+                                                 plan.scenario.run.group_sample_ms, ids).start()
         with phase(f"{len(plan.members)} members join {plan.group_id}"):
             for host in plan.hosts:
                 pool.start_host(host)
@@ -505,8 +512,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         outcome.errors.extend(nemesis.errors)
         if watcher is not None:
             watcher.close()
-        if sampler is not None:
-            sampler.stop()
+        for running in (sampler, txn_sampler):
+            if running is not None:
+                running.stop()
         group_log.close()
         with phase("stop workload"):
             stop_all(([producer] if producer else []) + pool.os_processes() + ([probe] if probe else []))

@@ -28,24 +28,35 @@ class GroupWireError(RuntimeError):
 def ask(address: str, api_key: int, version: int, request, timeout_s: float):
     """One request on a fresh connection to host:port; its response, read by kio."""
     from kio.index import load_response_schema
-    from kio.serial import entity_reader, entity_writer
-    body = io.BytesIO()
-    entity_writer(type(request))(body, request)
-    correlation_id = next(_IDS)
-    raw = exchange(address, frame(api_key, version, correlation_id, CLIENT_ID, body.getvalue(), flexible=True),
-                   correlation_id, timeout_s)
+    from kio.serial import entity_reader
+    raw = ask_raw(address, api_key, version, request, timeout_s)
     response, _ = entity_reader(load_response_schema(api_key, version))(memoryview(raw), 1)  # after the tagged fields
     return response
 
 
-def find_coordinator(bootstrap: str, group_id: str, timeout_s: float) -> str:
-    """host:port of the group's coordinator, asked of the first bootstrap server that answers."""
+def ask_raw(address: str, api_key: int, version: int, request, timeout_s: float) -> bytes:
+    """One request (built by kio) on a fresh connection; the response's bytes after the correlation id (a flexible
+    response: its header's tagged fields first)."""
+    from kio.serial import entity_writer
+    body = io.BytesIO()
+    entity_writer(type(request))(body, request)
+    correlation_id = next(_IDS)
+    return exchange(address, frame(api_key, version, correlation_id, CLIENT_ID, body.getvalue(), flexible=True),
+                    correlation_id, timeout_s)
+
+
+GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types
+
+
+def find_coordinator(bootstrap: str, key: str, timeout_s: float, key_type: int = GROUP_KEY) -> str:
+    """host:port of the coordinator of a group (or, key_type TRANSACTION_KEY, of a transactional id), asked of the
+    first bootstrap server that answers."""
     from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
     from kio.static.primitive import i8
     last: Exception | None = None
     for address in bootstrap.split(","):
         try:
-            response = ask(address, FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=i8(0), coordinator_keys=(group_id,)),
+            response = ask(address, FIND_COORDINATOR, 4, FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=(key,)),
                            timeout_s)
         except OSError as exc:
             last = exc

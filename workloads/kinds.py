@@ -162,7 +162,7 @@ register(MemberKind(
     stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
     state_fds_per_member=24, state_mb_per_member=8,
     sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
-    events=MEMBER_EVENTS - {"join_overdue"}, keeps_state=True))
+    events=MEMBER_EVENTS - {"join_overdue"}, keeps_state=True, commit_modes=(*COMMIT_MODES, "transaction")))
 
 register(MemberKind(
     name="command", title="command member", library="any",

@@ -16,16 +16,21 @@ documented handling (confluent-kafka's transactional examples, KIP-447):
   `rewound` event with those offsets (the records after them are consumed again, by the same ownership);
 - fatal (a producer fenced by a newer one with its transactional.id, a broken epoch): a new producer, then rewind;
 - partitions lost: the open transaction aborted (its offsets could only be refused).
+
+transactions/<member>.jsonl keeps one row an operation of the producer (docs/DESIGN.md, "A transaction's commit"):
+init, begin, send and ack (each output record: the input it came from; the ack, its output partition and offset),
+send_offsets, commit, abort, each with the transaction's number, elapsed_ms, the error and its class.
 """
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Producer, TopicPartition
 
 from workloads.app import error_detail
 from workloads.config import MemberConfig, TransactionSettings
-from workloads.history import now_ms
+from workloads.history import JsonlLog, now_ms
 from workloads.producer import produce
 from workloads.security import security_config
 
@@ -34,9 +39,13 @@ RETRIES = 20         # a retriable error: the same call this many times at most,
 
 
 def transactional_id(cfg: MemberConfig) -> str:
+    return member_transactional_id(cfg.group_id, cfg.member)
+
+
+def member_transactional_id(group_id: str, member: str) -> str:
     """One transactional.id a member: a restarted member fences its own zombie (KIP-98), and no two members share
-    one (the group id keeps two runs on one cluster apart)."""
-    return f"{cfg.group_id}-{cfg.member}"
+    one (the group id keeps two runs on one cluster apart). The Java member's is the same (Transactions.java)."""
+    return f"{group_id}-{member}"
 
 
 def producer_settings(cfg: MemberConfig, spec: TransactionSettings) -> dict:
@@ -56,6 +65,35 @@ def output_headers(message, member: str, txn: int) -> list[tuple[str, bytes]]:
             ("in-seq", seq.encode()), ("txn", str(txn).encode())]
 
 
+def error_class(error: KafkaError) -> str:
+    """How the client documents handling it: fatal (a new producer), abortable (abort, rewind), retriable (the same
+    call again), or other."""
+    return ("fatal" if error.fatal() else "abortable" if error.txn_requires_abort()
+            else "retriable" if error.retriable() else "other")
+
+
+class TransactionLog:
+    """transactions/<member>.jsonl: one row an operation of the member's transactional producer."""
+
+    def __init__(self, cfg: MemberConfig, spec: TransactionSettings) -> None:
+        self.file = JsonlLog(Path(cfg.run_dir) / "transactions" / f"{cfg.member}.jsonl")
+        self.base = {"member": cfg.member, "transactional_id": transactional_id(cfg), "timeout_ms": spec.timeout_ms}
+
+    def row(self, op: str, txn: int, started_s: float | None = None, error: KafkaError | None = None,
+            flush: bool = True, **fields) -> None:
+        row = {"ts_ms": now_ms(), **self.base, "op": op, "txn": txn, **fields}
+        if started_s is not None:
+            row["elapsed_ms"] = round((time.monotonic() - started_s) * 1000)
+        if error is not None:
+            row.update(error=error.name(), error_class=error_class(error), detail=error_detail(error))
+        self.file.append(row)
+        if flush:
+            self.file.flush()
+
+    def close(self) -> None:
+        self.file.close()
+
+
 class Rewind(Exception):
     """The open transaction is gone (aborted, or its producer replaced): the member's partitions go back to their
     committed offsets."""
@@ -70,11 +108,12 @@ class Transactions:
         self.number = 0          # the transactions begun by this process
         self.opened_at: float | None = None  # monotonic; None: no transaction open
         self.next_offsets: dict[tuple[str, int], int] = {}  # what the open transaction consumed: its offsets to commit
+        self.rows = TransactionLog(cfg, spec)
         self.producer = self._new_producer()
 
     def _new_producer(self) -> Producer:
         producer = Producer(producer_settings(self.cfg, self.spec))
-        self._retrying("init_transactions", lambda: producer.init_transactions(CALL_TIMEOUT_S))
+        self._retrying("init", lambda: producer.init_transactions(CALL_TIMEOUT_S))
         return producer
 
     @property
@@ -87,12 +126,21 @@ class Transactions:
             self.producer.begin_transaction()
             self.number += 1
             self.opened_at = time.monotonic()
+            self.rows.row("begin", self.number)
+        txn = self.number
         for m in records:
             produce(self.producer, self.cfg.output_topic, key=m.key(), value=m.value(),
-                    headers=output_headers(m, self.cfg.member, self.number))
+                    headers=output_headers(m, self.cfg.member, txn), on_delivery=lambda err, out: self._acked(txn, err, out))
+            self.rows.row("send", txn, flush=False, input=f"{m.topic()}:{m.partition()}:{m.offset()}")
             tp = (m.topic(), m.partition())
             self.next_offsets[tp] = max(self.next_offsets.get(tp, 0), m.offset() + 1)
         self.producer.poll(0)
+
+    def _acked(self, txn: int, error: KafkaError | None, out) -> None:
+        headers = dict(out.headers() or [])
+        source = b":".join(headers.get(h, b"") for h in ("in-topic", "in-partition", "in-offset")).decode()
+        self.rows.row("ack", txn, error=error, flush=False, input=source, partition=out.partition(),
+                      offset=out.offset() if error is None else None)
 
     def due(self) -> bool:
         return self.open and (time.monotonic() - self.opened_at) * 1000 >= self.spec.interval_ms
@@ -109,9 +157,9 @@ class Transactions:
             if self.spec.abort_every and self.number % self.spec.abort_every == 0:
                 self._abort(committed, window, "aborted on purpose (transaction.abort_every)")
                 raise Rewind()
-            self._retrying("send_offsets_to_transaction", lambda: self.producer.send_offsets_to_transaction(
-                offsets, consumer.consumer_group_metadata(), CALL_TIMEOUT_S))
-            self._retrying("commit_transaction", lambda: self.producer.commit_transaction(CALL_TIMEOUT_S))
+            self._retrying("send_offsets", lambda: self.producer.send_offsets_to_transaction(
+                offsets, consumer.consumer_group_metadata(), CALL_TIMEOUT_S), offsets=committed)
+            self._retrying("commit", lambda: self.producer.commit_transaction(CALL_TIMEOUT_S))
         except KafkaException as exc:
             self._failed(exc.args[0], committed, window)
             raise Rewind() from None
@@ -122,7 +170,7 @@ class Transactions:
         """The partitions were lost: the open transaction cannot commit their offsets any more."""
         if self.open:
             try:
-                self.producer.abort_transaction(CALL_TIMEOUT_S)
+                self._retrying("abort", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S), why="partitions lost")
             except KafkaException as exc:
                 self._replace_if_fatal(exc.args[0])
             self._closed()
@@ -137,7 +185,7 @@ class Transactions:
 
     def _abort(self, committed: dict, window: dict, why: str) -> None:
         try:
-            self._retrying("abort_transaction", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S))
+            self._retrying("abort", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S), why=why)
         except KafkaException as exc:  # an abort that failed leaves the outcome unknown: the producer is replaced
             self.log.event("commit_failed", offsets=committed, **window, detail=f"{why}; abort failed: "
                                                                               f"{error_detail(exc.args[0])}")
@@ -156,19 +204,25 @@ class Transactions:
         self.opened_at = None
         self.next_offsets.clear()
 
-    def _retrying(self, call: str, fn) -> None:
+    def _retrying(self, op: str, fn, **fields) -> None:
+        """The call, again on a retriable error (at most RETRIES times); one row of transactions/ for it, with its
+        outcome and the time all its attempts took."""
+        started = time.monotonic()
         for attempt in range(RETRIES):
             try:
-                return fn()
+                fn()
+                self.rows.row(op, self.number, started, retries=attempt, **fields)
+                return
             except KafkaException as exc:
                 error = exc.args[0]
                 if not error.retriable() or error.txn_requires_abort() or error.fatal() or attempt == RETRIES - 1:
+                    self.rows.row(op, self.number, started, error, retries=attempt, **fields)
                     raise
-                self.log.event("error", detail=f"{call}: retried: {error_detail(error)}")
                 time.sleep(0.1)
 
     def close(self) -> None:
         self.producer.flush(CALL_TIMEOUT_S)
+        self.rows.close()
 
 
 def rewind(consumer, log) -> None:

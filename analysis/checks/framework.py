@@ -73,14 +73,15 @@ READ_BACKS = ("rows", "steps")
 # did not run is an input missing.
 NOT_APPLICABLE = "no state/"
 NO_COMMITS = "no commit windows: the members commit on their own (Kafka Streams: every commit.interval.ms)"
-NOT_APPLICABLE_REASONS = (NOT_APPLICABLE, NO_COMMITS)
+NOT_PROMISED = "no exactly-once promised (no transactional member, no exactly_once_v2, or output not read_committed)"
+NOT_APPLICABLE_REASONS = (NOT_APPLICABLE, NO_COMMITS, NOT_PROMISED)
 QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced", "consumed_keys")
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    needs: tuple            # "events", "faults", "state" (state/), or consumed/ columns
+    needs: tuple            # "events", "faults", "state" (state/), "eos" (exactly once promised), consumed/ columns
     invalidates: bool
     unit: str
     color: str

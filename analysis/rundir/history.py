@@ -206,6 +206,14 @@ class History:
         modes = [commit_mode(e) for e in self.events if e.kind == "started"]
         return self.has_events and not (modes and all(m in UNLOGGED_COMMITS for m in modes))
 
+    @property
+    def exactly_once(self) -> bool:
+        """Whether the members promise exactly once and the deliveries are what they committed: a transactional member
+        (commit: transaction) or a Kafka Streams member under exactly_once_v2, its output read back read_committed."""
+        promised = any(e.kind == "started" and (commit_mode(e) == "transaction"
+                                                 or e.facts.get("guarantee") == "exactly_once_v2") for e in self.events)
+        return promised and self.output is not None and self.output.get("isolation", "read_committed") == "read_committed"
+
     def blame_windows(self, grace_ms: int, open_end: int) -> dict[str, tuple[int, int]]:
         """fault id -> the window in which what happens is blamed on it (Fault.blame_window): THE attribution rule,
         for rebalance rounds and anomalies alike. A fault that can have caused nothing has none."""

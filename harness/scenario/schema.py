@@ -528,6 +528,13 @@ class Scenario(Strict):
         return [*self.faults, *(self.random_faults.menu() if self.random_faults else [])]
 
     @property
+    def transactional(self) -> bool:
+        """Whether the members run transactional producers: commit: transaction, or Kafka Streams under
+        exactly_once_v2 (the run samples transaction-states.jsonl)."""
+        group = self.consumer_group
+        return group.commit == "transaction" or (group.streams is not None and group.streams.guarantee == "exactly_once_v2")
+
+    @property
     def aims_at_txn_coordinators(self) -> bool:
         """A fault on txn-coordinator[:member-N]: the request-aware proxy learns each member's transactional ids from
         its InitProducerIds."""

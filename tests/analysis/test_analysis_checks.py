@@ -185,10 +185,11 @@ def test_reordering_inside_one_block_is_backwards_at_1m_records(tmp_path, spark,
     s = analyze(rd, spark=spark)
     back = of(s, "backwards")
     assert [(a["partition"], a["from_offset"], a["to_offset"]) for a in back] == [(2, 64 * 777 + 21, 64 * 777 + 20)]
-    # no faults.jsonl, no producer_id/seq, no state/: those checks did not run, so their counts are unknown (None), never 0
+    # no faults.jsonl, no producer_id/seq, no state/, no exactly-once promised: those checks did not run, so their
+    # counts are unknown (None), never 0
     assert s["anomaly_counts"] == {**{k: 0 for k in s["anomaly_counts"]}, "backwards": 1, "unhealed_fault": None,
                                    "duplicate_write": None, "lost_unplaced": None, "state_duplicate": None,
-                                   "state_duplicate_within_budget": None, "state_lost": None}
+                                   "state_duplicate_within_budget": None, "state_lost": None, "eos_duplicate": None}
     assert s["consumed_rows"] == n and s["lost_records"] == 0
 
 

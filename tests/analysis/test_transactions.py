@@ -53,3 +53,55 @@ def test_an_aborted_transaction_commits_nothing(tmp_path):
     h = build(rewound_run(tmp_path / "run"))
     assert [(c.offset, c.ok, c.info) for c in h.commits] == [(10, True, False), (20, True, False)]
     assert [(p.start, p.end_kind) for p in h.periods] == [(r_t(10), "rewound"), (r_t(420), "stopped")]
+
+
+def committed_output_run(root, b_from: int, commit: str = "transaction", isolation: str = "read_committed"):
+    """Two transactional members in output-topic mode (consumed/ is the output read back): a consumes t:0 0-9 and
+    commits 5, then crashes; b takes t:0 over and consumes from `b_from` to 19, committing 20."""
+    import json
+    r = Run(root).produce("t", 0, range(20))
+    for m in ("a", "b"):
+        r.event(m, "started", 0, detail=f"protocol=classic assignor=range commit={commit}", commit=commit)
+    r.event("a", "assigned", 10, ["t:0"], generation=1)
+    r.consume("a", "t", 0, range(10), at=100, generation=1)
+    r.event("a", "commit_sent", 150, offsets={"t:0": 5}, generation=1, commit_id=0)
+    r.event("a", "committed", 160, offsets={"t:0": 5}, generation=1, commit_id=0, requested_at_ms=r_t(150))
+    r.fault("crash-a", 300, 6300, kind="member_crash", target="a", params={}, ends_process=True, effect_from="inject",
+            group_change="member_ends")
+    r.event("b", "assigned", 11_000, ["t:0"], generation=2)
+    r.consume("b", "t", 0, range(b_from, 20), at=11_100, generation=2)
+    r.event("b", "commit_sent", 11_200, offsets={"t:0": 20}, generation=2, commit_id=0)
+    r.event("b", "committed", 11_210, offsets={"t:0": 20}, generation=2, commit_id=0, requested_at_ms=r_t(11_200))
+    r.event("b", "stopped", 12_000)
+    rd = r.write()
+    (rd / "output.json").write_text(json.dumps({"topic": "g-txn-out", "source": "headers", "isolation": isolation,
+                                                "rows": 30, "unread": 0, "commits": {"t:0": 20}}))
+    return rd
+
+
+def test_a_record_twice_in_the_committed_output_is_an_eos_duplicate_though_within_the_budget(tmp_path, spark):
+    """b's 5-9 repeat a's uncommitted tail: at least once allows it (duplicate within the budget), exactly once
+    does not (5 eos_duplicate, the run invalid), each blamed on the crash."""
+    s = analyze(committed_output_run(tmp_path / "run", b_from=5), spark=spark)
+    assert s["anomaly_counts"]["duplicate_over_budget"] == 0 and s["duplicated_offsets"] == 5
+    [eos] = [a for a in s["anomalies"] if a["type"] == "eos_duplicate"]
+    assert (eos["offsets"], eos["count"], eos["members"], eos["fault_ids"]) == ([5, 9], 5, ["a", "b"], ["crash-a"])
+    assert s["anomaly_counts"]["eos_duplicate"] == 5 and s["valid"] is False
+
+
+def test_the_committed_output_once_each_is_no_eos_duplicate(tmp_path, spark):
+    """a's transaction of 5-9 was never committed (a crashed first): read_committed, only b's copy is there."""
+    rd = committed_output_run(tmp_path / "run", b_from=5)
+    import json
+    path = rd / "consumed" / "a.jsonl"
+    path.write_text("".join(line + "\n" for line in path.read_text().splitlines() if json.loads(line)["offset"] < 5))
+    s = analyze(rd, spark=spark)
+    assert s["anomaly_counts"]["eos_duplicate"] == 0 and s["lost_records"] == 0 and s["valid"] is True
+
+
+def test_eos_duplicate_runs_only_where_exactly_once_is_promised(tmp_path, spark):
+    for name, commit, isolation in (("sync", "sync", "read_committed"), ("uncommitted", "transaction", "read_uncommitted")):
+        s = analyze(committed_output_run(tmp_path / name, b_from=5, commit=commit, isolation=isolation), spark=spark)
+        check = s["checks"]["eos_duplicate"]
+        assert check["ran"] is False and "no exactly-once promised" in check["reason"], (name, check)
+        assert s["anomaly_counts"]["eos_duplicate"] is None

@@ -18,7 +18,9 @@ from workloads.config import MemberConfig, TransactionSettings, decode_text, enc
      "consumer_group.transaction.timeout_ms: 120000 is above the brokers' transaction.max.timeout.ms (60000)"),
     ("consumer_group: {commit: transaction, client: java}\n",
      "consumer_group.commit: the Java member (VerifiableConsumer) commits sync or auto only, not transaction; use "
-     "client: librdkafka"),
+     "client: java-member or librdkafka"),
+    ("consumer_group: {commit: transaction, client: streams}\n",
+     "consumer_group.commit: the Kafka Streams member commits interval only, not transaction"),
     ("consumer_group: {commit: transaction, output: {topic: mine}}\n",
      "consumer_group.output: a transactional member writes its own output topic (chaos-group-txn-out)"),
     ("consumer_group: {members: [{count: 2}, {commit: transaction}]}\n",

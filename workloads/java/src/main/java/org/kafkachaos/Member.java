@@ -70,6 +70,7 @@ final class Member implements ConsumerRebalanceListener {
     private JsonNode override;
     private Processing slow;
     private volatile MemberState state;  // a stateful member's (MemberState); null: it keeps none
+    private volatile Transactions transactions;  // commit: transaction's (Transactions); null: it commits otherwise
 
     Member(MemberConfig cfg) {
         this.cfg = cfg;
@@ -109,6 +110,10 @@ final class Member implements ConsumerRebalanceListener {
         if (s != null) {
             s.kill();
         }
+        Transactions t = transactions;
+        if (t != null) {
+            t.kill();
+        }
         woken.countDown();
         KafkaConsumer<byte[], byte[]> c = consumer;
         if (c != null) {
@@ -125,6 +130,7 @@ final class Member implements ConsumerRebalanceListener {
         try {
             consumer = newConsumer();
             state = cfg.state() == null ? null : new MemberState(cfg);
+            transactions = "transaction".equals(cfg.commit()) ? new Transactions(cfg, log) : null;
         } catch (KafkaException e) {
             end(e, null);
             log.closeEvents();
@@ -148,6 +154,8 @@ final class Member implements ConsumerRebalanceListener {
                         handle(records);
                     } else if (uncommitted) {
                         commitPositions();
+                    } else if (transactions != null && transactions.due()) {
+                        commitTransaction();
                     }
                 } catch (WakeupException e) {
                     // only a crash wakes a member: the loop's condition ends it
@@ -191,6 +199,10 @@ final class Member implements ConsumerRebalanceListener {
             return 0;
         }
         try {
+            if (transactions != null) {
+                commitTransaction();
+                transactions.close();
+            }
             consumer.close();  // leaves the group: the rebalance this triggers is the leave trigger
             if (state != null) {
                 state.close();
@@ -281,6 +293,13 @@ final class Member implements ConsumerRebalanceListener {
     @Override
     public void onPartitionsRevoked(Collection<TopicPartition> partitions) {
         partitions.forEach(positions::remove);
+        if (transactions != null) {  // the open transaction committed (or aborted) before the partitions go
+            try {
+                transactions.commit(consumer);
+            } catch (Transactions.Rewind e) {
+                // what it consumed goes to the next owner, from the committed offsets
+            }
+        }
         if (state != null) {  // the changelog flushed before the partitions go
             state.revoked(partitions, this::event);
         }
@@ -290,6 +309,9 @@ final class Member implements ConsumerRebalanceListener {
     @Override
     public void onPartitionsLost(Collection<TopicPartition> partitions) {
         partitions.forEach(positions::remove);
+        if (transactions != null) {
+            transactions.abortLost();
+        }
         if (state != null) {
             state.lost(partitions, this::event);
         }
@@ -315,6 +337,14 @@ final class Member implements ConsumerRebalanceListener {
             positions.merge(new TopicPartition(r.topic(), r.partition()), r.offset() + 1, Math::max);
         }
         String commit = cfg.commit();
+        if ("transaction".equals(commit)) {  // the harness reads what it consumed back from the output topic
+            sleep(processing().delayMs(records.size()));
+            transactions.process(records);
+            if (transactions.due()) {
+                commitTransaction();
+            }
+            return;
+        }
         if ("before_process".equals(commit)) {
             commit(records);
         }
@@ -372,6 +402,27 @@ final class Member implements ConsumerRebalanceListener {
             }
         }
         commitOffsets(next);
+    }
+
+    /** The open transaction committed; after an abort, every assigned partition back to its committed offset. */
+    private void commitTransaction() {
+        try {
+            transactions.commit(consumer);
+        } catch (Transactions.Rewind e) {
+            Set<TopicPartition> assignment = consumer.assignment();
+            Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assignment, Transactions.CALL_TIMEOUT);
+            Map<String, Object> offsets = new LinkedHashMap<>();
+            for (TopicPartition tp : assignment) {
+                OffsetAndMetadata at = committed.get(tp);
+                if (at == null) {
+                    consumer.seekToBeginning(List.of(tp));
+                } else {
+                    consumer.seek(tp, at);
+                }
+                offsets.put(tp.topic() + ":" + tp.partition(), at == null ? 0 : at.offset());
+            }
+            event("rewound", Json.obj("offsets", offsets));
+        }
     }
 
     /** Commit where the member is: every record before its position is already in the log. */

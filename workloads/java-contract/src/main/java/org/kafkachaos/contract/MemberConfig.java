@@ -20,7 +20,7 @@ public record MemberConfig(String member, String runDir, String client, String b
                            int maxPollIntervalMs, String commit, Integer autoCommitIntervalMs, Processing processing,
                            int batchSize, Map<String, Object> extra, String instanceId, List<String> subscribedTopics,
                            String host, Map<String, Object> hostedSettings, String outputTopic, State state,
-                           Streams streams) {
+                           Streams streams, Transaction transaction) {
     public static final String ENV_VAR = "KAFKA_CHAOS_WORKLOAD_CONFIG";
     private static final ObjectMapper MAPPER = new ObjectMapper();
 
@@ -71,6 +71,20 @@ public record MemberConfig(String member, String runDir, String client, String b
         }
     }
 
+    /**
+     * workloads.config.TransactionSettings: commit: transaction's interval, transaction.timeout.ms and the aborts on
+     * purpose (every abort_every-th; 0: none); null: the member commits otherwise.
+     */
+    public record Transaction(int intervalMs, int timeoutMs, int abortEvery) {
+        public static Transaction of(JsonNode node) {
+            if (node == null || node.isNull()) {
+                return null;
+            }
+            return new Transaction(node.path("interval_ms").asInt(200), node.path("timeout_ms").asInt(60_000),
+                    node.path("abort_every").asInt(0));
+        }
+    }
+
     public static MemberConfig of(JsonNode n) {
         return new MemberConfig(text(n, "member"), text(n, "run_dir"), text(n, "client"), text(n, "bootstrap_servers"),
                 text(n, "group_id"), strings(n.get("topics")), text(n, "pattern"), integer(n, "metadata_refresh_ms"),
@@ -80,7 +94,7 @@ public record MemberConfig(String member, String runDir, String client, String b
                 Processing.of(n.get("processing")), n.path("batch_size").asInt(), map(n.get("extra")),
                 text(n, "instance_id"), strings(n.get("subscribed_topics")), text(n, "host"),
                 map(n.get("hosted_settings")), text(n, "output_topic"), State.of(n.get("state")),
-                Streams.of(n.get("streams")));
+                Streams.of(n.get("streams")), Transaction.of(n.get("transaction")));
     }
 
     /** This process's member config when the harness started it; null outside a run. */
