@@ -53,11 +53,16 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
     s = analyze(rd, spark=spark)
     assert s["valid"] is True
     assert s["anomalies"] == []
-    # every check that ran found nothing; the state checks did not run (no state/): their counts are unknown, not 0
+    # every check that ran found nothing; the state checks did not run (no state/), nor the exactly-once ones (none
+    # promised): their counts are unknown, not 0
     state = {t for t in s["anomaly_counts"] if t.startswith("state_")}
     assert state == {"state_duplicate", "state_duplicate_within_budget", "state_lost"}
-    assert all(n == 0 for t, n in s["anomaly_counts"].items() if t not in state), s["anomaly_counts"]
+    unpromised = {t for t in s["anomaly_counts"] if t.startswith("eos_")}
+    assert unpromised == {"eos_duplicate"}
+    assert all(n == 0 for t, n in s["anomaly_counts"].items() if t not in state | unpromised), s["anomaly_counts"]
     assert all(s["anomaly_counts"][t] is None and s["checks"][t]["reason"] == "no state/" for t in state)
+    assert all(s["anomaly_counts"][t] is None and "no exactly-once promised" in s["checks"][t]["reason"]
+               for t in unpromised)
     assert {k: s[k] for k in KEYS} == {"produced_records": 200, "consumed_rows": 200, "duplicated_offsets": 0,
                                        "duplicate_extra_deliveries": 0, "lost_records": 0}
     ran = {k for k, v in s["checks"].items() if v["status"] == "ran"}
