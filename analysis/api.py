@@ -6,7 +6,7 @@ analysis/). A name here is a promise; what sits behind it (analysis/rundir, engi
   analysis service (`service`: warm, enabled, check_settings, stop), the process's Spark (`get_session()`,
   `default_parallelism`, `stop_session()`) and a synthetic run directory (`write_synthetic_run`);
 - several runs: `compare(run_dirs)`, `check_ran(summary, name)`, the trend's series (`trend`: collect);
-- the checks: `REGISTRY`, `invalid_types()`, a zoo signature over a run (`signature`: find, Match);
+- the checks: `REGISTRY`, `invalid_types()`, `checks_needing(...)` (what a plain run does not run), a zoo signature over a run (`signature`: find, Match);
 - what a run directory says: its history (`history`), the coordinator's rounds (`coordinator_log`: FILE, STAMP),
   the brokers' slow controller events (`broker_logs`), the contract (`contract`; `EVENT_KINDS`), run.json's
   workload phase (`WORKLOAD_PHASE`), output-topic mode's file (`OUTPUT_FILE`);
@@ -27,6 +27,7 @@ _WHERE = {
     "cli": ("analysis.cli", None),
     "REGISTRY": ("analysis.checks", "REGISTRY"),
     "invalid_types": ("analysis.checks", "invalid_types"),
+    "checks_needing": ("analysis.checks", "checks_needing"),
     "signature": ("analysis.checks.signature", None),
     "service": ("analysis.service", None),
     "get_session": ("analysis.engine.spark", "get_session"),

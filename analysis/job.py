@@ -13,7 +13,7 @@ from analysis.checks import REGISTRY, invalid_types
 from analysis.checks.attribution import attribute
 from analysis.checks.commit_ahead import commit_ahead_asks
 from analysis.checks.context import Context, duplicate_blocks_needing_rows
-from analysis.checks.framework import NO_COMMITS, NOT_APPLICABLE, NOT_PROMISED, Facts
+from analysis.checks.framework import NO_COMMITS, NOT_APPLICABLE, NOT_PROMISED, NOT_VERIFIED, Facts
 from analysis.engine import kernels, spark_plan
 from analysis.engine.spark import (SparkUnavailable, apply_runtime_conf, default_parallelism, get_session, is_started,
                                    jvm_log_mark, jvm_log_since)
@@ -356,11 +356,12 @@ def _checks(spark, run: _Run, got, sides, hist, own, produced, consumed, grace_m
             missing = [n for n in chk.needs if not (hist.has_events if n == "events" else hist.has_faults if n == "faults"
                                                      else hist.state is not None if n == "state"
                                                      else hist.exactly_once if n == "eos"
+                                                     else hist.verified if n == "verified"
                                                      else hist.logs_commits if n == "commits" else consumed.has(n))]
             if missing:
                 no_events = "output-topic mode" if hist.output is not None else "no events"
                 run.skip(name, {"events": no_events, "faults": "no faults.jsonl", "state": NOT_APPLICABLE,
-                                "eos": NOT_PROMISED,
+                                "eos": NOT_PROMISED, "verified": NOT_VERIFIED if hist.exactly_once else NOT_PROMISED,
                                 "commits": NO_COMMITS}.get(missing[0], f"no {'/'.join(missing)} columns in consumed/"))
                 continue
             res = run.guarded((name,), chk.run, facts)

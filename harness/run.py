@@ -37,6 +37,7 @@ from harness.hosting import hosted_settings
 from harness.command_members import (command_members_alive, command_members_named, command_members_ran,
                                      command_members_started, unlisted_commands)
 from harness.output_topic import read_back
+from harness.verified import VerifiedReaders
 from harness.state import key_space, prefill, read_final, state_config
 from harness.streams import group_configs, group_members, set_group_configs, streams_settings
 from workloads.config import AdminProbeConfig, ClientRelease, HostConfig, MemberConfig, ProcessingConfig, ProducerConfig, TransactionSettings
@@ -116,7 +117,7 @@ def member_config(plan: Plan, settings: MemberSettings, release: ClientRelease, 
 
 def transaction_settings(group, commit: str) -> TransactionSettings | None:
     """commit: transaction's settings (the group's `transaction` block, its defaults filled in by the schema)."""
-    return TransactionSettings(**group.transaction.model_dump()) if commit == "transaction" else None
+    return TransactionSettings(**group.transaction.model_dump(exclude={"readers"})) if commit == "transaction" else None
 
 
 def producer_config(plan: Plan, run_dir: Path, bootstrap: str) -> ProducerConfig:
@@ -428,6 +429,8 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
     watcher: GroupWatcher | None = None
     sampler: GroupSampler | None = None
     txn_sampler: TransactionSampler | None = None
+    readers: VerifiedReaders | None = None
+    drained = False
 
     def show_progress():
         try:
@@ -451,6 +454,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
                                      CHANGELOG_CONFIGS)
             if configs := group_configs(plan.scenario.consumer_group):
                 set_group_configs(cluster.admin(), plan.group_id, configs)
+        if (transaction := plan.scenario.consumer_group.transaction) is not None and plan.scenario.transactional:
+            readers = VerifiedReaders(run_dir, cluster.control_bootstrap_servers, plan.scenario.consumer_group.output,
+                                      transaction.readers).start()
         if plan.scenario.created_changelog is not None and plan.scenario.state.prefill:
             with phase(f"prefill the state ({key_space(plan.scenario).keys} keys)"):
                 prefill(cluster.control_bootstrap_servers, state_config(plan.scenario))
@@ -507,6 +513,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             elif not outcome.drained:
                 watcher.describe("drain")
                 unsettled(outcome, group_log, watcher, "drain", drain_timeout_s, sum(m.alive() for m in pool.all()))
+            drained = True
     finally:
         nemesis.heal_all()
         outcome.errors.extend(nemesis.errors)
@@ -520,6 +527,9 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             stop_all(([producer] if producer else []) + pool.os_processes() + ([probe] if probe else []))
         for process in pool.os_processes():
             after_stop(process)
+        if readers is not None:
+            with phase("verified readers read to the end"):
+                stop_verified_readers(readers, plan, outcome, wait=drained)
     if plan.scenario.state is not None:
         with phase("read the final state"):
             read_final(cluster.control_bootstrap_servers, state_config(plan.scenario), run_dir)
@@ -527,6 +537,19 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
         with phase("read the output topic"):
             read_back(run_dir, cluster.control_bootstrap_servers, output, plan.group_id,
                       {t.name: t.partitions for t in plan.topics}, stateful=plan.scenario.state is not None)
+
+
+def stop_verified_readers(readers: VerifiedReaders, plan: Plan, outcome: RunOutcome, wait: bool) -> None:
+    """Once the members stopped, the readers read on to every partition's end (a transaction a member died in
+    ends by its transaction.timeout.ms at the latest), at most the drain's limit (none after a failed run); then stop."""
+    limit_s = min(plan.scenario.consumer_group.transaction.timeout_ms / 1000 + 10, plan.scenario.run.drain_timeout_s)
+    summary = readers.finish(limit_s if wait else 0, lambda: say(f"verified readers: {readers.progress()}"))
+    for isolation, said in summary.items():
+        if said["error"]:
+            outcome.errors.append(f"the {isolation} verified reader failed: {said['error']}")
+        elif wait and not said["reached_end"]:
+            say(f"the {isolation} verified reader did not reach the output topic's end within {limit_s:g} s: a "
+                "transaction was left open (see verified/readers.json)")
 
 
 def sampled_protocol(plan: Plan) -> str:

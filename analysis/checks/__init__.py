@@ -2,7 +2,8 @@
 and one module a check or a close family of checks. Importing this package registers every check, in the order the
 report lists them."""
 from analysis.checks import (duplicate, loss, duplicate_write, order, commit_ahead, over_budget, stall,  # noqa: F401
-                             split_ownership, member_fatal, liveness, unapplied_assignment, state, eos)
-from analysis.checks.framework import REGISTRY, invalid_types
+                             split_ownership, member_fatal, liveness, unapplied_assignment, state, eos,
+                             eos_reads)
+from analysis.checks.framework import REGISTRY, checks_needing, invalid_types
 
-__all__ = ["REGISTRY", "invalid_types"]
+__all__ = ["REGISTRY", "checks_needing", "invalid_types"]

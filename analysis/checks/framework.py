@@ -74,14 +74,16 @@ READ_BACKS = ("rows", "steps")
 NOT_APPLICABLE = "no state/"
 NO_COMMITS = "no commit windows: the members commit on their own (Kafka Streams: every commit.interval.ms)"
 NOT_PROMISED = "no exactly-once promised (no transactional member, no exactly_once_v2, or output not read_committed)"
-NOT_APPLICABLE_REASONS = (NOT_APPLICABLE, NO_COMMITS, NOT_PROMISED)
+NOT_VERIFIED = "no verified/ reader read the output (only transactional members' runs have one: commit: transaction)"
+NOT_APPLICABLE_REASONS = (NOT_APPLICABLE, NO_COMMITS, NOT_PROMISED, NOT_VERIFIED)
 QUERIES = ("unacked", "copies", "acked_in_block", "window_deliveries", "commits_ahead", "unplaced", "consumed_keys")
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    needs: tuple            # "events", "faults", "state" (state/), "eos" (exactly once promised), consumed/ columns
+    needs: tuple            # "events", "faults", "state" (state/), "eos" (exactly once promised), "verified" (a
+                            # read_committed verified reader, verified/), consumed/ columns
     invalidates: bool
     unit: str
     color: str
@@ -106,6 +108,11 @@ def check(name, *, needs=(), reads=(), asks=(), invalidates=True, unit, color):
         REGISTRY[name] = Check(name, tuple(needs), invalidates, unit, color, fn, tuple(reads), tuple(asks))
         return fn
     return register
+
+
+def checks_needing(*needs: str) -> set[str]:
+    """The checks that need any of ``needs`` (e.g. "state", "eos", "verified": what a plain run has not)."""
+    return {n for n, c in REGISTRY.items() if set(c.needs) & set(needs)}
 
 
 def invalid_types() -> tuple:

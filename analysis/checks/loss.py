@@ -40,7 +40,7 @@ def read_frontiers(x: Facts) -> dict[tuple[str, int], int]:
     return x.once("read_frontiers", frontiers)
 
 
-def _losses(x: Facts):
+def losses(x: Facts):
     """(anomalies, counts) of ``lost``, ``lost_within_budget`` and ``unseen``: every acked record nobody consumed,
     split by the read frontier (:func:`read_frontiers`) and the loss budget (:func:`loss_windows`)."""
     def split():
@@ -92,7 +92,7 @@ def _loss_anomaly(x: Facts, topic: str, partition: int, run: list[LostOffset]) -
        unit="acked (ok) records never consumed that a member read or committed past, outside any loss budget",
        color="#d62728")
 def lost(x: Facts):
-    out, counts = _losses(x)
+    out, counts = losses(x)
     return CheckResult(out["lost"], counts["lost"], {})
 
 
@@ -100,7 +100,7 @@ def lost(x: Facts):
        invalidates=False, needs=("events", "commits"), unit="acked records never consumed that a crashed "
        "at-most-once member (commit: auto or before_process) had committed", color="#f7b6d2")
 def lost_within_budget(x: Facts):
-    out, counts = _losses(x)
+    out, counts = losses(x)
     return CheckResult(out["lost_within_budget"], counts["lost_within_budget"], {})
 
 
@@ -110,7 +110,7 @@ def lost_within_budget(x: Facts):
 def unseen(x: Facts):
     """Not a loss: the group had not caught up when the run ended. Its info gives the lag per partition (``lag``:
     topic, partition, unseen records, the offset read up to)."""
-    out, counts = _losses(x)
+    out, counts = losses(x)
     lag = defaultdict(int)
     for a in out["unseen"]:
         lag[(a["topic"], a["partition"], a["read_up_to"])] += a["count"]

@@ -116,8 +116,23 @@ FINAL_STATE = (  # state/final.jsonl: each key's last changelog value after the 
     Column("sum", INT64, True), Column("last_offset", INT64, True, min=-1),
     Column("member", STRING), Column("ts_ms", INT64),  # who wrote the value, and its state row's ts_ms
 )
+TXN_OPS = ("init", "begin", "send", "ack", "send_offsets", "commit", "abort")
+TRANSACTIONS = (  # transactions/<member>.jsonl: one operation of a transactional member's producer (workloads/transactions.py)
+    Column("ts_ms", INT64, True), Column("member", STRING, True), Column("transactional_id", STRING, True),
+    Column("op", STRING, True, values=TXN_OPS), Column("txn", INT64, True, min=0), Column("timeout_ms", INT64),
+    Column("elapsed_ms", INT64), Column("retries", INT64), Column("input", STRING), Column("partition", INT32),
+    Column("offset", INT64), Column("offsets", OBJECT), Column("why", STRING), Column("error", STRING),
+    Column("error_class", STRING), Column("detail", STRING),
+)
+VERIFIED = (  # verified/<isolation>.jsonl: one output record a verified reader read (harness/verified.py)
+    Column("partition", INT32, True, **_POSITION), Column("offset", INT64, True, **_POSITION),
+    Column("topic", STRING, True), Column("input_partition", INT32, True, **_POSITION),
+    Column("input_offset", INT64, True, **_POSITION), Column("member", STRING, True), Column("txn", INT64, min=0),
+    Column("read_at_ms", INT64, True), Column("isolation", STRING, True, values=("read_committed", "read_uncommitted")),
+)
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP,
-         "group_states": GROUP_STATES, "state": STATE, "final_state": FINAL_STATE}
+         "group_states": GROUP_STATES, "state": STATE, "final_state": FINAL_STATE,
+         "transactions": TRANSACTIONS, "verified": VERIFIED}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
 # JSON lines are parsed only for these).
 READ = {

@@ -19,6 +19,7 @@ from analysis.rundir import contract
 
 from analysis.rundir import coordinator_log
 from analysis.rundir import state as state_files
+from analysis.rundir import transactions as transaction_files
 from kafkanet.client_ids import member_of
 from analysis.errors import InputError
 from analysis.rundir.inputs import jsonl_objects, rel
@@ -194,6 +195,7 @@ class History:
     coordinator: list[tuple[int, str]] | None = None  # coordinator.log: (ts, sentence) its coordinator logged (None: none)
     output: dict | None = None  # output.json: output-topic mode's read-back, with the group's final commits (None: none)
     state: object | None = None  # state/: a stateful run's state rows and final values (rundir/state.py; None: none)
+    transactions: object | None = None  # transactions/ and verified/ (rundir/transactions.py; None: no transactions/)
 
     @property
     def members_with_events(self) -> list[str]:
@@ -213,6 +215,11 @@ class History:
         promised = any(e.kind == "started" and (commit_mode(e) == "transaction"
                                                  or e.facts.get("guarantee") == "exactly_once_v2") for e in self.events)
         return promised and self.output is not None and self.output.get("isolation", "read_committed") == "read_committed"
+
+    @property
+    def verified(self) -> bool:
+        """Whether a read_committed verified reader read the transactional members' output (verified/)."""
+        return self.exactly_once and self.transactions is not None and "read_committed" in self.transactions.readers
 
     def blame_windows(self, grace_ms: int, open_end: int) -> dict[str, tuple[int, int]]:
         """fault id -> the window in which what happens is blamed on it (Fault.blame_window): THE attribution rule,
@@ -415,7 +422,8 @@ def build(run_dir: Path, protocol: str = "auto") -> History:
     h = History(events=members, faults=faults or [], has_events=events is not None, has_faults=faults is not None,
                 warnings=warnings, beside=[e for e in events or [] if e.role != contract.MEMBER_ROLE],
                 group=read_group(run_dir, warnings), group_states=read_group(run_dir, warnings, "group-states.jsonl", "group_states"),
-                coordinator=coordinator_log.read(run_dir), output=read_output(run_dir), state=state_files.read(run_dir))
+                coordinator=coordinator_log.read(run_dir), output=read_output(run_dir), state=state_files.read(run_dir),
+                transactions=transaction_files.read(run_dir))
     if members:
         rebuild_ownership(h, protocol)
     if h.group_states:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, create_model, model_validator
+from pydantic import AfterValidator, Field, TypeAdapter, ValidationError, create_model, field_validator, model_validator
 
 from faults.base import Fault, FaultParams
 from faults.context import ScenarioFacts
@@ -161,6 +161,20 @@ class TransactionSpec(Strict):
                             "transaction.max.timeout.ms (cluster.broker_config; 900,000 by default)")
     abort_every: int = Field(0, ge=0, le=1_000_000, description="abort every Nth transaction on purpose (its records "
                              "consumed again after a rewind); 0: none")
+    readers: list[Literal["read_committed", "read_uncommitted"]] = Field(
+        ["read_committed"], min_length=1, max_length=2, description="the verified readers: one an isolation level, "
+        "each reading every output partition while the run goes on into verified/<isolation>.jsonl (the "
+        "exactly-once checks read them); read_committed always, read_uncommitted on request")
+
+    @field_validator("readers")
+    @classmethod
+    def _one_reader_an_isolation(cls, readers):
+        if len(set(readers)) != len(readers):
+            raise ValueError("one reader an isolation level: each of read_committed, read_uncommitted at most once")
+        if "read_committed" not in readers:
+            raise ValueError("the read_committed reader is the one the exactly-once checks read: keep it, and add "
+                             "read_uncommitted beside it")
+        return readers
 
 
 def _command_names_the_kind(data):

@@ -2,6 +2,7 @@
 import json
 
 from analysis import analyze
+from analysis.checks import checks_needing
 from analysis_runs import Run, clean_run, known_run, oracle
 
 KEYS = ("produced_records", "consumed_rows", "duplicated_offsets", "duplicate_extra_deliveries", "lost_records")
@@ -57,8 +58,8 @@ def test_clean_run_has_no_anomaly(tmp_path, spark, fmt):
     # promised): their counts are unknown, not 0
     state = {t for t in s["anomaly_counts"] if t.startswith("state_")}
     assert state == {"state_duplicate", "state_duplicate_within_budget", "state_lost"}
-    unpromised = {t for t in s["anomaly_counts"] if t.startswith("eos_")}
-    assert unpromised == {"eos_duplicate"}
+    unpromised = checks_needing("eos", "verified")
+    assert {"eos_duplicate", "eos_lost", "aborted_read", "poll_skip"} <= unpromised <= set(s["anomaly_counts"])
     assert all(n == 0 for t, n in s["anomaly_counts"].items() if t not in state | unpromised), s["anomaly_counts"]
     assert all(s["anomaly_counts"][t] is None and s["checks"][t]["reason"] == "no state/" for t in state)
     assert all(s["anomaly_counts"][t] is None and "no exactly-once promised" in s["checks"][t]["reason"]

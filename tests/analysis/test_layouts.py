@@ -25,6 +25,7 @@ from dataclasses import replace
 import pytest
 
 from analysis import analyze
+from analysis.checks import checks_needing
 from benchmarks.synth import Plan, generate
 
 PLAN = Plan(records=50_000, partitions=6, members=3, generations=4, stall=True)
@@ -115,7 +116,7 @@ def _without_backwards(summary: dict) -> dict:
 
 # a run that kept no state does not run the state checks (no state/), nor one that promised no exactly-once the
 # exactly-once checks: their status is not_run
-STATELESS_NOT_RUN = ("state_duplicate", "state_duplicate_within_budget", "state_lost", "eos_duplicate")
+STATELESS_NOT_RUN = tuple(checks_needing("state", "eos", "verified"))  # no state/, no exactly-once promised
 WIDE = Plan(records=240_000, partitions=1_200, members=500, generations=4)  # 200 records a partition: room to plant
 
 

@@ -3,6 +3,8 @@ consumes t:0 0-9 in one transaction and commits it (offsets 10), consumes 10-19,
 (`commit_failed`, `aborted: true`) and rewinds to 10 (`rewound`), then consumes 10-19 again and commits 20. The
 rewind ends a's ownership and opens the next: 10-19 come twice, within the budget (at a's last commit), and nothing
 goes backwards. A real Spark."""
+import json
+
 from analysis import analyze
 from analysis_runs import T0, Run
 
@@ -105,3 +107,26 @@ def test_eos_duplicate_runs_only_where_exactly_once_is_promised(tmp_path, spark)
         check = s["checks"]["eos_duplicate"]
         assert check["ran"] is False and "no exactly-once promised" in check["reason"], (name, check)
         assert s["anomaly_counts"]["eos_duplicate"] is None
+
+
+def test_an_input_record_committed_past_with_no_committed_output_is_eos_lost(tmp_path, spark):
+    """b starts at 12: 10-11 are in no committed output, though b's transaction committed 20: 2 eos_lost, named with
+    the transaction that committed past them; the read checks run on the planted readers and find nothing."""
+    from test_eos_reads import HEALTHY, plant, transaction_rows
+    rd = committed_output_run(tmp_path / "run", b_from=12)
+    plant(rd, HEALTHY, rows=transaction_rows())
+    (rd / "transactions" / "b.jsonl").write_text("".join(
+        json.dumps(r) + "\n" for r in transaction_rows("b", {1: ([20 + i for i in range(8)], "commit", 11_300)}, 12)))
+    s = analyze(rd, spark=spark)
+    [lost] = [a for a in s["anomalies"] if a["type"] == "eos_lost"]
+    assert (lost["offsets"], lost["count"], lost["transaction"], lost["committed_by"]) == ([10, 11], 2, "b#1.1", "b")
+    assert s["valid"] is False
+    for name in ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip"):
+        assert s["checks"][name]["ran"] is True and s["anomaly_counts"][name] == 0, name
+
+
+def test_the_read_checks_need_a_verified_reader(tmp_path, spark):
+    s = analyze(committed_output_run(tmp_path / "run", b_from=10), spark=spark)
+    check = s["checks"]["poll_skip"]
+    assert check["ran"] is False and "no verified/ reader" in check["reason"]
+    assert s["anomaly_counts"]["eos_lost"] == 0

@@ -21,7 +21,8 @@ def jsonl(path) -> list[dict]:
 def test_transactions_through_an_abort_every_third_and_a_frozen_transaction_coordinator(chaos_run, client):
     run = chaos_run({
         "producer": {"records": 6000, "rate": 1000},
-        "consumer_group": {"client": client, "members": 3, "commit": "transaction", "transaction": {"abort_every": 3}},
+        "consumer_group": {"client": client, "members": 3, "commit": "transaction",
+                           "transaction": {"abort_every": 3, "readers": ["read_committed", "read_uncommitted"]}},
         "faults": [{"kind": "broker_freeze", "target": "txn-coordinator:member-2", "at_s": 3, "duration_s": 4},
                    {"kind": "rpc", "target": "member-2", "api": "EndTxn", "action": "observe", "at_s": 0,
                     "duration_s": 30}]})
@@ -60,6 +61,25 @@ def test_transactions_through_an_abort_every_third_and_a_frozen_transaction_coor
     assert all(r["producer_id"] >= 0 and r["timeout_ms"] == 60_000 and r["coordinator"] for r in known), known[:2]
     assert all(r["error"] for r in mine if r["state"] == "unknown")
     assert {r["transactional_id"] for r in states} == {f"{group_id(run)}-member-{i}" for i in (1, 2, 3)}
+    check_verified_readers(run)
+
+
+EOS_READ_CHECKS = ("eos_duplicate", "eos_lost", "aborted_read", "precommitted_read", "torn_transaction",
+                   "nonmonotonic_poll", "poll_skip")
+
+
+def check_verified_readers(run) -> None:
+    """verified/: the read_committed reader read every record once, to the end; the read_uncommitted one read the
+    aborted transactions' records too; every exactly-once check ran and found nothing."""
+    readers = json.loads((run.run_dir / "verified" / "readers.json").read_text())
+    assert all(r["reached_end"] and r["error"] is None for r in readers.values()), readers
+    committed = jsonl(run.run_dir / "verified" / "read_committed.jsonl")
+    uncommitted = jsonl(run.run_dir / "verified" / "read_uncommitted.jsonl")
+    inputs = {(r["topic"], r["input_partition"], r["input_offset"]) for r in committed}
+    assert len(committed) == len(inputs) == 6000 and len(uncommitted) > len(committed), (len(committed), len(uncommitted))
+    assert all(r["read_at_ms"] > 0 and r["txn"] >= 1 for r in committed)
+    s = run.summary
+    assert {name: s["anomaly_counts"][name] for name in EOS_READ_CHECKS} == dict.fromkeys(EOS_READ_CHECKS, 0)
 
 
 def check_transaction_log(rows: list[dict], events: list[dict]) -> None:

@@ -28,6 +28,12 @@ from workloads.config import MemberConfig, TransactionSettings, decode_text, enc
     ("consumer_group: {commit: transaction}\nstate: {keys_per_partition: 100}\n",
      "state: a stateful member commits with its changelog flushed first; commit: transaction keeps no state"),
     ("consumer_group: {commit: transaction, transaction: {interval_ms: 0}}\n", "consumer_group.transaction.interval_ms"),
+    ("consumer_group: {commit: transaction, transaction: {readers: [read_uncommitted]}}\n",
+     "consumer_group.transaction.readers: the read_committed reader is the one the exactly-once checks read"),
+    ("consumer_group: {commit: transaction, transaction: {readers: [read_committed, read_committed]}}\n",
+     "consumer_group.transaction.readers: one reader an isolation level"),
+    ("consumer_group: {commit: transaction, transaction: {readers: [read_latest]}}\n",
+     "consumer_group.transaction.readers"),
 ])
 def test_a_transactional_group_refuses_what_cannot_work(tmp_path, capsys, yaml_text, words):
     assert words in refused(tmp_path, capsys, yaml_text)
@@ -41,6 +47,7 @@ def test_a_transactional_group_gets_its_output_topic_and_its_settings():
     assert transaction_settings(group, "transaction") == TransactionSettings(interval_ms=200, timeout_ms=60_000,
                                                                                abort_every=5)
     assert transaction_settings(group, "sync") is None
+    assert group.transaction.readers == ["read_committed"]  # the verified reader the exactly-once checks read
     assert scenario.facts().producing  # rpc rules on Produce and the transactional requests have a sender
     again = parse_scenario(scenario.settings())  # a scenario's own dump validates again (the plan does it)
     assert again.consumer_group.transaction == group.transaction and again.consumer_group.output == group.output

@@ -1,0 +1,135 @@
+"""What the verified readers saw of the members' transactions (issue 56; harness/verified.py), by Jepsen's names. Each
+output record is tied to the transaction that wrote it by its acknowledged (partition, offset) in transactions/.
+
+- `aborted_read` (G1a): a read_committed reader read a record of a transaction that aborted.
+- `precommitted_read`: a read_committed reader read a record before its transaction's commit was even asked for
+  (read_at_ms before commit_transaction's call, by more than the logs' millisecond rounding), or of a transaction
+  never asked to commit (its process died in it).
+- `torn_transaction`: a committed transaction that a read_committed reader saw in part: some of its records read,
+  others passed over (the reader's position went beyond them) unread.
+- `nonmonotonic_poll`: a reader read an offset of a partition at or below one it had read there before.
+- `poll_skip`: a reader passed over a record it should have read: one of a committed transaction (read_committed),
+  or any acknowledged one (read_uncommitted), below the reader's final position and never read.
+
+Every anomaly is placed in the output topic (output.json's topic): partition and offsets are the output record's;
+`input` names the input record, `transaction` the writer (member#incarnation.number), with its transactional id."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from analysis.checks.framework import CheckResult, Facts, check
+from analysis.rundir.transactions import ABORTED, COMMITTED, Transaction
+
+ROUNDING_MS = 2  # a row's ts_ms and elapsed_ms are each rounded to the millisecond
+COMMITTED_READER = "read_committed"
+
+
+def _anomaly(x: Facts, kind: str, partition: int, offsets: list[int], t: Transaction | None, times: list[int],
+             **more) -> dict:
+    topic = (x.history.output or {}).get("topic", "output")
+    return {"type": kind, "topic": topic, "partition": partition, "offsets": [min(offsets), max(offsets)],
+            "count": len(offsets), "members": [t.member] if t else [], "generations": [],
+            "time_ms": [min(times), max(times)], "fault_ids": [],
+            **({"transaction": t.name, "transactional_id": t.transactional_id} if t else {}), **more}
+
+
+def _by_writer(x: Facts, rows: list[dict], judge) -> list[dict]:
+    """One anomaly per (writing transaction, output partition) of the rows ``judge(row, txn)`` finds wrong."""
+    written = x.history.transactions.by_output()
+    found: dict[tuple, list[dict]] = defaultdict(list)
+    for r in rows:
+        t = written.get((r["partition"], r["offset"]))
+        if t is not None and judge(r, t):
+            found[(t.name, r["partition"])].append(r)
+    out = []
+    for (name, partition), rs in sorted(found.items()):
+        t = written[(partition, rs[0]["offset"])]
+        out.append(_anomaly(x, "", partition, [r["offset"] for r in rs], t, [r["read_at_ms"] for r in rs],
+                            input=f"{rs[0]['topic']}:{rs[0]['input_partition']}:{rs[0]['input_offset']}",
+                            outcome=t.outcome, commit_called_ms=t.commit_called_ms))
+    return out
+
+
+def _committed_reader(x: Facts):
+    return x.history.transactions.readers[COMMITTED_READER]
+
+
+def _result(kind: str, found: list[dict], **info) -> CheckResult:
+    for a in found:
+        a["type"] = kind
+    return CheckResult(found, sum(a["count"] for a in found), info)
+
+
+@check("aborted_read", needs=("verified",), unit="record of an aborted transaction read read_committed (G1a)",
+       color="#e377c2")
+def aborted_read(x: Facts):
+    reader = _committed_reader(x)
+    return _result("aborted_read", _by_writer(x, reader.rows, lambda r, t: t.outcome == ABORTED))
+
+
+@check("precommitted_read", needs=("verified",),
+       unit="record read read_committed before its transaction was asked to commit", color="#f7b6d2")
+def precommitted_read(x: Facts):
+    reader = _committed_reader(x)
+
+    def early(r, t):
+        if t.commit_called_ms is None:
+            return t.outcome != ABORTED
+        return r["read_at_ms"] + ROUNDING_MS < t.commit_called_ms
+    return _result("precommitted_read", _by_writer(x, reader.rows, early))
+
+
+@check("torn_transaction", needs=("verified",),
+       unit="committed transaction read read_committed in part (counted in records unread)", color="#9467bd")
+def torn_transaction(x: Facts):
+    reader = _committed_reader(x)
+    read = {(r["partition"], r["offset"]) for r in reader.rows}
+    found = []
+    for t in x.history.transactions.transactions:
+        if t.outcome != COMMITTED or not t.acked:
+            continue
+        seen = [(p, o) for p, o, _ in t.acked if (p, o) in read]
+        passed = [(p, o, i) for p, o, i in t.acked if (p, o) not in read and reader.positions.get(p, 0) > o]
+        if seen and passed:
+            by_partition = defaultdict(list)
+            for p, o, _ in passed:
+                by_partition[p].append(o)
+            for p, offsets in sorted(by_partition.items()):
+                found.append(_anomaly(x, "torn_transaction", p, offsets, t, [t.ended_ms or t.begun_ms or 0],
+                                      read_of_transaction=len(seen), written=len(t.acked), input=passed[0][2]))
+    return _result("torn_transaction", found)
+
+
+@check("nonmonotonic_poll", needs=("verified",), unit="read at or below an offset the reader had read before",
+       color="#bcbd22")
+def nonmonotonic_poll(x: Facts):
+    found = []
+    for isolation, reader in sorted(x.history.transactions.readers.items()):
+        last: dict[int, dict] = {}
+        for r in reader.rows:
+            before = last.get(r["partition"])
+            if before is not None and r["offset"] <= before["offset"]:
+                found.append(_anomaly(x, "nonmonotonic_poll", r["partition"], [r["offset"]], None,
+                                      [before["read_at_ms"], r["read_at_ms"]], reader=isolation,
+                                      after_offset=before["offset"]))
+            if before is None or r["offset"] > before["offset"]:
+                last[r["partition"]] = r
+    return _result("nonmonotonic_poll", found)
+
+
+@check("poll_skip", needs=("verified",), unit="record a reader passed over without reading", color="#17becf")
+def poll_skip(x: Facts):
+    files, found = x.history.transactions, []
+    for isolation, reader in sorted(files.readers.items()):
+        read = {(r["partition"], r["offset"]) for r in reader.rows}
+        should = [(p, o, t) for t in files.transactions for p, o, _ in t.acked
+                  if (isolation != COMMITTED_READER or t.outcome == COMMITTED)
+                  and (p, o) not in read and reader.positions.get(p, 0) > o]
+        by_writer = defaultdict(list)
+        for p, o, t in should:
+            by_writer[(t.name, p)].append((o, t))
+        for (_, p), items in sorted(by_writer.items()):
+            t = items[0][1]
+            found.append(_anomaly(x, "poll_skip", p, [o for o, _ in items], t, [t.ended_ms or t.begun_ms or 0],
+                                  reader=isolation, outcome=t.outcome))
+    return _result("poll_skip", found)

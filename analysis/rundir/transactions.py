@@ -1,0 +1,126 @@
+"""A transactional run's own logs (docs/DESIGN.md): transactions/<member>.jsonl, what each member's transactional
+producer did, read into its transactions; and verified/, what the verified readers read of the output topic.
+
+A transaction is named by its member, the member process's incarnation (1 for its first process; a restarted process
+numbers its transactions from 1 again) and its number in that process. Its outcome, by the member's own log:
+`committed` (commit_transaction returned), `aborted` (abort_transaction returned), or `unknown` (a commit whose
+outcome the client could not tell, or a transaction its process died in: the coordinator aborts it, unless its
+EndTxn was already on its way)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.rundir import contract
+
+TRANSACTIONS_DIR, VERIFIED_DIR, READERS_FILE = "transactions", "verified", "readers.json"
+COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
+
+
+@dataclass
+class Transaction:
+    member: str
+    incarnation: int
+    txn: int
+    transactional_id: str
+    begun_ms: int | None = None
+    commit_called_ms: int | None = None  # when commit_transaction was called (its row's ts_ms less its elapsed_ms)
+    ended_ms: int | None = None
+    outcome: str = UNKNOWN
+    acked: list[tuple[int, int, str]] = field(default_factory=list)  # (output partition, offset, input t:p:o)
+    offsets: dict[str, int] = field(default_factory=dict)            # send_offsets: "topic:partition" -> offset
+
+    @property
+    def name(self) -> str:
+        return f"{self.member}#{self.incarnation}.{self.txn}"
+
+
+@dataclass
+class Reader:
+    isolation: str
+    rows: list[dict]          # the verified rows, in the order read
+    reached_end: bool         # its position reached every partition's end
+    positions: dict[int, int]  # partition -> the next offset it would read
+
+
+@dataclass
+class TransactionFiles:
+    transactions: list[Transaction]
+    readers: dict[str, Reader]  # isolation -> its reader (none: the run kept no verified/)
+
+    def by_output(self) -> dict[tuple[int, int], Transaction]:
+        """(output partition, offset) -> the transaction whose producer wrote it (an acknowledged send)."""
+        return {(p, o): t for t in self.transactions for p, o, _ in t.acked}
+
+
+def read(run_dir: Path) -> TransactionFiles | None:
+    """The transactions and the verified readers; None when the run kept no transactions/."""
+    folder = run_dir / TRANSACTIONS_DIR
+    if not folder.is_dir():
+        return None
+    transactions = []
+    for path in sorted(folder.glob("*.jsonl")):
+        transactions += member_transactions(_rows(path, "transactions", run_dir))
+    return TransactionFiles(transactions, _readers(run_dir))
+
+
+def member_transactions(rows: list[dict]) -> list[Transaction]:
+    """One member's transactions from its rows, in order (see the module for incarnations and outcomes)."""
+    out: dict[tuple[int, int], Transaction] = {}
+    incarnation = 0
+    for row in rows:
+        op, txn = row["op"], row["txn"]
+        if op == "init" and txn == 0:
+            incarnation += 1
+        if op == "init" or txn == 0:
+            continue
+        t = out.setdefault((incarnation, txn), Transaction(row["member"], max(incarnation, 1), txn, row["transactional_id"]))
+        failed = row.get("error") is not None
+        if op == "begin":
+            t.begun_ms = row["ts_ms"]
+        elif op == "ack" and not failed and row.get("offset") is not None:
+            t.acked.append((row["partition"], row["offset"], row.get("input") or ""))
+        elif op == "send_offsets" and not failed:
+            t.offsets = dict(row.get("offsets") or {})
+        elif op == "commit":
+            t.commit_called_ms = row["ts_ms"] - (row.get("elapsed_ms") or 0)
+            t.ended_ms, t.outcome = row["ts_ms"], UNKNOWN if failed else COMMITTED
+        elif op == "abort" and not failed:
+            t.ended_ms, t.outcome = row["ts_ms"], ABORTED
+    return list(out.values())
+
+
+def _readers(run_dir: Path) -> dict[str, Reader]:
+    folder = run_dir / VERIFIED_DIR
+    if not folder.is_dir():
+        return {}
+    summary_path = folder / READERS_FILE
+    try:
+        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+    except ValueError as exc:
+        raise InputError(f"{VERIFIED_DIR}/{READERS_FILE}: not JSON ({exc})") from None
+    readers = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        said = summary.get(path.stem, {})
+        positions = {int(p): v.get("position", 0) for p, v in (said.get("partitions") or {}).items()}
+        readers[path.stem] = Reader(path.stem, _rows(path, "verified", run_dir), bool(said.get("reached_end")), positions)
+    return readers
+
+
+def _rows(path: Path, table: str, run_dir: Path) -> list[dict]:
+    """Every line, checked against the contract (a killed process's last line, cut short, left out)."""
+    out, name = [], str(path.relative_to(run_dir))
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith("\n"):
+                break
+            where = f"{name}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{where}: not JSON ({exc.msg})") from None
+            contract.check_object(table, obj, where)
+            out.append(obj)
+    return out

@@ -1,0 +1,120 @@
+"""Issue 56: the exactly-once checks of what the verified readers read (analysis/checks/eos_reads.py) and the
+transactions read from transactions/ (analysis/rundir/transactions.py), on planted files, counts by hand.
+
+Member a writes output partition 0 of g-txn-out in four transactions: 1 (offsets 0-2) committed, its commit asked
+at 1000; 2 (3-4) aborted; 3 (6-8) committed, asked at 1200; 4 (10-11) committed, asked at 1300. The planted reader
+reads 3 (aborted: an aborted_read), 6 at 1150 (before 3's commit was asked: a precommitted_read), passes over 7
+(transaction 3 torn, and a poll_skip) and reads 2 again after 8 (a nonmonotonic_poll)."""
+import json
+from types import SimpleNamespace
+
+from analysis.checks import eos_reads
+from analysis.rundir import transactions as txns
+
+OUT = "g-txn-out"
+WRITES = {1: ([0, 1, 2], "commit", 1000), 2: ([3, 4], "abort", 1100), 3: ([6, 7, 8], "commit", 1200),
+          4: ([10, 11], "commit", 1300)}
+HEALTHY = [(0, 1020), (1, 1020), (2, 1020), (6, 1220), (7, 1220), (8, 1220), (10, 1320), (11, 1320)]
+PLANTED = [(0, 1020), (1, 1020), (2, 1020), (3, 1150), (6, 1150), (8, 1250), (2, 1260), (10, 1320), (11, 1320)]
+
+
+def transaction_rows(member="a", writes=WRITES, first_input=0):
+    """A member's transactions/ rows: per transaction number, its output offsets, its end and when it was asked;
+    it consumed t:0 from first_input on, a record an output."""
+    base = {"member": member, "transactional_id": f"g-{member}", "timeout_ms": 60000}
+    rows, offset_in = [{**base, "ts_ms": 1, "op": "init", "txn": 0, "elapsed_ms": 5}], first_input
+    for txn, (offsets, end, at) in writes.items():
+        rows.append({**base, "ts_ms": at - 50, "op": "begin", "txn": txn})
+        for o in offsets:
+            rows.append({**base, "ts_ms": at - 40, "op": "send", "txn": txn, "input": f"t:0:{offset_in}"})
+            rows.append({**base, "ts_ms": at - 30, "op": "ack", "txn": txn, "input": f"t:0:{offset_in}",
+                         "partition": 0, "offset": o})
+            offset_in += 1
+        if end == "commit":
+            rows.append({**base, "ts_ms": at - 20, "op": "send_offsets", "txn": txn, "elapsed_ms": 3,
+                         "offsets": {"t:0": offset_in}})
+        rows.append({**base, "ts_ms": at + 10, "op": end, "txn": txn, "elapsed_ms": 10})
+    return rows
+
+
+def plant(run_dir, reads, position=12, rows=None):
+    for folder, name, lines in (("transactions", "a.jsonl", rows or transaction_rows()),
+                                ("verified", "read_committed.jsonl", [
+                                    {"partition": 0, "offset": o, "topic": "t", "input_partition": 0,
+                                     "input_offset": o, "member": "a", "read_at_ms": at, "isolation": "read_committed"}
+                                    for o, at in reads])):
+        (run_dir / folder).mkdir(parents=True, exist_ok=True)
+        (run_dir / folder / name).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(
+        {"read_committed": {"reached_end": True, "partitions": {"0": {"position": position, "end": position}}}}))
+    return run_dir
+
+
+def facts(run_dir):
+    return SimpleNamespace(history=SimpleNamespace(transactions=txns.read(run_dir), output={"topic": OUT}))
+
+
+def counts(run_dir) -> dict:
+    x = facts(run_dir)
+    return {name: getattr(eos_reads, name)(x).total for name in
+            ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip")}
+
+
+def test_transactions_by_outcome_and_commit_call():
+    ts = txns.member_transactions(transaction_rows())
+    assert [(t.name, t.outcome, t.commit_called_ms, [o for _, o, _ in t.acked]) for t in ts] == [
+        ("a#1.1", "committed", 1000, [0, 1, 2]), ("a#1.2", "aborted", None, [3, 4]),
+        ("a#1.3", "committed", 1200, [6, 7, 8]), ("a#1.4", "committed", 1300, [10, 11])]
+    assert ts[2].offsets == {"t:0": 8}
+
+
+def test_a_restarted_process_numbers_again_in_a_new_incarnation():
+    writes = {1: ([0], "commit", 1000), 2: ([1], "commit", 1100)}
+    restarted = transaction_rows(writes={1: ([2], "commit", 1300)})  # a new process: init, then its transaction 1
+    rows = transaction_rows(writes=writes) + restarted
+    names = [t.name for t in txns.member_transactions(rows)]
+    assert names == ["a#1.1", "a#1.2", "a#2.1"]
+
+
+def test_a_failed_commit_is_unknown_and_a_transaction_a_process_died_in_too():
+    rows = transaction_rows(writes={1: ([0], "commit", 1000), 2: ([1], "commit", 1100)})
+    rows[-1] = {**rows[-1], "error": "_TIMED_OUT", "error_class": "retriable"}
+    rows.append({**rows[1], "ts_ms": 1200, "txn": 3})  # begun, then the process died
+    assert [t.outcome for t in txns.member_transactions(rows)] == ["committed", "unknown", "unknown"]
+
+
+def test_a_healthy_read_gives_nothing(tmp_path):
+    assert counts(plant(tmp_path, HEALTHY)) == dict.fromkeys(counts(plant(tmp_path, HEALTHY)), 0)
+
+
+def test_each_planted_anomaly_is_found_and_named(tmp_path):
+    run_dir = plant(tmp_path, PLANTED)
+    assert counts(run_dir) == {"aborted_read": 1, "precommitted_read": 1, "torn_transaction": 1,
+                               "nonmonotonic_poll": 1, "poll_skip": 1}
+    x = facts(run_dir)
+    [aborted] = eos_reads.aborted_read(x).anomalies
+    assert (aborted["topic"], aborted["offsets"], aborted["transaction"], aborted["outcome"]) == (
+        OUT, [3, 3], "a#1.2", "aborted")
+    [early] = eos_reads.precommitted_read(x).anomalies
+    assert (early["offsets"], early["transaction"], early["commit_called_ms"], early["time_ms"]) == (
+        [6, 6], "a#1.3", 1200, [1150, 1150])
+    [torn] = eos_reads.torn_transaction(x).anomalies
+    assert (torn["offsets"], torn["read_of_transaction"], torn["written"], torn["input"]) == ([7, 7], 2, 3, "t:0:6")
+    [back] = eos_reads.nonmonotonic_poll(x).anomalies
+    assert (back["offsets"], back["after_offset"], back["reader"]) == ([2, 2], 8, "read_committed")
+    [skip] = eos_reads.poll_skip(x).anomalies
+    assert (skip["offsets"], skip["transaction"]) == ([7, 7], "a#1.3")
+
+
+def test_nothing_beyond_the_readers_position_is_judged(tmp_path):
+    """The reader stopped at 9: transaction 4 (10-11) unread is neither a skip nor torn."""
+    reads = [r for r in HEALTHY if r[0] < 10]
+    assert counts(plant(tmp_path, reads, position=9))["poll_skip"] == 0
+    assert counts(plant(tmp_path, reads, position=12))["poll_skip"] == 2
+
+
+def test_a_commit_asked_in_the_same_millisecond_as_the_read_is_no_precommitted_read(tmp_path):
+    reads = [(o, 1200 if o in (6, 7, 8) else at) for o, at in HEALTHY]
+    assert counts(plant(tmp_path, reads))["precommitted_read"] == 0
+    reads = [(o, 1197 if o in (6, 7, 8) else at) for o, at in HEALTHY]
+    assert counts(plant(tmp_path, reads))["precommitted_read"] == 3
