@@ -20,6 +20,7 @@ from analysis.engine.spark import (SparkUnavailable, apply_runtime_conf, default
 from analysis.errors import AnalysisFailed, InputError
 from analysis.figures import run_figures as figures
 from analysis.figures import cell, state_band, state_cost
+from analysis.figures import transactions as transaction_figures
 from analysis.pages.compare import COLUMNS, read_summary, row_for, write_table
 from analysis.rundir import coordinator_log, history, inputs
 
@@ -505,6 +506,7 @@ def _summary(run_dir, run: _Run, res, hist, produced, consumed, size: int, grace
         },
         "group_state_band": state_band.band(hist, res.get("t1") or 0, coordinator and coordinator["rounds"]),
         "coordinator_rounds": coordinator,
+        "transactions": transaction_figures.figures(hist.transactions),
         "partitions": [{k: r[k] for k in ("topic", "partition", "produced", "consumed_rows", "consumed_distinct",
                                           "extra", "lost", "unseen", "unacked")} for r in res.get("partitions", [])],
         "members": sorted({s["member"] for s in res.get("period_summaries", [])} | set(hist.members_with_events)),

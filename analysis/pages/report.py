@@ -105,6 +105,7 @@ def render(s: dict, x: dict, errors: list[str]) -> str:
     parts.append(_folded(_timeline(s, x, t0), "timeline", _partition_count(s, x)))
     parts.append(_rate(s, x, t0))
     parts.append(_commits(s, x, t0))
+    parts.append(_transactions(s.get("transactions")))
     parts.append(_faults(s, rel))
     parts.append(_checks(s))
     if rf:
@@ -313,6 +314,27 @@ def _faults(s, rel) -> str:
                     f"<td class=num>{e(tts)}</td><td>{e(att)}</td></tr>")
     return ("<h2>Faults</h2><table id=faults><thead><tr><th>id</th><th>kind</th><th>target</th><th>injected</th><th>healed</th>"
             "<th>rebalances</th><th>time to stable</th><th>attributed anomalies</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+
+
+def _spread_ms(d: dict | None) -> str:
+    return "–" if not d else f"{d['p50']:,} / {d['p99']:,} / {d['max']:,} ms (n {d['n']:,})"
+
+
+def _transactions(t: dict | None) -> str:
+    """A transactional run's transactions (analysis/figures/transactions.py); nothing for any other run."""
+    if not t:
+        return ""
+    outcomes = ", ".join(f"{n:,} {k}" for k, n in sorted(t["by_outcome"].items())) or "none"
+    readers = ", ".join(f"{k}: {r['rows']:,} read{'' if r['reached_end'] else ', stopped below the end'}"
+                        for k, r in sorted(t["readers"].items())) or "none"
+    rows = [("transactions", f"{t['transactions']:,}: {outcomes}"),
+            ("records written / in committed transactions", f"{t['records_written']:,} / {t['records_committed']:,}"),
+            ("commit_transaction, p50 / p99 / max", _spread_ms(t.get("commit_ms"))),
+            ("read read_committed after the commit returned, p50 / p99 / max", _spread_ms(t.get("read_after_commit_ms"))),
+            ("held back by the last stable offset (read_committed against read_uncommitted)", _spread_ms(t.get("held_back_ms"))),
+            ("verified readers", readers)]
+    return ("<h2 id=transactions>Transactions</h2><table id=transaction-figures><tbody>"
+            + "".join(f"<tr><td>{e(k)}</td><td>{e(v)}</td></tr>" for k, v in rows) + "</tbody></table>")
 
 
 def _checks(s) -> str:

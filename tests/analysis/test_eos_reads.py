@@ -118,3 +118,19 @@ def test_a_commit_asked_in_the_same_millisecond_as_the_read_is_no_precommitted_r
     assert counts(plant(tmp_path, reads))["precommitted_read"] == 0
     reads = [(o, 1197 if o in (6, 7, 8) else at) for o, at in HEALTHY]
     assert counts(plant(tmp_path, reads))["precommitted_read"] == 3
+
+
+def test_the_transaction_figures_by_hand(tmp_path):
+    from analysis.figures.transactions import figures, spread
+    assert spread([5, 1, 3, 2, 4]) == {"p50": 3, "p99": 5, "max": 5, "n": 5} and spread([]) is None
+    run_dir = plant(tmp_path, HEALTHY)
+    (run_dir / "verified" / "read_uncommitted.jsonl").write_text("".join(
+        json.dumps({"partition": 0, "offset": o, "topic": "t", "input_partition": 0, "input_offset": o, "member": "a",
+                    "read_at_ms": at - 15, "isolation": "read_uncommitted"}) + "\n" for o, at in HEALTHY))
+    f = figures(txns.read(run_dir))
+    assert (f["transactions"], f["by_outcome"], f["records_written"], f["records_committed"]) == (
+        4, {"committed": 3, "aborted": 1}, 10, 8)
+    assert f["commit_ms"] == {"p50": 10, "p99": 10, "max": 10, "n": 3}  # each commit row: elapsed_ms 10
+    # transaction 1 ended at 1010 and was read at 1020; 3 at 1210, read at 1220; 4 at 1310, read at 1320
+    assert f["read_after_commit_ms"] == {"p50": 10, "p99": 10, "max": 10, "n": 8}
+    assert f["held_back_ms"] == {"p50": 15, "p99": 15, "max": 15, "n": 8}

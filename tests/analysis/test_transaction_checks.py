@@ -123,6 +123,9 @@ def test_an_input_record_committed_past_with_no_committed_output_is_eos_lost(tmp
     assert s["valid"] is False
     for name in ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip"):
         assert s["checks"][name]["ran"] is True and s["anomaly_counts"][name] == 0, name
+    assert s["transactions"]["by_outcome"] == {"committed": 4, "aborted": 1}  # a's 3 and b's 1; a's abort
+    report = (rd / "report" / "index.html").read_text()
+    assert "id=transactions" in report and "4 committed" in report
 
 
 def test_the_read_checks_need_a_verified_reader(tmp_path, spark):
