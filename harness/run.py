@@ -36,7 +36,9 @@ from kafkanet import waiting
 from harness.hosting import hosted_settings
 from harness.command_members import (command_members_alive, command_members_named, command_members_ran,
                                      command_members_started, unlisted_commands)
+from harness.cluster.features import apply_features
 from harness.output_topic import read_back
+from kafkanet.features import TRANSACTION_VERSION
 from harness.verified import VerifiedReaders
 from harness.state import key_space, prefill, read_final, state_config
 from harness.streams import group_configs, group_members, set_group_configs, streams_settings
@@ -416,7 +418,10 @@ def member_lanes_proxied(cluster, plan: Plan):
 
 def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcome, phase, schedule: list[FaultEntry],
             rpc_proxy=None, on_drain=None) -> None:
-    write_json(run_dir / "cluster.json", {**cluster.describe(), "member_lanes_through_rpc_proxy": rpc_proxy is not None, "clients": [
+    features = apply_features(cluster, plan.scenario.cluster.transaction_version)
+    write_json(run_dir / "cluster.json", {**cluster.describe(), "features": features,
+                                          "transaction_version": features.get(TRANSACTION_VERSION),
+                                          "member_lanes_through_rpc_proxy": rpc_proxy is not None, "clients": [
         {"client": c.client, "version": c.version or c.release.client_version,
          **({"librdkafka_version": c.release.librdkafka_version} if c.release.librdkafka_version else {})}
         for c in plan.clients]})

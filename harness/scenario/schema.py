@@ -42,6 +42,10 @@ class ClusterSpec(Strict):
     kafka_version: str | None = Field(None, pattern=r"^\d+\.\d+\.\d+$",
                                       description="brokers of this Apache Kafka release (KRaft, 3.7 or later), built "
                                                   "locally on first use; default: the release versions.env pins")
+    transaction_version: Literal[1, 2] | None = Field(
+        None, description="transaction.version (KIP-890), set after start-up and read back into cluster.json: 1, the "
+                          "epoch kept across a producer's transactions; 2, bumped every transaction (default of a "
+                          "fresh 4.x cluster); unset: what the brokers hold. Kafka 4.0 or later")
     log_disk_mb: int | None = Field(None, ge=32, le=65536,
                                     description="each broker's log directory on a disk of its own of this many MB (a "
                                                 "loop-mounted ext4 image on the host, needs root), which disk_full fills; "

@@ -116,3 +116,26 @@ def test_the_catalog_run_through_a_frozen_transaction_coordinator(chaos_run):
                if e["kind"] in ("committed", "commit_failed")]
     assert any(sent < frozen["inject_done_ms"] and frozen["healed_at_ms"] <= answered for sent, answered in windows), \
         (frozen, windows)
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "java-member"])
+def test_transaction_version_1_set_for_the_run_and_read_back(chaos_run, kafka_cluster, client):
+    """cluster.transaction_version: 1, set on the wire after start-up (the shared cluster formatted at 4.3.1 holds 2),
+    read back into cluster.json; the Java client then sends EndTxn below v5 with one epoch throughout (version 1, as
+    librdkafka always does). The cluster is set back to 2 after."""
+    from harness.cluster.features import apply_features
+    try:
+        run = chaos_run({
+            "cluster": {"transaction_version": 1},
+            "producer": {"records": 1000, "rate": 500},
+            "consumer_group": {"client": client, "members": 2, "commit": "transaction"},
+            "faults": [{"kind": "rpc", "target": "member-1", "api": "EndTxn", "action": "observe", "at_s": 0,
+                        "duration_s": 10}]})
+        assert run.errors == [] and run.summary["valid"] is True, (run.errors, run.summary["anomaly_counts"])
+        cluster = json.loads((run.run_dir / "cluster.json").read_text())
+        assert cluster["transaction_version"] == 1 and cluster["features"]["transaction.version"] == 1, cluster["features"]
+        [observe] = [f for f in jsonl(run.run_dir / "faults.jsonl") if f["kind"] == "rpc"]
+        hits = observe["hits"]
+        assert hits and max(h["version"] for h in hits) < 5 and len({h["epoch"] for h in hits}) == 1, hits
+    finally:
+        assert apply_features(kafka_cluster, 2)["transaction.version"] == 2

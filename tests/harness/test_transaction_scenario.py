@@ -34,6 +34,10 @@ from workloads.config import MemberConfig, TransactionSettings, decode_text, enc
      "consumer_group.transaction.readers: one reader an isolation level"),
     ("consumer_group: {commit: transaction, transaction: {readers: [read_latest]}}\n",
      "consumer_group.transaction.readers"),
+    ("cluster: {kafka_version: 3.9.1, transaction_version: 1}\nconsumer_group: {commit: transaction}\n",
+     "cluster.transaction_version: transaction.version is a feature level from Kafka 4.0 (KIP-890); the brokers run "
+     "3.9.1"),
+    ("cluster: {transaction_version: 3}\n", "cluster.transaction_version"),
 ])
 def test_a_transactional_group_refuses_what_cannot_work(tmp_path, capsys, yaml_text, words):
     assert words in refused(tmp_path, capsys, yaml_text)
