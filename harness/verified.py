@@ -51,6 +51,7 @@ class VerifiedReader:
         self.error: str | None = None
         self.passing_errors: list[str] = []  # errors the client retries past, as it reported them
         self.reached_end = False
+        self.finished_at_ms: int | None = None
         self._finish_by: float | None = None  # monotonic; set: read to the end by then, then stop
         self._thread = threading.Thread(target=self._read, name=f"kafka-chaos-verified-{isolation}", daemon=True)
 
@@ -82,6 +83,7 @@ class VerifiedReader:
         except Exception as exc:  # the reader's end is a finding of readers.json, never the run's crash
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
+            self.finished_at_ms = now_ms()
             self.log.close()
             self.consumer.close()
 
@@ -121,7 +123,7 @@ class VerifiedReader:
         """What readers.json says of this reader."""
         return {"isolation": self.isolation, "rows": self.rows, "unread": self.unread, "error": self.error,
                 "passing_errors": self.passing_errors[:EXAMPLES], "passing_error_count": len(self.passing_errors),
-                "reached_end": self.reached_end,
+                "reached_end": self.reached_end, "finished_at_ms": self.finished_at_ms,
                 "partitions": {str(p): {"position": self.positions.get(p, 0), "end": self.ends.get(p)}
                                for p in self.partitions}}
 

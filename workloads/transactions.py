@@ -129,16 +129,17 @@ class Transactions:
             self.rows.row("begin", self.number)
         txn = self.number
         for m in records:
+            source = f"{m.topic()}:{m.partition()}:{m.offset()}"
             produce(self.producer, self.cfg.output_topic, key=m.key(), value=m.value(),
-                    headers=output_headers(m, self.cfg.member, txn), on_delivery=lambda err, out: self._acked(txn, err, out))
-            self.rows.row("send", txn, flush=False, input=f"{m.topic()}:{m.partition()}:{m.offset()}")
+                    headers=output_headers(m, self.cfg.member, txn),
+                    on_delivery=lambda err, out, source=source: self._acked(txn, source, err, out))
+            self.rows.row("send", txn, flush=False, input=source)
             tp = (m.topic(), m.partition())
             self.next_offsets[tp] = max(self.next_offsets.get(tp, 0), m.offset() + 1)
         self.producer.poll(0)
 
-    def _acked(self, txn: int, error: KafkaError | None, out) -> None:
-        headers = dict(out.headers() or [])
-        source = b":".join(headers.get(h, b"") for h in ("in-topic", "in-partition", "in-offset")).decode()
+    def _acked(self, txn: int, source: str, error: KafkaError | None, out) -> None:
+        """The delivery report (the input named from the send: a failed delivery's record may carry no headers)."""
         self.rows.row("ack", txn, error=error, flush=False, input=source, partition=out.partition(),
                       offset=out.offset() if error is None else None)
 

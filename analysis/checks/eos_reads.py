@@ -11,6 +11,11 @@ output record is tied to the transaction that wrote it by its acknowledged (part
 - `poll_skip`: a reader passed over a record it should have read: one of a committed transaction (read_committed),
   or any acknowledged one (read_uncommitted), below the reader's final position and never read.
 
+And, counted by the `stall` check (stall.py), a read_committed reader left below a partition's end once every member
+stopped: `waiting_for: stable_offset`, with the record it waits at and the transaction that wrote it; `cause:
+hanging_transaction` where that transaction was aborted (the coordinator ended it, yet the partition holds it open: a
+write that landed after its abort, KAFKA-14402's), else `open_transaction` (its outcome unknown: a member died in it).
+
 Every anomaly is placed in the output topic (output.json's topic): partition and offsets are the output record's;
 `input` names the input record, `transaction` the writer (member#incarnation.number), with its transactional id."""
 from __future__ import annotations
@@ -133,3 +138,38 @@ def poll_skip(x: Facts):
             found.append(_anomaly(x, "poll_skip", p, [o for o, _ in items], t, [t.ended_ms or t.begun_ms or 0],
                                   reader=isolation, outcome=t.outcome))
     return _result("poll_skip", found)
+
+
+def hanging_transactions(x: Facts) -> list[dict]:
+    """The stalls of the read_committed reader (see the module); none where it reached every partition's end."""
+    files = x.history.transactions
+    reader = files.readers.get(COMMITTED_READER) if files is not None else None
+    if reader is None or reader.reached_end:
+        return []
+    written, out = files.by_output(), []
+    for p, end in sorted(reader.ends.items()):
+        at = reader.positions.get(p, 0)
+        if at >= end:
+            continue
+        t = written.get((p, at))
+        since = t.acked_at.get((p, at)) if t is not None else None
+        until = reader.finished_at_ms or since or 0
+        cause = "hanging_transaction" if t is not None and t.outcome == ABORTED else "open_transaction"
+        out.append(_anomaly(x, "stall", p, [at], t, [since or until, until], waiting_for="stable_offset", cause=cause,
+                            producer_id=_producer_id(x, t, since), age_ms=None if since is None else until - since,
+                            records_held=end - at, outcome=None if t is None else t.outcome,
+                            reason=f"read_committed stopped at offset {at} of {end} once the members had stopped: "
+                                   f"the last stable offset held by "
+                                   f"{'transaction ' + t.name if t else 'a transaction no member logged'}"))
+    return out
+
+
+def _producer_id(x: Facts, t: Transaction | None, at_ms: int | None) -> int | None:
+    """The writer's producer id, as the request-aware proxy saw its producer's last transactional request before
+    ``at_ms`` (an rpc fault's hits); None where no rule saw it."""
+    if t is None:
+        return None
+    hits = [h for f in x.history.faults for h in f.hits
+            if h.get("transactional_id") == t.transactional_id and h.get("producer_id", -1) >= 0
+            and (at_ms is None or h.get("at_ms", 0) <= at_ms)]
+    return max(hits, key=lambda h: h.get("at_ms", 0))["producer_id"] if hits else None

@@ -186,4 +186,6 @@ def stall(x: Facts):
                             "reason": f"nothing delivered for {(z - a) / 1000:.1f} s while acked records waited, "
                                       f"owner {', '.join(members) or '?'} alive"})
     out += waits
+    from analysis.checks.eos_reads import hanging_transactions  # here: imported above, it would register its checks first
+    out += hanging_transactions(x)
     return CheckResult(out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure)})

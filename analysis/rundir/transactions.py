@@ -30,6 +30,7 @@ class Transaction:
     ended_ms: int | None = None
     outcome: str = UNKNOWN
     acked: list[tuple[int, int, str]] = field(default_factory=list)  # (output partition, offset, input t:p:o)
+    acked_at: dict[tuple[int, int], int] = field(default_factory=dict)  # (output partition, offset) -> its ack's ts_ms
     offsets: dict[str, int] = field(default_factory=dict)            # send_offsets: "topic:partition" -> offset
 
     @property
@@ -43,6 +44,8 @@ class Reader:
     rows: list[dict]          # the verified rows, in the order read
     reached_end: bool         # its position reached every partition's end
     positions: dict[int, int]  # partition -> the next offset it would read
+    ends: dict[int, int] = field(default_factory=dict)  # partition -> its high watermark, last asked
+    finished_at_ms: int | None = None  # when it stopped reading
 
 
 @dataclass
@@ -82,6 +85,7 @@ def member_transactions(rows: list[dict]) -> list[Transaction]:
             t.begun_ms = row["ts_ms"]
         elif op == "ack" and not failed and row.get("offset") is not None:
             t.acked.append((row["partition"], row["offset"], row.get("input") or ""))
+            t.acked_at[(row["partition"], row["offset"])] = row["ts_ms"]
         elif op == "send_offsets" and not failed:
             t.offsets = dict(row.get("offsets") or {})
         elif op == "commit":
@@ -104,8 +108,11 @@ def _readers(run_dir: Path) -> dict[str, Reader]:
     readers = {}
     for path in sorted(folder.glob("*.jsonl")):
         said = summary.get(path.stem, {})
-        positions = {int(p): v.get("position", 0) for p, v in (said.get("partitions") or {}).items()}
-        readers[path.stem] = Reader(path.stem, _rows(path, "verified", run_dir), bool(said.get("reached_end")), positions)
+        partitions = said.get("partitions") or {}
+        positions = {int(p): v.get("position", 0) for p, v in partitions.items()}
+        ends = {int(p): v["end"] for p, v in partitions.items() if v.get("end") is not None}
+        readers[path.stem] = Reader(path.stem, _rows(path, "verified", run_dir), bool(said.get("reached_end")), positions,
+                                    ends, said.get("finished_at_ms"))
     return readers
 
 

@@ -134,3 +134,29 @@ def test_the_transaction_figures_by_hand(tmp_path):
     # transaction 1 ended at 1010 and was read at 1020; 3 at 1210, read at 1220; 4 at 1310, read at 1320
     assert f["read_after_commit_ms"] == {"p50": 10, "p99": 10, "max": 10, "n": 8}
     assert f["held_back_ms"] == {"p50": 15, "p99": 15, "max": 15, "n": 8}
+
+
+def test_a_reader_left_below_the_end_is_a_stall_on_the_stable_offset(tmp_path):
+    """The reader stopped at 3 of partition 0's 12: offset 3 is aborted transaction 2's, yet it holds the last stable
+    offset: a hanging transaction, with its age from its ack (1070) to the reader's stop (9000) and the producer id
+    an rpc rule saw; held at 6 instead (committed transaction 3's, say its marker not there yet) it is open."""
+    run_dir = plant(tmp_path, [r for r in HEALTHY if r[0] < 3], position=3)
+    summary = json.loads((run_dir / "verified" / "readers.json").read_text())
+    summary["read_committed"].update(reached_end=False, finished_at_ms=9000, partitions={"0": {"position": 3, "end": 12}})
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    x = facts(run_dir)
+    x.history.faults = [SimpleNamespace(hits=[{"at_ms": 1060, "api": "Produce", "transactional_id": "g-a",
+                                               "producer_id": 4001}])]
+    [stall] = eos_reads.hanging_transactions(x)
+    assert (stall["type"], stall["waiting_for"], stall["cause"], stall["offsets"], stall["transaction"]) == (
+        "stall", "stable_offset", "hanging_transaction", [3, 3], "a#1.2")
+    assert (stall["producer_id"], stall["age_ms"], stall["records_held"], stall["time_ms"]) == (4001, 7930, 9, [1070, 9000])
+    summary["read_committed"]["partitions"]["0"]["position"] = 6
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    x = facts(run_dir)
+    x.history.faults = []
+    [stall] = eos_reads.hanging_transactions(x)
+    assert (stall["cause"], stall["transaction"], stall["producer_id"]) == ("open_transaction", "a#1.3", None)
+    summary["read_committed"].update(reached_end=True)
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    assert eos_reads.hanging_transactions(facts(run_dir)) == []
