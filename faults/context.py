@@ -26,6 +26,7 @@ class ScenarioFacts:
     log_disk_mb: int | None = None           # cluster.log_disk_mb: each broker's log directory on a disk of its own
     producing: bool = False                  # a member produces: a stateful member's changelog, an output topic
     kafka_version: str | None = None         # cluster.kafka_version (None: the harness's pinned release)
+    transaction_version: int | None = None   # cluster.transaction_version (None: the brokers' own, by release)
 
     @property
     def broker_names(self) -> tuple[str, ...]:

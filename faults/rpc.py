@@ -81,7 +81,7 @@ CONSUMER_ONLY = ("ConsumerGroupHeartbeat",)
 STREAMS_ONLY = ("StreamsGroupHeartbeat",)  # KIP-1071's heartbeat: a Kafka Streams group on the `streams` protocol
 SENT_ONLY_BY = {"classic": CLASSIC_ONLY, "consumer": CONSUMER_ONLY, "streams": STREAMS_ONLY}
 TRANSACTIONAL_ONLY = tuple(api for api in TXN_APIS if api != "Produce")  # a transactional producer's
-TV1_ONLY = ("AddPartitionsToTxn", "AddOffsetsToTxn")  # a Java client on transaction version 2 sends neither (KIP-890)
+TV1_ONLY = ("AddPartitionsToTxn", "AddOffsetsToTxn")  # a client on transaction version 2 sends neither (KIP-890)
 TV2_FROM = (4, 0)  # fresh clusters default to transaction.version 2 from Kafka 4.0
 
 
@@ -126,11 +126,24 @@ def _check_producer_api(api: str, facts: ScenarioFacts, target: str) -> None:
     if api in TRANSACTIONAL_ONLY and not sends_transactions:
         raise ValueError(f"api: only a transactional producer sends {api}, and no member of this group runs one "
                          "(a Kafka Streams group with guarantee exactly_once_v2, or a command member of yours)")
+    if api in TV1_ONLY and not any(sends_add_to_txn(kind, facts) for kind in kinds):
+        raise ValueError(f"api: {api} is sent only on transaction version 1 (KIP-890: on 2 the brokers add partitions "
+                         f"to the transaction themselves); these members' clients speak 2 with these brokers "
+                         f"(cluster.transaction_version: 1 makes them send it; librdkafka speaks only 1)")
+
+
+def sends_add_to_txn(kind_name: str, facts: ScenarioFacts) -> bool:
+    """Whether a member of this kind sends AddPartitionsToTxn and AddOffsetsToTxn: on transaction version 1, the
+    lower of what its client speaks and what the brokers hold (cluster.transaction_version, else 2 from Kafka 4.0);
+    a command member's client is not known: it may."""
+    from workloads.kinds import member_kind
+    kind = member_kind(kind_name)
+    if kind.command:
+        return True
     release = facts.kafka_version  # faults/ sits below harness/: its version_tuple is not ours to import
-    if api in TV1_ONLY and "command" not in kinds and (
-            release is None or tuple(map(int, release.split(".")[:2])) >= TV2_FROM):
-        raise ValueError(f"api: a Java client on transaction version 2 (the brokers' default from Kafka 4.0) never "
-                         f"sends {api} (KIP-890): the brokers add partitions to the transaction themselves")
+    brokers = facts.transaction_version or (
+        2 if release is None or tuple(map(int, release.split(".")[:2])) >= TV2_FROM else 1)
+    return min(kind.transaction_version or brokers, brokers) == 1
 
 
 def _kafka_error_names() -> set[str]:

@@ -53,6 +53,8 @@ class MemberKind:
     security: bool = True         # takes the KAFKA_CHAOS_CLIENT_* security settings
     join_watch: bool = False      # writes its client's group debug log when not assigned in time
     keeps_state: bool = False     # a stateful member (the scenario's `state` block: workloads/state.py)
+    transaction_version: int | None = None  # the highest transaction.version (KIP-890) its producer speaks; None:
+    #                                         no transactional producer, or one we cannot know (a command member's)
     protocols: tuple[str, ...] = ("classic", "consumer")  # the group protocols it speaks (consumer_group.protocol)
     own_assignor: str | None = None  # assigns with an assignor of its own (consumer_group.assignor is not its)
     streams_block: bool = False   # takes consumer_group.streams: a Kafka Streams member (harness/streams.py)
@@ -142,7 +144,8 @@ register(MemberKind(
     # Recorded in each member's `started` facts (hosted_settings).
     hosted_settings={"queued.max.messages.kbytes": 2048, "queued.min.messages": 2000},
     fds_per_member=24, mb_per_member=6, state_fds_per_member=40, state_mb_per_member=8, sweep_name="librdkafka",
-    join_watch=True, keeps_state=True, commit_modes=(*COMMIT_MODES, "transaction")))
+    join_watch=True, keeps_state=True, commit_modes=(*COMMIT_MODES, "transaction"),
+    transaction_version=1))  # librdkafka speaks transaction version 1 only (librdkafka#5423)
 
 register(MemberKind(
     name="java", title="Java member (VerifiableConsumer)", library="kafka-clients",
@@ -162,7 +165,8 @@ register(MemberKind(
     stacks_signal=signal.SIGQUIT, hosted_settings={"fetch.max.bytes": 4 << 20}, fds_per_member=16, mb_per_member=16,
     state_fds_per_member=24, state_mb_per_member=8,
     sweep_name="java", pins_version=False, unpinned="brokers", eager_sticky=True, admin_probe=False, security=False,
-    events=MEMBER_EVENTS - {"join_overdue"}, keeps_state=True, commit_modes=(*COMMIT_MODES, "transaction")))
+    events=MEMBER_EVENTS - {"join_overdue"}, keeps_state=True, commit_modes=(*COMMIT_MODES, "transaction"),
+    transaction_version=2))
 
 register(MemberKind(
     name="command", title="command member", library="any",
@@ -182,5 +186,5 @@ register(MemberKind(
     protocols=("classic", "streams"), own_assignor="streams", streams_block=True, own_output="output",
     state_store="totals",
     sweep_clients={"streams-classic": {"protocol": "classic"}, "streams-kip1071": {"protocol": "streams"}},
-    events=STREAMS_EVENTS, stacks_signal=signal.SIGQUIT,
+    events=STREAMS_EVENTS, stacks_signal=signal.SIGQUIT, transaction_version=2,
     refused_faults={"slow_processing": "it has no processing delay to slow down"}))

@@ -618,7 +618,8 @@ class Scenario(Strict):
                                            for n, spec in enumerate(self.consumer_group.member_specs(), 1)},
                              log_disk_mb=self.cluster.log_disk_mb,
                              producing=self.state is not None or self.consumer_group.output is not None,
-                             kafka_version=self.cluster.kafka_version)
+                             kafka_version=self.cluster.kafka_version,
+                             transaction_version=self.cluster.transaction_version)
 
     def settings(self) -> dict:
         """The scenario as run, every default filled in (what `kafka-chaos validate` prints)."""

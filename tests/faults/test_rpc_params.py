@@ -82,6 +82,11 @@ def producer_fault(base: dict, api: str, cluster: dict | None = None, **params) 
     (EOS_STREAMS, "InitProducerId"), (EOS_STREAMS, "EndTxn"), (EOS_STREAMS, "TxnOffsetCommit"),
     (EOS_STREAMS, "Produce"), (COMMAND, "AddPartitionsToTxn"), (COMMAND, "EndTxn"),
     ({"consumer_group": {"members": 3}, "state": {}}, "Produce"),  # a stateful member's changelog producer
+    # librdkafka speaks only transaction version 1; the Java client speaks it where the brokers hold 1
+    ({"consumer_group": {"members": 2, "commit": "transaction"}}, "AddPartitionsToTxn"),
+    ({"consumer_group": {"members": 2, "commit": "transaction"}, "cluster": {"transaction_version": 1}}, "AddOffsetsToTxn"),
+    ({"consumer_group": {"client": "java-member", "members": 2, "commit": "transaction"},
+      "cluster": {"transaction_version": 1}}, "AddPartitionsToTxn"),
 ])
 def test_a_producer_request_rule_is_taken_where_a_member_sends_it(base, api):
     parsed = parse_scenario(producer_fault(base, api))
@@ -95,9 +100,11 @@ def test_a_producer_request_rule_is_taken_where_a_member_sends_it(base, api):
      "faults[0].api: only a transactional producer sends InitProducerId"),  # at_least_once: not transactional
     ({"consumer_group": {"members": 3}}, "Produce", None, "faults[0].api: Produce: no member of this group produces"),
     (EOS_STREAMS, "AddPartitionsToTxn", None,
-     "faults[0].api: a Java client on transaction version 2 (the brokers' default from Kafka 4.0) never sends "
-     "AddPartitionsToTxn (KIP-890)"),
-    (EOS_STREAMS, "AddOffsetsToTxn", {"kafka_version": "4.1.1"}, "never sends AddOffsetsToTxn"),
+     "faults[0].api: AddPartitionsToTxn is sent only on transaction version 1 (KIP-890: on 2 the brokers add partitions "
+     "to the transaction themselves); these members' clients speak 2 with these brokers"),
+    (EOS_STREAMS, "AddOffsetsToTxn", {"kafka_version": "4.1.1"}, "AddOffsetsToTxn is sent only on transaction version 1"),
+    ({"consumer_group": {"client": "java-member", "members": 2, "commit": "transaction"}}, "AddOffsetsToTxn",
+     {"transaction_version": 2}, "cluster.transaction_version: 1 makes them send it"),
 ])
 def test_a_producer_request_rule_no_member_sends_is_refused(base, api, cluster, error):
     with pytest.raises(ScenarioError) as raised:
