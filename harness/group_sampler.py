@@ -95,10 +95,11 @@ class TransactionSampler(Sampler):
         # coordinator lists nothing (a broker answers ListTransactions only once it has loaded all its partitions of
         # __transaction_state, seen to take most of a short run on this machine)
         self.known: set[str] = set(ids)
+        self.coordinators: dict[str, str] = {}  # id -> its coordinator's address, while it answers
         super().__init__(run_dir, interval_ms, {"api": "ListTransactions v1, DescribeTransactions v0"})
 
     def sample(self) -> dict:
         timeout_s = max(self.interval_s * 4, 2)
         self.known |= transactional_ids(self.brokers, self.prefix, timeout_s)
-        states = transaction_states(self.brokers, self.known, timeout_s)
+        states = transaction_states(self.brokers, self.known, timeout_s, self.coordinators)
         return {tid: {"kind": "transaction", "transactional_id": tid, **d} for tid, d in states.items()}

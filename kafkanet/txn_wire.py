@@ -94,24 +94,35 @@ def transactional_ids(brokers: list[str], prefix: str, timeout_s: float) -> set[
     return ids
 
 
-def transaction_states(brokers: list[str], ids: set[str], timeout_s: float) -> dict[str, dict]:
+def transaction_states(brokers: list[str], ids: set[str], timeout_s: float,
+                       coordinators: dict[str, str] | None = None) -> dict[str, dict]:
     """Each transactional id as its coordinator describes it, with that coordinator's address; `unknown`, with the
-    error, for one whose coordinator could not be found or did not answer."""
+    error, for one whose coordinator could not be found or did not answer. `coordinators` (id -> address), kept by
+    the caller between calls, saves a FindCoordinator for each id whose coordinator answered last time: an id its
+    coordinator did not describe (moved, frozen, loading) is found again next time."""
+    coordinators = {} if coordinators is None else coordinators
     by_coordinator: dict[str, list[str]] = {}
     out: dict[str, dict] = {}
     for transactional_id in sorted(ids):
-        try:
-            address = find_coordinator(",".join(brokers), transactional_id, timeout_s, TRANSACTION_KEY)
-        except (GroupWireError, OSError, ValueError) as exc:
-            out[transactional_id] = {"state": "unknown", "error": _first_line(exc)}
-            continue
+        address = coordinators.get(transactional_id)
+        if address is None:
+            try:
+                address = find_coordinator(",".join(brokers), transactional_id, timeout_s, TRANSACTION_KEY)
+            except (GroupWireError, OSError, ValueError) as exc:
+                out[transactional_id] = {"state": "unknown", "error": _first_line(exc)}
+                continue
         by_coordinator.setdefault(address, []).append(transactional_id)
     for address, group in by_coordinator.items():
         try:
             described = describe_transactions(address, group, timeout_s)
         except (GroupWireError, OSError, ValueError) as exc:
             described = {i: {"state": "unknown", "error": _first_line(exc)} for i in group}
-        out.update({i: {**d, "coordinator": address} for i, d in described.items()})
+        for i, d in described.items():
+            out[i] = {**d, "coordinator": address}
+            if d["state"] == "unknown":
+                coordinators.pop(i, None)
+            else:
+                coordinators[i] = address
     return out
 
 

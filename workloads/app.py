@@ -45,6 +45,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from workloads import config as workload_config
 from workloads.config import MemberConfig
 from workloads.history import JsonlLog, end_event, now_ms, started_facts
+from workloads.producer import value_parts
 from workloads.security import security_config
 
 CLIENT = "app"
@@ -155,7 +156,7 @@ def package_version() -> str:
 
 def row_of(message, member: str, at: int, generation: int, n: int, instance_id: str | None, client: str) -> dict:
     """A consumed record as consumed/<member>.jsonl holds it; the sequenced producer's value is `producer_id:seq`."""
-    producer_id, _, seq = (message.value() or b"").decode(errors="replace").partition(":")
+    producer_id, seq = value_parts(message.value())
     return {"topic": message.topic(), "partition": message.partition(), "offset": message.offset(), "member": member,
             "consumed_at_ms": at, "key": message.key().decode(errors="replace") if message.key() else None,
             "producer_id": producer_id or None, "seq": int(seq) if seq.isdigit() else None,

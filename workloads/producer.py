@@ -31,6 +31,13 @@ def record_value(producer_id: str, seq: int) -> bytes:
     return f"{producer_id}:{seq}".encode()
 
 
+def value_parts(value: bytes | None) -> tuple[str, str]:
+    """(producer_id, seq) as record_value wrote them, as text; ("", "") parts where a value is not one of ours (the
+    seq is what follows the last ':')."""
+    producer_id, _, seq = (value or b"").decode(errors="replace").rpartition(":")
+    return producer_id, seq
+
+
 def produce(producer: Producer, topic: str, **record) -> None:
     """Producer.produce, waiting while the client's local queue is full (BufferError: nothing was sent; serving
     delivery reports frees room)."""

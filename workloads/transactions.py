@@ -31,7 +31,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Produc
 from workloads.app import error_detail
 from workloads.config import MemberConfig, TransactionSettings
 from workloads.history import JsonlLog, now_ms
-from workloads.producer import produce
+from workloads.producer import produce, value_parts
 from workloads.security import security_config
 
 CALL_TIMEOUT_S = 30  # a transactional call's time-out: a coordinator moved by a fault answers within it
@@ -58,7 +58,7 @@ def producer_settings(cfg: MemberConfig, spec: TransactionSettings) -> dict:
 
 def output_headers(message, member: str, txn: int) -> list[tuple[str, bytes]]:
     """What output-topic mode reads from an output record (harness/scenario/schema.py OutputFields' defaults)."""
-    producer_id, _, seq = (message.value() or b"").decode(errors="replace").rpartition(":")
+    producer_id, seq = value_parts(message.value())
     return [("in-topic", message.topic().encode()), ("in-partition", str(message.partition()).encode()),
             ("in-offset", str(message.offset()).encode()), ("in-member", member.encode()),
             ("in-processed-at", str(now_ms()).encode()), ("in-producer-id", producer_id.encode()),
