@@ -56,8 +56,8 @@ class VerifiedReader:
         self._thread = threading.Thread(target=self._read, name=f"kafka-chaos-verified-{isolation}", daemon=True)
 
     def start(self) -> "VerifiedReader":
-        topic = self.consumer.list_topics(self.output.topic, timeout=30).topics[self.output.topic]
-        self.partitions = sorted(topic.partitions)
+        # the partitions the harness created (the topic's metadata may not have reached every broker yet)
+        self.partitions = list(range(self.output.partitions))
         self.consumer.assign([TopicPartition(self.output.topic, p, OFFSET_BEGINNING) for p in self.partitions])
         self._thread.start()
         return self
@@ -93,7 +93,8 @@ class VerifiedReader:
                                                                 cached=False)[1] for p in self.partitions}
         except Exception:  # not known this time: asked again after the next empty poll
             return False
-        return all(self.positions.get(p, 0) >= end for p, end in self.ends.items())
+        return set(self.ends) == set(self.partitions) and all(self.positions.get(p, 0) >= end
+                                                                  for p, end in self.ends.items())
 
     def _take(self, message) -> None:
         error = message.error()
