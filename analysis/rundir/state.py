@@ -61,6 +61,24 @@ def _lines(path: Path, table: str, run_dir: Path):
     return data
 
 
+def checked_lines(path: Path, table: str, run_dir: Path) -> list[dict]:
+    """Every line of a JSON-lines file, each checked against the contract's ``table``; a killed process's last line,
+    cut short, left out."""
+    out, name = [], str(path.relative_to(run_dir))
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            if not line.endswith("\n"):  # a killed member's last line, cut short
+                break
+            where = f"{name}:{number}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{where}: not JSON ({exc.msg})") from None
+            contract.check_object(table, obj, where)
+            out.append(obj)
+    return out
+
+
 def _ends_a_line(path: Path) -> bool:
     with open(path, "rb") as fh:
         fh.seek(0, 2)
@@ -74,16 +92,5 @@ def _line_by_line(path: Path, table: str, run_dir: Path):
     import pyarrow as pa
 
     from analysis.rundir.compact import schema
-    out, name = [], str(path.relative_to(run_dir))
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.endswith("\n"):  # a killed member's last line, cut short
-                break
-            where = f"{name}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{where}: not JSON ({exc.msg})") from None
-            contract.check_object(table, obj, where)
-            out.append(obj)
+    out = checked_lines(path, table, run_dir)
     return pa.Table.from_pylist(out, schema=schema(table))

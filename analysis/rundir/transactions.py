@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.rundir import contract
+from analysis.rundir.state import checked_lines
 
 TRANSACTIONS_DIR, VERIFIED_DIR, READERS_FILE = "transactions", "verified", "readers.json"
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
@@ -65,7 +65,7 @@ def read(run_dir: Path) -> TransactionFiles | None:
         return None
     transactions = []
     for path in sorted(folder.glob("*.jsonl")):
-        transactions += member_transactions(_rows(path, "transactions", run_dir))
+        transactions += member_transactions(checked_lines(path, "transactions", run_dir))
     return TransactionFiles(transactions, _readers(run_dir))
 
 
@@ -111,23 +111,6 @@ def _readers(run_dir: Path) -> dict[str, Reader]:
         partitions = said.get("partitions") or {}
         positions = {int(p): v.get("position", 0) for p, v in partitions.items()}
         ends = {int(p): v["end"] for p, v in partitions.items() if v.get("end") is not None}
-        readers[path.stem] = Reader(path.stem, _rows(path, "verified", run_dir), bool(said.get("reached_end")), positions,
+        readers[path.stem] = Reader(path.stem, checked_lines(path, "verified", run_dir), bool(said.get("reached_end")), positions,
                                     ends, said.get("finished_at_ms"))
     return readers
-
-
-def _rows(path: Path, table: str, run_dir: Path) -> list[dict]:
-    """Every line, checked against the contract (a killed process's last line, cut short, left out)."""
-    out, name = [], str(path.relative_to(run_dir))
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, 1):
-            if not line.endswith("\n"):
-                break
-            where = f"{name}:{number}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{where}: not JSON ({exc.msg})") from None
-            contract.check_object(table, obj, where)
-            out.append(obj)
-    return out
