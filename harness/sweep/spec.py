@@ -173,9 +173,18 @@ class SweepSpec(Strict):
     def fingerprint(self) -> str:
         """What a resumed sweep must still be: the whole file, as its settings (not its comments or layout)."""
         settings = self.model_dump(mode="json")
-        if settings["state"] is None:  # a sweep written before the state block had none: its fingerprint is kept
-            del settings["state"]
+        for *within, name in ADDED_SINCE:  # unset, a field added later leaves the fingerprints of earlier sweeps alone
+            holder = settings
+            for key in within:
+                holder = holder.get(key) or {}
+            if name in holder and holder[name] is None:
+                del holder[name]
         return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:16]
+
+
+# the settings a sweep file gained after sweeps were recorded (a path in its settings): left out of the fingerprint
+# while unset, so a sweep begun before them resumes
+ADDED_SINCE = (("state",), ("cluster", "transaction_version"))
 
 
 def parse_sweep(data: object, source: str) -> SweepSpec:

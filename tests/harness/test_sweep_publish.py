@@ -2,6 +2,7 @@
 only the page's curve block; a page without the block, or a sweep without a curve, is bad input (exit 2) and nothing
 is written."""
 import json
+from pathlib import Path
 
 import yaml
 
@@ -189,3 +190,14 @@ def test_a_cell_the_analysis_could_not_judge_is_analysed_again_by_refigure():
     from harness.sweep.runner import unjudged
     assert unjudged({"valid": "unknown", "status": "invalid"})
     assert not unjudged({"valid": False, "status": "invalid"}) and not unjudged({"valid": True, "status": "ok"})
+
+
+def test_every_published_sweep_still_has_the_fingerprint_it_was_recorded_with():
+    """A setting added to the schema since (unset) must not stop a published sweep from resuming or being adopted:
+    each docs/<page>/sweep.json's fingerprint is its file's fingerprint today."""
+    root = Path(__file__).resolve().parents[2]
+    records = sorted(root.glob("docs/*/sweep.json"))
+    assert records
+    for record in records:
+        meta = json.loads(record.read_text())
+        assert load_sweep(root / meta["source"]).fingerprint() == meta["fingerprint"], record
