@@ -22,13 +22,13 @@ def finalized(address: str, timeout_s: float = 10) -> dict[str, int]:
 
 def levels(address: str, timeout_s: float = 10) -> tuple[dict[str, int], dict[str, int]]:
     """(finalized, supported): the levels the broker holds finalized, and the highest it supports, by feature."""
-    from kio.index import load_response_schema
     from kio.schema.api_versions.v3.request import ApiVersionsRequest
+    from kio.schema.api_versions.v3.response import ApiVersionsResponse
     from kio.serial import entity_reader
     raw = ask_raw(address, API_VERSIONS, 3, ApiVersionsRequest(client_software_name="kafka-chaos",
                                                                client_software_version="1"), timeout_s)
     # an ApiVersions answer's header is never flexible (KIP-511): its body starts right after the correlation id
-    response, _ = entity_reader(load_response_schema(API_VERSIONS, 3))(memoryview(raw), 0)
+    response, _ = entity_reader(ApiVersionsResponse)(memoryview(raw), 0)
     if response.error_code.value != 0:
         raise FeatureError(f"ApiVersions: {response.error_code.name}")
     return ({f.name: int(f.max_version_level) for f in response.finalized_features},
