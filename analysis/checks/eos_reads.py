@@ -38,9 +38,9 @@ def _anomaly(x: Facts, kind: str, partition: int, offsets: list[int], t: Transac
             **({"transaction": t.name, "transactional_id": t.transactional_id} if t else {}), **more}
 
 
-def _by_writer(x: Facts, rows: list[dict], judge) -> list[dict]:
-    """One anomaly per (writing transaction, output partition) of the rows ``judge(row, txn)`` finds wrong."""
-    written = x.history.transactions.by_output()
+def _by_writer(x: Facts, kind: str, rows: list[dict], judge) -> list[dict]:
+    """One ``kind`` anomaly per (writing transaction, output partition) of the rows ``judge(row, txn)`` finds wrong."""
+    written = x.history.transactions.by_output
     found: dict[tuple, list[dict]] = defaultdict(list)
     for r in rows:
         t = written.get((r["partition"], r["offset"]))
@@ -49,7 +49,7 @@ def _by_writer(x: Facts, rows: list[dict], judge) -> list[dict]:
     out = []
     for (name, partition), rs in sorted(found.items()):
         t = written[(partition, rs[0]["offset"])]
-        out.append(_anomaly(x, "", partition, [r["offset"] for r in rs], t, [r["read_at_ms"] for r in rs],
+        out.append(_anomaly(x, kind, partition, [r["offset"] for r in rs], t, [r["read_at_ms"] for r in rs],
                             input=f"{rs[0]['topic']}:{rs[0]['input_partition']}:{rs[0]['input_offset']}",
                             outcome=t.outcome, commit_called_ms=t.commit_called_ms))
     return out
@@ -59,17 +59,15 @@ def _committed_reader(x: Facts):
     return x.history.transactions.readers[COMMITTED_READER]
 
 
-def _result(kind: str, found: list[dict], **info) -> CheckResult:
-    for a in found:
-        a["type"] = kind
-    return CheckResult(found, sum(a["count"] for a in found), info)
+def _result(found: list[dict]) -> CheckResult:
+    return CheckResult(found, sum(a["count"] for a in found), {})
 
 
 @check("aborted_read", needs=("verified",), unit="record of an aborted transaction read read_committed (G1a)",
        color="#e377c2")
 def aborted_read(x: Facts):
     reader = _committed_reader(x)
-    return _result("aborted_read", _by_writer(x, reader.rows, lambda r, t: t.outcome == ABORTED))
+    return _result(_by_writer(x, "aborted_read", reader.rows, lambda r, t: t.outcome == ABORTED))
 
 
 @check("precommitted_read", needs=("verified",),
@@ -81,14 +79,14 @@ def precommitted_read(x: Facts):
         if t.commit_called_ms is None:
             return t.outcome != ABORTED
         return r["read_at_ms"] + ROUNDING_MS < t.commit_called_ms
-    return _result("precommitted_read", _by_writer(x, reader.rows, early))
+    return _result(_by_writer(x, "precommitted_read", reader.rows, early))
 
 
 @check("torn_transaction", needs=("verified",),
        unit="committed transaction read read_committed in part (counted in records unread)", color="#9467bd")
 def torn_transaction(x: Facts):
     reader = _committed_reader(x)
-    read = {(r["partition"], r["offset"]) for r in reader.rows}
+    read = reader.offsets_read
     found = []
     for t in x.history.transactions.transactions:
         if t.outcome != COMMITTED or not t.acked:
@@ -102,7 +100,7 @@ def torn_transaction(x: Facts):
             for p, offsets in sorted(by_partition.items()):
                 found.append(_anomaly(x, "torn_transaction", p, offsets, t, [t.ended_ms or t.begun_ms or 0],
                                       read_of_transaction=len(seen), written=len(t.acked), input=passed[0][2]))
-    return _result("torn_transaction", found)
+    return _result(found)
 
 
 @check("nonmonotonic_poll", needs=("verified",), unit="read at or below an offset the reader had read before",
@@ -119,14 +117,14 @@ def nonmonotonic_poll(x: Facts):
                                       after_offset=before["offset"]))
             if before is None or r["offset"] > before["offset"]:
                 last[r["partition"]] = r
-    return _result("nonmonotonic_poll", found)
+    return _result(found)
 
 
 @check("poll_skip", needs=("verified",), unit="record a reader passed over without reading", color="#17becf")
 def poll_skip(x: Facts):
     files, found = x.history.transactions, []
     for isolation, reader in sorted(files.readers.items()):
-        read = {(r["partition"], r["offset"]) for r in reader.rows}
+        read = reader.offsets_read
         should = [(p, o, t) for t in files.transactions for p, o, _ in t.acked
                   if (isolation != COMMITTED_READER or t.outcome == COMMITTED)
                   and (p, o) not in read and reader.positions.get(p, 0) > o]
@@ -137,7 +135,7 @@ def poll_skip(x: Facts):
             t = items[0][1]
             found.append(_anomaly(x, "poll_skip", p, [o for o, _ in items], t, [t.ended_ms or t.begun_ms or 0],
                                   reader=isolation, outcome=t.outcome))
-    return _result("poll_skip", found)
+    return _result(found)
 
 
 def hanging_transactions(x: Facts) -> list[dict]:
@@ -146,7 +144,7 @@ def hanging_transactions(x: Facts) -> list[dict]:
     reader = files.readers.get(COMMITTED_READER) if files is not None else None
     if reader is None or reader.reached_end:
         return []
-    written, out = files.by_output(), []
+    written, out = files.by_output, []
     for p, end in sorted(reader.ends.items()):
         at = reader.positions.get(p, 0)
         if at >= end:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from analysis.errors import InputError
@@ -47,14 +48,21 @@ class Reader:
     ends: dict[int, int] = field(default_factory=dict)  # partition -> its high watermark, last asked
     finished_at_ms: int | None = None  # when it stopped reading
 
+    @cached_property
+    def offsets_read(self) -> set[tuple[int, int]]:
+        """Every (partition, offset) it read, found once."""
+        return {(r["partition"], r["offset"]) for r in self.rows}
+
 
 @dataclass
 class TransactionFiles:
     transactions: list[Transaction]
     readers: dict[str, Reader]  # isolation -> its reader (none: the run kept no verified/)
 
+    @cached_property
     def by_output(self) -> dict[tuple[int, int], Transaction]:
-        """(output partition, offset) -> the transaction whose producer wrote it (an acknowledged send)."""
+        """(output partition, offset) -> the transaction whose producer wrote it (an acknowledged send); found once,
+        for every check that asks."""
         return {(p, o): t for t in self.transactions for p, o, _ in t.acked}
 
 
