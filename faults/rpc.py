@@ -20,6 +20,7 @@ from faults.base import Fault, FaultParams, StepRecord, params_as
 from faults.context import FaultContext, ScenarioFacts
 from faults.targets import GROUP_TARGET, MEMBER_ROLES, TargetError, kinds_of, resolve_member, transactional
 from faults.timeline import FaultTimeline
+from kafkanet.features import TRANSACTION_VERSION_FROM
 from kafkanet.rpc_proxy import RULE_APIS, TXN_APIS, RequestHeader, Rule, RpcProxy, request_facts, same_client
 
 if TYPE_CHECKING:
@@ -82,7 +83,6 @@ STREAMS_ONLY = ("StreamsGroupHeartbeat",)  # KIP-1071's heartbeat: a Kafka Strea
 SENT_ONLY_BY = {"classic": CLASSIC_ONLY, "consumer": CONSUMER_ONLY, "streams": STREAMS_ONLY}
 TRANSACTIONAL_ONLY = tuple(api for api in TXN_APIS if api != "Produce")  # a transactional producer's
 TV1_ONLY = ("AddPartitionsToTxn", "AddOffsetsToTxn")  # a client on transaction version 2 sends neither (KIP-890)
-TV2_FROM = (4, 0)  # fresh clusters default to transaction.version 2 from Kafka 4.0
 
 
 class RpcParams(FaultParams):
@@ -142,7 +142,7 @@ def sends_add_to_txn(kind_name: str, facts: ScenarioFacts) -> bool:
         return True
     release = facts.kafka_version  # faults/ sits below harness/: its version_tuple is not ours to import
     brokers = facts.transaction_version or (
-        2 if release is None or tuple(map(int, release.split(".")[:2])) >= TV2_FROM else 1)
+        2 if release is None or tuple(map(int, release.split(".")[:2])) >= TRANSACTION_VERSION_FROM else 1)
     return min(kind.transaction_version or brokers, brokers) == 1
 
 

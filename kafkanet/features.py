@@ -9,6 +9,7 @@ from kafkanet.group_wire import ask, ask_raw
 API_VERSIONS, UPDATE_FEATURES = 18, 57
 UPGRADE, SAFE_DOWNGRADE = 1, 2  # UpdateFeatures' upgrade_type
 TRANSACTION_VERSION = "transaction.version"
+TRANSACTION_VERSION_FROM = (4, 0)  # the release that has it (KIP-890); clusters formatted at 4.0 or later hold 2
 
 
 class FeatureError(RuntimeError):

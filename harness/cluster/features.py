@@ -31,7 +31,8 @@ def apply_features(cluster, transaction_version: int | None) -> dict:
         raise ScenarioError(f"cluster.transaction_version: the brokers refused it ({exc})") from None
     deadline = time.monotonic() + SETTLE_S
     while time.monotonic() < deadline:
-        if all(levels(a)[0].get(TRANSACTION_VERSION) == transaction_version for a in addresses):
-            return levels(addresses[0])[0]
+        held_by = [levels(a)[0] for a in addresses]
+        if all(h.get(TRANSACTION_VERSION) == transaction_version for h in held_by):
+            return held_by[0]
         time.sleep(0.5)
     raise ScenarioError(f"cluster.transaction_version: not every broker held {transaction_version} within {SETTLE_S} s")

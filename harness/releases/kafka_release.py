@@ -18,7 +18,6 @@ from harness.releases.versions import ROOT, kafka_image, pinned
 OLDEST = (3, 7)
 KIP_848_GA = (4, 0)  # the consumer group protocol before 4.0 was early access, off by default
 KIP_1071_GA = (4, 2)  # the streams group protocol: on by default on clusters formatted at 4.2 or later
-TRANSACTION_V2 = (4, 0)  # transaction.version, a feature level (KIP-890): 2 on clusters formatted at 4.0 or later
 STREAMS_STATIC_AND_WARMUP = (4, 4)  # the streams protocol's static membership and warm-up tasks
 BUILD_TIMEOUT_S = 900
 

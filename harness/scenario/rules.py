@@ -15,7 +15,8 @@ from faults.targets import TARGET_CHECKS
 from faults.triggers import MAX_REPLICAS_PER_BROKER
 from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, check_hosting
 from harness.releases.client_versions import version_tuple
-from harness.releases.kafka_release import KIP_848_GA, KIP_1071_GA, STREAMS_STATIC_AND_WARMUP, TRANSACTION_V2
+from harness.releases.kafka_release import KIP_848_GA, KIP_1071_GA, STREAMS_STATIC_AND_WARMUP
+from kafkanet.features import TRANSACTION_VERSION_FROM
 from harness.releases.versions import kafka_version
 from workloads.command import check_command
 from workloads.kinds import KINDS, member_kind, suggest
@@ -249,7 +250,7 @@ def check_scenario(scenario) -> None:
                          f"Kafka 4.0; cluster.kafka_version {release} has it only as an early-access preview")
     if scenario.consumer_group.protocol == "streams":
         _streams_protocol_rules(scenario.consumer_group, kafka_version(release))
-    if scenario.cluster.transaction_version is not None and version_tuple(kafka_version(release))[:2] < TRANSACTION_V2:
+    if scenario.cluster.transaction_version is not None and version_tuple(kafka_version(release))[:2] < TRANSACTION_VERSION_FROM:
         raise ValueError(f"cluster.transaction_version: transaction.version is a feature level from Kafka 4.0 "
                          f"(KIP-890); the brokers run {kafka_version(release)} (cluster.kafka_version)")
     for kind in map(member_kind, sorted({spec.client for spec in scenario.consumer_group.member_specs()})):
