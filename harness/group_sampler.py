@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from kafkanet.group_wire import describe_group
-from kafkanet.txn_wire import transaction_states, transactional_ids
+from kafkanet.txn_wire import open_transactions, transaction_states, transactional_ids
 from workloads.history import JsonlLog, now_ms
 
 STATES_FILE = "group-states.jsonl"
@@ -86,20 +86,28 @@ class GroupSampler(Sampler):
 
 class TransactionSampler(Sampler):
     """Each of the run's transactional ids (the transactional members', given; and those listed that start with the
-    group id and '-': a Kafka Streams group's) as its coordinator describes it: one row an id each time it changed."""
+    group id and '-': a Kafka Streams group's) as its coordinator describes it, and each output partition's open
+    transactions as its leader says them: one row an id, or a partition, each time it changed."""
     file = TXN_STATES_FILE
 
-    def __init__(self, run_dir: Path, bootstrap: str, group_id: str, interval_ms: int, ids: list[str] = ()) -> None:
+    def __init__(self, run_dir: Path, bootstrap: str, group_id: str, interval_ms: int, ids: list[str] = (),
+                 partitions: list[tuple[str, int]] = ()) -> None:
         self.brokers, self.prefix = bootstrap.split(","), f"{group_id}-"
+        self.partitions = list(partitions)  # the output's: their leaders' open transactions (DescribeProducers)
         # the ids known before (the transactional members'), and every id listed since: each is described while its
         # coordinator lists nothing (a broker answers ListTransactions only once it has loaded all its partitions of
         # __transaction_state, seen to take most of a short run on this machine)
         self.known: set[str] = set(ids)
         self.coordinators: dict[str, str] = {}  # id -> its coordinator's address, while it answers
-        super().__init__(run_dir, interval_ms, {"api": "ListTransactions v1, DescribeTransactions v0"})
+        super().__init__(run_dir, interval_ms, {"api": "ListTransactions v1, DescribeTransactions v0, "
+                                                       "DescribeProducers v0"})
 
     def sample(self) -> dict:
         timeout_s = max(self.interval_s * 4, 2)
         self.known |= transactional_ids(self.brokers, self.prefix, timeout_s)
         states = transaction_states(self.brokers, self.known, timeout_s, self.coordinators)
-        return {tid: {"kind": "transaction", "transactional_id": tid, **d} for tid, d in states.items()}
+        rows = {tid: {"kind": "transaction", "transactional_id": tid, **d} for tid, d in states.items()}
+        if self.partitions:
+            held = open_transactions(self.brokers, self.partitions, timeout_s)
+            rows.update({f"producers {tp}": {"kind": "producers", "partition": tp, **d} for tp, d in held.items()})
+        return rows

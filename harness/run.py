@@ -473,8 +473,10 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             if plan.scenario.transactional:
                 ids = [member_transactional_id(plan.group_id, m.name) for m in plan.members
                        if m.settings.commit == "transaction"]
+                output = plan.scenario.consumer_group.output
+                written = [(output.topic, p) for p in range(output.partitions)] if output is not None else []
                 txn_sampler = TransactionSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id,
-                                                 plan.scenario.run.group_sample_ms, ids).start()
+                                                 plan.scenario.run.group_sample_ms, ids, written).start()
         with phase(f"{len(plan.members)} members join {plan.group_id}"):
             for host in plan.hosts:
                 pool.start_host(host)

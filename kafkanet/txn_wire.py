@@ -1,8 +1,10 @@
 """The transactions of a run as their coordinators say them, asked on the wire (kio builds and reads the messages):
 ListTransactions of every broker (each lists the transactional ids it coordinates), then DescribeTransactions of
 each id's coordinator: its state (Empty, Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort,
-PrepareEpochFence, Dead), producer id and epoch, time-out, the open transaction's start and partitions. Fresh
-connections, nothing cached (as kafkanet.group_wire)."""
+PrepareEpochFence, Dead), producer id and epoch, time-out, the open transaction's start and partitions; and
+DescribeProducers of the partitions a run writes in transactions: the transactions their leaders hold open (the
+first offset of each, what a read_committed reader waits behind). Fresh connections, nothing cached (as
+kafkanet.group_wire)."""
 from __future__ import annotations
 
 import struct
@@ -10,7 +12,7 @@ import struct
 from kafkanet.group_wire import TRANSACTION_KEY, GroupWireError, ask, ask_raw, find_coordinator
 from kafkanet.wire import read_uvarint
 
-LIST_TRANSACTIONS, DESCRIBE_TRANSACTIONS = 66, 65
+LIST_TRANSACTIONS, DESCRIBE_TRANSACTIONS, DESCRIBE_PRODUCERS = 66, 65, 61
 
 
 def list_transactions(address: str, timeout_s: float) -> list[str]:
@@ -80,6 +82,38 @@ def _transaction_states(r: Reader):
         else:
             yield tid, {"state": state, "producer_id": producer_id, "producer_epoch": epoch, "timeout_ms": timeout_ms,
                         "start_ms": started if started > 0 else None, "partitions": sorted(partitions)}
+
+
+def describe_producers(address: str, partitions: list[tuple[str, int]], timeout_s: float) -> dict[str, list[dict]]:
+    """topic:partition -> the transactions open on it (producer id, epoch, the transaction's first offset), for each
+    partition the broker at ``address`` leads; a partition it does not lead (NOT_LEADER_OR_FOLLOWER) is left out."""
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+    from kio.schema.types import TopicName
+    from kio.static.primitive import i32
+    topics: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        topics.setdefault(topic, []).append(partition)
+    request = DescribeProducersRequest(topics=tuple(
+        TopicRequest(name=TopicName(t), partition_indexes=tuple(i32(p) for p in ps)) for t, ps in topics.items()))
+    response = ask(address, DESCRIBE_PRODUCERS, 0, request, timeout_s)
+    return {f"{t.name}:{p.partition_index}": [
+                {"producer_id": int(s.producer_id), "producer_epoch": int(s.producer_epoch),
+                 "txn_start_offset": int(s.current_txn_start_offset)}
+                for s in p.active_producers if s.current_txn_start_offset >= 0]
+            for t in response.topics for p in t.partitions if p.error_code.value == 0}
+
+
+def open_transactions(brokers: list[str], partitions: list[tuple[str, int]], timeout_s: float) -> dict[str, dict]:
+    """Each partition's open transactions as its leader says them (every broker asked: each answers for the
+    partitions it leads), with the leader's address; a partition no broker answered for is left out."""
+    out: dict[str, dict] = {}
+    for address in brokers:
+        try:
+            led = describe_producers(address, partitions, timeout_s)
+        except (GroupWireError, OSError, ValueError):
+            continue
+        out.update({tp: {"open": txns, "leader": address} for tp, txns in led.items()})
+    return out
 
 
 def transactional_ids(brokers: list[str], prefix: str, timeout_s: float) -> set[str]:

@@ -87,6 +87,7 @@ class TransactionSettings:
     interval_ms: int
     timeout_ms: int
     abort_every: int = 0
+    request_timeout_ms: int | None = None  # None: the client's own
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,12 @@ def member_transactional_id(group_id: str, member: str) -> str:
 
 def producer_settings(cfg: MemberConfig, spec: TransactionSettings) -> dict:
     """The member's transactional producer: its client.id is the member's name, so an rpc rule aimed at the member
-    matches its Produce, AddPartitionsToTxn, EndTxn and the rest."""
+    matches its Produce, AddPartitionsToTxn, EndTxn and the rest. librdkafka's request time-out is
+    socket.timeout.ms (a timed-out request closes its connection: socket.max.fails is 1)."""
+    timeout = {} if spec.request_timeout_ms is None else {"socket.timeout.ms": spec.request_timeout_ms}
     return {**security_config(), "bootstrap.servers": cfg.bootstrap_servers, "client.id": cfg.member,
             "transactional.id": transactional_id(cfg), "transaction.timeout.ms": spec.timeout_ms,
-            "enable.idempotence": True, "linger.ms": 5}
+            "enable.idempotence": True, "linger.ms": 5, **timeout}
 
 
 def output_headers(message, member: str, txn: int) -> list[tuple[str, bytes]]:

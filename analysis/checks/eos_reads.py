@@ -7,14 +7,18 @@ output record is tied to the transaction that wrote it by its acknowledged (part
   never asked to commit (its process died in it).
 - `torn_transaction`: a committed transaction that a read_committed reader saw in part: some of its records read,
   others passed over (the reader's position went beyond them) unread.
+- `inconsistent_offsets`: an output offset read holding another record than its writer acknowledged at it (or than
+  another reader read there): the log disagreeing with itself (Jepsen's; a truncation, an unclean election).
 - `nonmonotonic_poll`: a reader read an offset of a partition at or below one it had read there before.
 - `poll_skip`: a reader passed over a record it should have read: one of a committed transaction (read_committed),
   or any acknowledged one (read_uncommitted), below the reader's final position and never read.
 
 And, counted by the `stall` check (stall.py), a read_committed reader left below a partition's end once every member
-stopped: `waiting_for: stable_offset`, with the record it waits at and the transaction that wrote it; `cause:
+stopped: `waiting_for: stable_offset`, with the record it waits at, the transaction that wrote it and the producer
+that holds it open (its leader's DescribeProducers, transaction-states.jsonl; else the rpc rules' hits); `cause:
 hanging_transaction` where that transaction was aborted (the coordinator ended it, yet the partition holds it open: a
-write that landed after its abort, KAFKA-14402's), else `open_transaction` (its outcome unknown: a member died in it).
+write that landed after its abort, KAFKA-14402's) or no member logged the write its leader held open, else
+`open_transaction` (its outcome unknown: a member died in it).
 
 Every anomaly is placed in the output topic (output.json's topic): partition and offsets are the output record's;
 `input` names the input record, `transaction` the writer (member#incarnation.number), with its transactional id."""
@@ -23,7 +27,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from analysis.checks.framework import CheckResult, Facts, check
-from analysis.rundir.transactions import ABORTED, COMMITTED, Transaction
+from analysis.rundir.transactions import ABORTED, COMMITTED, Held, Transaction
 
 ROUNDING_MS = 2  # a row's ts_ms and elapsed_ms are each rounded to the millisecond
 COMMITTED_READER = "read_committed"
@@ -103,6 +107,27 @@ def torn_transaction(x: Facts):
     return _result(found)
 
 
+@check("inconsistent_offsets", needs=("verified",),
+       unit="output offset read holding another record than its writer acknowledged there, or another reader read",
+       color="#8c564b")
+def inconsistent_offsets(x: Facts):
+    """Jepsen's inconsistent offsets: one offset of the output log holding two records. A read is held against the
+    writer's acknowledgement of that offset (its input record), else against the first reader that read it."""
+    files, found = x.history.transactions, []
+    acked = {(p, o): (source, t) for t in files.transactions for p, o, source in t.acked}
+    first: dict[tuple[int, int], str] = {}
+    for isolation, reader in sorted(files.readers.items()):
+        for r in reader.rows:
+            key = (r["partition"], r["offset"])
+            read = f"{r['topic']}:{r['input_partition']}:{r['input_offset']}"
+            expected, t = acked.get(key, (first.get(key), None))
+            if expected is not None and read != expected:
+                found.append(_anomaly(x, "inconsistent_offsets", key[0], [key[1]], t, [r["read_at_ms"]], reader=isolation,
+                                      read=read, expected=expected, against="ack" if key in acked else "another reader"))
+            first.setdefault(key, read)
+    return _result(found)
+
+
 @check("nonmonotonic_poll", needs=("verified",), unit="read at or below an offset the reader had read before",
        color="#bcbd22")
 def nonmonotonic_poll(x: Facts):
@@ -149,12 +174,14 @@ def hanging_transactions(x: Facts) -> list[dict]:
         at = reader.positions.get(p, 0)
         if at >= end:
             continue
-        t = written.get((p, at))
-        since = t.acked_at.get((p, at)) if t is not None else None
+        t, held = written.get((p, at)), files.held.get((p, at))
+        since = t.acked_at.get((p, at)) if t is not None else held.first_seen_ms if held is not None else None
         until = reader.finished_at_ms or since or 0
-        cause = "hanging_transaction" if t is not None and t.outcome == ABORTED else "open_transaction"
-        out.append(_anomaly(x, "stall", p, [at], t, [since or until, until], waiting_for="stable_offset", cause=cause,
-                            producer_id=_producer_id(x, t, since), age_ms=None if since is None else until - since,
+        out.append(_anomaly(x, "stall", p, [at], t, [since or until, until], waiting_for="stable_offset", cause=_cause(t, held),
+                            producer_id=held.producer_id if held is not None else _producer_id(x, t, since),
+                            producer_epoch=None if held is None else held.producer_epoch,
+                            held_open_until_ms=None if held is None else held.last_seen_ms,
+                            age_ms=None if since is None else until - since,
                             records_held=end - at, outcome=None if t is None else t.outcome,
                             reason=f"read_committed stopped at offset {at} of {end} once the members had stopped: "
                                    f"the last stable offset held by "
@@ -162,9 +189,18 @@ def hanging_transactions(x: Facts) -> list[dict]:
     return out
 
 
+def _cause(t: Transaction | None, held: Held | None) -> str:
+    """hanging_transaction: the partition holds open a transaction its writer aborted, or one no member logged that
+    its leader held (a write that reached the partition after its transaction was over); else open_transaction (a
+    commit whose marker had not come when the reader gave up, or a writer's outcome unknown: its process gone)."""
+    aborted = t is not None and t.outcome == ABORTED
+    return "hanging_transaction" if aborted or (t is None and held is not None) else "open_transaction"
+
+
 def _producer_id(x: Facts, t: Transaction | None, at_ms: int | None) -> int | None:
-    """The writer's producer id, as the request-aware proxy saw its producer's last transactional request before
-    ``at_ms`` (an rpc fault's hits); None where no rule saw it."""
+    """The writer's producer id where the partition's leader was not seen holding the transaction open
+    (transaction-states.jsonl): as the request-aware proxy saw its producer's last transactional request before
+    ``at_ms`` (an rpc fault's hits); None where no rule saw it either."""
     if t is None:
         return None
     hits = [h for f in x.history.faults for h in f.hits

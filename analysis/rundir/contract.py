@@ -130,9 +130,21 @@ VERIFIED = (  # verified/<isolation>.jsonl: one output record a verified reader 
     Column("input_offset", INT64, True, **_POSITION), Column("member", STRING, True), Column("txn", INT64, min=0),
     Column("read_at_ms", INT64, True), Column("isolation", STRING, True, values=("read_committed", "read_uncommitted")),
 )
+TXN_STATE_KINDS = ("sampler", "transaction", "producers", "unknown", "sampler_end")
+TXN_STATES = (  # transaction-states.jsonl: a transactional run's transactions and open transactions (harness/group_sampler.py)
+    Column("ts_ms", INT64, True), Column("kind", STRING, True, values=TXN_STATE_KINDS), Column("since_ms", INT64),
+    Column("interval_ms", INT64, min=1), Column("api", STRING), Column("samples", INT64, min=0),
+    # transaction: its coordinator's description
+    Column("transactional_id", STRING), Column("state", STRING), Column("producer_id", INT64),
+    Column("producer_epoch", INT64), Column("timeout_ms", INT64), Column("start_ms", INT64), Column("coordinator", STRING),
+    # producers: one output partition's open transactions, as its leader holds them (a list of producer_id,
+    # producer_epoch, txn_start_offset); partitions is a transaction's ("topic:partition" each), partition a producers row's
+    Column("partition", STRING), Column("partitions", LIST), Column("leader", STRING), Column("open", LIST),
+    Column("error", STRING),
+)
 SPECS = {"produced": PRODUCED, "consumed": CONSUMED, "events": EVENTS, "faults": FAULTS, "group": GROUP,
          "group_states": GROUP_STATES, "state": STATE, "final_state": FINAL_STATE,
-         "transactions": TRANSACTIONS, "verified": VERIFIED}
+         "transactions": TRANSACTIONS, "verified": VERIFIED, "transaction_states": TXN_STATES}
 # The columns the analysis reads from the record logs (a Parquet footer is checked for all contract columns;
 # JSON lines are parsed only for these).
 READ = {

@@ -31,6 +31,8 @@ from analysis.rundir.broker_logs import log4j_ms
 
 FILE = "coordinator.log"
 STAMP = re.compile(LOG4J_STAMP.pattern + r"\w+ \[GroupCoordinator[^\]]*\]:? ")  # a broker line, of the group coordinator
+# a transaction coordinator's line (coordinator.log keeps those of the run's transactional ids; nothing reads them yet)
+TXN_STAMP = re.compile(LOG4J_STAMP.pattern + r"\w+ \[TransactionCoordinator[^\]]*\]:? ")
 UUID_TAIL = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 LOGGER = re.compile(r"\s*\((?:org\.apache\.)?kafka\.[\w.$]+\)\s*$")  # log4j's " (the.logging.Class)" at a line's end
 PARTITION = r"(?: \(__consumer_offsets-\d+\))?"  # Kafka 3.x names the offsets partition in the sentence

@@ -1,5 +1,6 @@
 """A transactional run's own logs (docs/DESIGN.md): transactions/<member>.jsonl, what each member's transactional
-producer did, read into its transactions; and verified/, what the verified readers read of the output topic.
+producer did, read into its transactions; verified/, what the verified readers read of the output topic; and the
+open transactions the output partitions' leaders held (transaction-states.jsonl, `kind: producers`).
 
 A transaction is named by its member, the member process's incarnation (1 for its first process; a restarted process
 numbers its transactions from 1 again) and its number in that process. Its outcome, by the member's own log:
@@ -17,6 +18,7 @@ from analysis.errors import InputError
 from analysis.rundir.state import checked_lines
 
 TRANSACTIONS_DIR, VERIFIED_DIR, READERS_FILE = "transactions", "verified", "readers.json"
+STATES_FILE = "transaction-states.jsonl"
 COMMITTED, ABORTED, UNKNOWN = "committed", "aborted", "unknown"
 
 
@@ -55,9 +57,20 @@ class Reader:
 
 
 @dataclass
+class Held:
+    """A transaction a partition's leader held open (DescribeProducers): from its first offset on, read_committed
+    readers wait."""
+    producer_id: int
+    producer_epoch: int
+    first_seen_ms: int
+    last_seen_ms: int   # the last sample that still listed it
+
+
+@dataclass
 class TransactionFiles:
     transactions: list[Transaction]
     readers: dict[str, Reader]  # isolation -> its reader (none: the run kept no verified/)
+    held: dict[tuple[int, int], Held] = field(default_factory=dict)  # (output partition, first offset) -> its holder
 
     @cached_property
     def by_output(self) -> dict[tuple[int, int], Transaction]:
@@ -74,7 +87,7 @@ def read(run_dir: Path) -> TransactionFiles | None:
     transactions = []
     for path in sorted(folder.glob("*.jsonl")):
         transactions += member_transactions(checked_lines(path, "transactions", run_dir))
-    return TransactionFiles(transactions, _readers(run_dir))
+    return TransactionFiles(transactions, _readers(run_dir), held_open(run_dir))
 
 
 def member_transactions(rows: list[dict]) -> list[Transaction]:
@@ -122,3 +135,30 @@ def _readers(run_dir: Path) -> dict[str, Reader]:
         readers[path.stem] = Reader(path.stem, checked_lines(path, "verified", run_dir), bool(said.get("reached_end")), positions,
                                     ends, said.get("finished_at_ms"))
     return readers
+
+
+def held_open(run_dir: Path) -> dict[tuple[int, int], Held]:
+    """Each transaction the output partitions' leaders listed as open, by (partition, first offset), with the first
+    and last sample that listed it (a row is written only when a partition's list changed: the next row of that
+    partition, or the sampler's end, is the last time it was still listed)."""
+    path = run_dir / STATES_FILE
+    if not path.is_file():
+        return {}
+    held: dict[tuple[int, int], Held] = {}
+    listed: dict[int, set[tuple[int, int]]] = {}   # partition -> the (partition, offset) keys its last row listed
+    for row in checked_lines(path, "transaction_states", run_dir):
+        if row.get("kind") == "sampler_end":
+            for keys in listed.values():
+                for key in keys:
+                    held[key].last_seen_ms = row["ts_ms"]
+        if row.get("kind") != "producers":
+            continue
+        partition = int(str(row["partition"]).rsplit(":", 1)[1])
+        for key in listed.get(partition, set()):
+            held[key].last_seen_ms = row["ts_ms"]
+        listed[partition] = set()
+        for t in row.get("open") or []:
+            key = (partition, t["txn_start_offset"])
+            listed[partition].add(key)
+            held.setdefault(key, Held(t["producer_id"], t["producer_epoch"], row["ts_ms"], row["ts_ms"]))
+    return held

@@ -10,7 +10,7 @@ import argparse
 import signal
 import sys
 
-from harness.cli import clean, gate, run, scenarios, spark_cluster, sweep, validate, zoo
+from harness.cli import clean, gate, rates, run, scenarios, spark_cluster, sweep, validate, zoo
 from harness.cli.common import (CATALOG, EPILOG, EXIT_ANOMALIES, EXIT_BAD_INPUT, EXIT_HARNESS_FAILURE, EXIT_INTERRUPTED,
                                 EXIT_OK)
 from harness.bad_input import ScenarioError
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-chaos", description=__doc__.split("\n")[0], epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in (run, validate, scenarios, zoo, gate, sweep, clean):
+    for command in (run, validate, scenarios, zoo, rates, gate, sweep, clean):
         command.add_parser(commands)
     analysis_cli.add_parser(commands)
     spark_cluster.add_parser(commands)  # it adds --spark-cluster to `analyze`

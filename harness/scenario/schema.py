@@ -165,6 +165,11 @@ class TransactionSpec(Strict):
                             "transaction.max.timeout.ms (cluster.broker_config; 900,000 by default)")
     abort_every: int = Field(0, ge=0, le=1_000_000, description="abort every Nth transaction on purpose (its records "
                              "consumed again after a rewind); 0: none")
+    request_timeout_ms: int | None = Field(
+        None, ge=1000, le=110_000, description="the transactional producer's request time-out (librdkafka "
+        "socket.timeout.ms, Java request.timeout.ms): a request unanswered this long is given up, its connection "
+        "closed and the request sent again (an EndTxn delayed past it: KAFKA-17754); below Java's delivery.timeout.ms "
+        "(120 s); unset: the client's (60 s, 30 s)")
     readers: list[Literal["read_committed", "read_uncommitted"]] = Field(
         ["read_committed"], min_length=1, max_length=2, description="the verified readers: one an isolation level, "
         "each reading every output partition while the run goes on into verified/<isolation>.jsonl (the "

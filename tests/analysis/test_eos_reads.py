@@ -37,12 +37,21 @@ def transaction_rows(member="a", writes=WRITES, first_input=0):
     return rows
 
 
+def inputs_of(rows) -> dict[int, int]:
+    """Output offset -> the input offset its writer acknowledged writing there (a read of it holds that input)."""
+    return {r["offset"]: int(r["input"].rsplit(":", 1)[1]) for r in rows if r["op"] == "ack"}
+
+
+def read_rows(reads, rows, isolation="read_committed") -> list[dict]:
+    written = inputs_of(rows)
+    return [{"partition": 0, "offset": o, "topic": "t", "input_partition": 0, "input_offset": written.get(o, o),
+             "member": "a", "read_at_ms": at, "isolation": isolation} for o, at in reads]
+
+
 def plant(run_dir, reads, position=12, rows=None):
-    for folder, name, lines in (("transactions", "a.jsonl", rows or transaction_rows()),
-                                ("verified", "read_committed.jsonl", [
-                                    {"partition": 0, "offset": o, "topic": "t", "input_partition": 0,
-                                     "input_offset": o, "member": "a", "read_at_ms": at, "isolation": "read_committed"}
-                                    for o, at in reads])):
+    rows = rows or transaction_rows()
+    for folder, name, lines in (("transactions", "a.jsonl", rows), ("verified", "read_committed.jsonl",
+                                                                    read_rows(reads, rows))):
         (run_dir / folder).mkdir(parents=True, exist_ok=True)
         (run_dir / folder / name).write_text("".join(json.dumps(r) + "\n" for r in lines))
     (run_dir / "verified" / "readers.json").write_text(json.dumps(
@@ -57,7 +66,8 @@ def facts(run_dir):
 def counts(run_dir) -> dict:
     x = facts(run_dir)
     return {name: getattr(eos_reads, name)(x).total for name in
-            ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip")}
+            ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip",
+             "inconsistent_offsets")}
 
 
 def test_transactions_by_outcome_and_commit_call():
@@ -90,7 +100,7 @@ def test_a_healthy_read_gives_nothing(tmp_path):
 def test_each_planted_anomaly_is_found_and_named(tmp_path):
     run_dir = plant(tmp_path, PLANTED)
     assert counts(run_dir) == {"aborted_read": 1, "precommitted_read": 1, "torn_transaction": 1,
-                               "nonmonotonic_poll": 1, "poll_skip": 1}
+                               "nonmonotonic_poll": 1, "poll_skip": 1, "inconsistent_offsets": 0}
     x = facts(run_dir)
     [aborted] = eos_reads.aborted_read(x).anomalies
     assert (aborted["topic"], aborted["offsets"], aborted["transaction"], aborted["outcome"]) == (
@@ -125,8 +135,8 @@ def test_the_transaction_figures_by_hand(tmp_path):
     assert spread([5, 1, 3, 2, 4]) == {"p50": 3, "p99": 5, "max": 5, "n": 5} and spread([]) is None
     run_dir = plant(tmp_path, HEALTHY)
     (run_dir / "verified" / "read_uncommitted.jsonl").write_text("".join(
-        json.dumps({"partition": 0, "offset": o, "topic": "t", "input_partition": 0, "input_offset": o, "member": "a",
-                    "read_at_ms": at - 15, "isolation": "read_uncommitted"}) + "\n" for o, at in HEALTHY))
+        json.dumps(r) + "\n" for r in read_rows([(o, at - 15) for o, at in HEALTHY], transaction_rows(),
+                                                 "read_uncommitted")))
     f = figures(txns.read(run_dir))
     assert (f["transactions"], f["by_outcome"], f["records_written"], f["records_committed"]) == (
         4, {"committed": 3, "aborted": 1}, 10, 8)
@@ -160,3 +170,67 @@ def test_a_reader_left_below_the_end_is_a_stall_on_the_stable_offset(tmp_path):
     summary["read_committed"].update(reached_end=True)
     (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
     assert eos_reads.hanging_transactions(facts(run_dir)) == []
+
+
+def test_a_write_no_member_logged_held_open_by_its_leader_is_a_hanging_transaction(tmp_path):
+    """The reader stopped at offset 5 of partition 0, which no member's transaction acknowledged; the partition's
+    leader listed a transaction open from 5 (producer 4002, epoch 3) from the sample at 2000 on, still at the
+    sampler's end (9500): a hanging transaction, its producer from DescribeProducers, its age from when the leader
+    was first seen holding it."""
+    run_dir = plant(tmp_path, [r for r in HEALTHY if r[0] < 3], position=5)
+    summary = json.loads((run_dir / "verified" / "readers.json").read_text())
+    summary["read_committed"].update(reached_end=False, finished_at_ms=9000, partitions={"0": {"position": 5, "end": 12}})
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    rows = [{"ts_ms": 100, "kind": "sampler", "interval_ms": 100},
+            {"ts_ms": 2000, "kind": "producers", "partition": f"{OUT}:0", "leader": "b:1",
+             "open": [{"producer_id": 4002, "producer_epoch": 3, "txn_start_offset": 5}]},
+            {"ts_ms": 2100, "kind": "producers", "partition": f"{OUT}:1", "leader": "b:2", "open": []},
+            {"ts_ms": 8000, "kind": "producers", "partition": f"{OUT}:0", "leader": "b:1",
+             "open": [{"producer_id": 4002, "producer_epoch": 3, "txn_start_offset": 5},
+                      {"producer_id": 4003, "producer_epoch": 0, "txn_start_offset": 11}]},
+            {"ts_ms": 9500, "kind": "sampler_end", "samples": 90}]
+    (run_dir / "transaction-states.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    held = txns.held_open(run_dir)
+    assert held == {(0, 5): txns.Held(4002, 3, 2000, 9500), (0, 11): txns.Held(4003, 0, 8000, 9500)}
+    x = facts(run_dir)
+    x.history.faults = []
+    [stall] = eos_reads.hanging_transactions(x)
+    assert (stall["cause"], stall.get("transaction"), stall["producer_id"], stall["producer_epoch"]) == (
+        "hanging_transaction", None, 4002, 3)
+    assert (stall["age_ms"], stall["records_held"], stall["held_open_until_ms"]) == (7000, 7, 9500)
+
+
+def test_an_offset_holding_another_record_than_its_writer_acknowledged_is_inconsistent(tmp_path):
+    """Offset 2 acknowledged as input t:0:2 is read read_committed holding t:0:9; offset 5, which no transaction
+    acknowledged, is read as t:0:20 by read_committed and as t:0:21 by read_uncommitted: two inconsistent offsets,
+    one against the writer's ack and one against the other reader."""
+    rows = transaction_rows()
+    committed = read_rows(HEALTHY, rows)
+    committed[2]["input_offset"] = 9
+    committed.append({**committed[0], "offset": 5, "input_offset": 20, "read_at_ms": 1400})
+    run_dir = plant(tmp_path, HEALTHY)
+    (run_dir / "verified" / "read_committed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in committed))
+    uncommitted = [{**r, "isolation": "read_uncommitted"} for r in read_rows(HEALTHY, rows)]
+    uncommitted.append({**uncommitted[0], "offset": 5, "input_offset": 21, "read_at_ms": 1410})
+    (run_dir / "verified" / "read_uncommitted.jsonl").write_text("".join(json.dumps(r) + "\n" for r in uncommitted))
+    found = eos_reads.inconsistent_offsets(facts(run_dir)).anomalies
+    assert [(a["offsets"], a["read"], a["expected"], a["against"], a["reader"], a.get("transaction")) for a in found] == [
+        ([2, 2], "t:0:9", "t:0:2", "ack", "read_committed", "a#1.1"),
+        ([5, 5], "t:0:21", "t:0:20", "another reader", "read_uncommitted", None)]
+
+
+def test_a_committed_transaction_whose_offsets_are_not_one_past_its_last_input_is_an_offset_output_mismatch(tmp_path):
+    """Offset/output atomicity: transaction 3 wrote output for inputs t:0:5-7 and committed t:0 at 10 (two inputs
+    past what it transformed); transaction 4 committed t:1 at 3 with no output from t:1. Aborted transaction 2 has no
+    offsets and is not judged; 1 and 4's t:0 match."""
+    from analysis.checks import eos
+    rows = transaction_rows()
+    for r in rows:
+        if r["op"] == "send_offsets" and r["txn"] == 3:
+            r["offsets"] = {"t:0": 10}
+        if r["op"] == "send_offsets" and r["txn"] == 4:
+            r["offsets"] = {**r["offsets"], "t:1": 3}
+    found = eos.offset_output_mismatch(facts(plant(tmp_path, HEALTHY, rows=rows))).anomalies
+    assert [(a["transaction"], a["topic"], a["partition"], a["committed_offset"], a["last_input_written"], a["offsets"])
+            for a in found] == [("a#1.3", "t", 0, 10, 7, [8, 10]), ("a#1.4", "t", 1, 3, None, [3, 3])]
+    assert eos.offset_output_mismatch(facts(plant(tmp_path, HEALTHY))).anomalies == []

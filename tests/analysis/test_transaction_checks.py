@@ -121,7 +121,8 @@ def test_an_input_record_committed_past_with_no_committed_output_is_eos_lost(tmp
     [lost] = [a for a in s["anomalies"] if a["type"] == "eos_lost"]
     assert (lost["offsets"], lost["count"], lost["transaction"], lost["committed_by"]) == ([10, 11], 2, "b#1.1", "b")
     assert s["valid"] is False
-    for name in ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip"):
+    for name in ("aborted_read", "precommitted_read", "torn_transaction", "nonmonotonic_poll", "poll_skip",
+                 "inconsistent_offsets"):
         assert s["checks"][name]["ran"] is True and s["anomaly_counts"][name] == 0, name
     assert s["transactions"]["by_outcome"] == {"committed": 4, "aborted": 1}  # a's 3 and b's 1; a's abort
     report = (rd / "report" / "index.html").read_text()

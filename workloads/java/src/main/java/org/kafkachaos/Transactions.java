@@ -79,6 +79,9 @@ final class Transactions implements AutoCloseable {
         p.put("transaction.timeout.ms", spec.timeoutMs());
         p.put("enable.idempotence", true);
         p.put("linger.ms", 5);
+        if (spec.requestTimeoutMs() > 0) {
+            p.put("request.timeout.ms", spec.requestTimeoutMs());
+        }
         p.put("key.serializer", ByteArraySerializer.class.getName());
         p.put("value.serializer", ByteArraySerializer.class.getName());
         KafkaProducer<byte[], byte[]> made = new KafkaProducer<>(p);

@@ -1,0 +1,242 @@
+"""`kafka-chaos rates`: one scenario run `repeat` times under each combination of a few settings (a client kind, a
+transaction version, ...), and per combination how many runs showed each anomaly, with its 95 % Wilson interval.
+
+The zoo asks "does this release have the bug"; a rate table asks "how often does this fault hurt under each
+setting" (KAFKA-17754 across clients and transaction versions: docs/kafka-17754.md). As in the zoo, every started run
+is in the denominator and a run the harness or the analysis could not finish is counted as failed and shown; a run
+whose faults did not all act (an rpc rule that hit no request) is shown apart: its absence of anomalies proves nothing.
+"""
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shutil
+import traceback
+from collections import Counter
+from dataclasses import dataclass, field
+from itertools import product
+from pathlib import Path
+
+import yaml
+
+from harness.bad_input import ScenarioError
+from harness.progress import one_line, say
+from harness.scenario import Scenario, parse_scenario, unique_names
+from harness.zoo.runner import wilson
+
+BLOCK = re.compile(r"(<!-- rates: [^>]*-->\n).*?(<!-- /rates -->)", re.S)
+SLOT = re.compile(r"(<!-- rate: ([^>]*?) -->)(.*?)(<!-- /rate -->)", re.S)
+
+
+def parse_vary(texts: list[str]) -> list[tuple[str, list]]:
+    """``--vary consumer_group.client=librdkafka,java-member`` → (dotted key, values); each value read as YAML
+    (``1`` a number, ``null`` unset)."""
+    varied = []
+    for text in texts:
+        key, sep, values = text.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise ScenarioError(f"--vary: {text!r} is not KEY=VALUE[,VALUE...] (e.g. cluster.transaction_version=1,2)")
+        if key in dict(varied):
+            raise ScenarioError(f"--vary: {key} given twice")
+        varied.append((key.strip(), [yaml.safe_load(v.strip()) for v in values.split(",")]))
+    return varied
+
+
+def with_setting(data: dict, key: str, value) -> dict:
+    """The scenario dict with the dotted ``key`` set (the folders on its way made where missing)."""
+    out = json.loads(json.dumps(data))
+    *path, last = key.split(".")
+    node = out
+    for part in path:
+        child = node.get(part)
+        if child is not None and not isinstance(child, dict):
+            raise ScenarioError(f"--vary: {key}: {part} is not a block of the scenario")
+        node = node.setdefault(part, {}) if child is None else child
+    node[last] = value
+    return out
+
+
+def combinations(varied: list[tuple[str, list]]) -> list[dict]:
+    """Every combination of the varied settings, in the order given (the first key varies slowest)."""
+    keys = [k for k, _ in varied]
+    return [dict(zip(keys, values)) for values in product(*(v for _, v in varied))]
+
+
+def cell_data(base: dict, settings: dict, source: str) -> dict:
+    """The scenario one combination runs, as its author's file would say it, checked by the scenario's own rules: a
+    combination the harness cannot run is one error naming it and the field, before anything starts."""
+    data = base
+    for key, value in settings.items():
+        data = with_setting(data, key, value)
+    parse_scenario(data, f"{source} with {label(settings)}")
+    return data
+
+
+def label(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items())
+
+
+@dataclass
+class Cell:
+    """The runs of one combination."""
+    settings: dict
+    started: int = 0
+    shown: Counter = field(default_factory=Counter)      # anomaly type -> runs in which it appeared
+    total: Counter = field(default_factory=Counter)      # anomaly type -> anomalies over the runs
+    faults_missed: int = 0                               # analysed runs in which a fault did not act
+    invalid: int = 0
+    failures: list[str] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+
+    def add(self, run_dir: Path | None, summary: dict | None = None, failure: str | None = None) -> None:
+        entry = {"run_dir": None if run_dir is None else str(run_dir)}
+        if failure is not None:
+            self.failures.append(failure)
+            entry["failure"] = failure
+        else:
+            counts = {k: n for k, n in summary.get("anomaly_counts", {}).items() if n}
+            missed = [f["id"] for f in summary.get("faults", []) if "hits" in f and not f["hits"]]
+            self.shown.update(counts.keys())
+            self.total.update(counts)
+            self.faults_missed += bool(missed)
+            self.invalid += summary.get("valid") is False
+            entry.update(anomaly_counts=counts, valid=summary.get("valid"), faults_missed=missed,
+                         faults=[{k: f.get(k) for k in ("id", "kind", "target", "hits")} for f in summary.get("faults", [])])
+        self.runs.append(entry)
+
+    @property
+    def analysed(self) -> int:
+        return self.started - len(self.failures)
+
+    def rate(self, anomaly: str) -> dict:
+        """Runs with the anomaly of the runs analysed (a failed run shows nothing either way)."""
+        k, n = self.shown[anomaly], self.analysed
+        lo, hi = wilson(k, n)
+        return {"runs": k, "of": n, "interval": [lo, hi], "anomalies": self.total[anomaly]}
+
+    def rate_text(self, anomaly: str) -> str:
+        r = self.rate(anomaly)
+        lo, hi = r["interval"]
+        return f"{r['runs']} of {r['of']} ({lo:.0%}–{hi:.0%})"
+
+    def to_json(self, anomalies: list[str]) -> dict:
+        return {"settings": self.settings, "started": self.started, "analysed": self.analysed,
+                "failed": len(self.failures), "failures": self.failures, "faults_missed": self.faults_missed,
+                "invalid": self.invalid, "rates": {a: self.rate(a) for a in anomalies}, "runs": self.runs}
+
+
+def run_cell(data: dict, settings: dict, repeat: int, runs_root: Path, source: str) -> Cell:
+    """``repeat`` runs of the combination on one cluster of its own settings; any failure a failed run."""
+    from harness.cluster.kafka import KafkaCluster
+    scenario, cell = parse_scenario(data, source), Cell(settings)
+    try:
+        with KafkaCluster(scenario.cluster, run_id=f"rates-{secrets.token_hex(3)}",
+                          client_lanes=scenario.client_lanes()) as cluster:
+            for i in range(repeat):
+                say(f"rates {scenario.name}: {label(settings)}, run {i + 1} of {repeat}")
+                cell.started += 1
+                _one_run(data, scenario, cluster, runs_root, cell, source)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
+        reason = f"cluster: {one_line(exc)}"
+        while cell.started < repeat:
+            cell.started += 1
+            cell.add(None, failure=reason)
+    return cell
+
+
+def _one_run(data: dict, scenario: Scenario, cluster, runs_root: Path, cell: Cell, source: str) -> None:
+    from analysis.api import analyze
+    from harness.run import run_scenario
+    run_dir = None
+    try:
+        cluster.reset_faults()
+        named = unique_names(data, secrets.token_hex(3))  # names of its own: the runs share the cluster
+        outcome = run_scenario(parse_scenario(named, scenario.name), runs_root, cluster=cluster, source=source)
+        run_dir = outcome.run_dir
+        if outcome.errors:
+            cell.add(run_dir, failure=f"harness: {outcome.errors[0].splitlines()[0]}")
+            return
+        summary = analyze(run_dir, **scenario.analysis.options())
+        cell.add(run_dir, summary)
+        found = {k: n for k, n in summary.get("anomaly_counts", {}).items() if n}
+        say(f"rates {scenario.name} ({label(cell.settings)}): {found or 'no anomaly'}")
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        cell.add(run_dir, failure=one_line(exc))
+        say(f"rates {scenario.name} ({label(cell.settings)}): run failed: {traceback.format_exc(limit=3)}")
+
+
+def columns(cells: list[Cell], asked: list[str] | None) -> list[str]:
+    """The anomaly types the table shows: those asked for (shown at 0 when no run had them: an absence measured),
+    else every type some run had."""
+    return list(asked) if asked else sorted({a for c in cells for a in c.shown})
+
+
+def markdown(scenario: str, cells: list[Cell], anomalies: list[str], about: dict) -> str:
+    keys = list(cells[0].settings) if cells else []
+    head = [*keys, *anomalies, "faults missed", "invalid", "failed"]
+    lines = [f"`{scenario}`, {about['date']} ({about['machine']}; Kafka {about['kafka_version']}): runs that showed "
+             "each anomaly of the runs analysed (95 % Wilson interval).", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in cells:
+        row = [*(str(c.settings[k]) for k in keys), *(c.rate_text(a) for a in anomalies),
+               str(c.faults_missed), str(c.invalid), f"{len(c.failures)} of {c.started}"]
+        lines.append("| " + " | ".join(row) + " |")
+    if not anomalies:
+        lines.append("")
+        lines.append("No run showed any anomaly.")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, scenario: str, cells: list[Cell], anomalies: list[str], about: dict) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rates.json").write_text(json.dumps({"scenario": scenario, **about, "anomalies": anomalies,
+                                                "cells": [c.to_json(anomalies) for c in cells]}, indent=2,
+                                               default=str) + "\n")
+    (out / "rates.md").write_text(markdown(scenario, cells, anomalies, about))
+    return out / "rates.md"
+
+
+def read(folder: Path) -> dict:
+    try:
+        return json.loads((folder / "rates.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ScenarioError(f"--publish: {folder} holds no rates table ({one_line(exc)})") from None
+
+
+def slot_answer(query: str, table: dict) -> str:
+    """A figure of the page's prose: ``SETTING=VALUE[,SETTING=VALUE...] ANOMALY`` → "k of n" for the one combination
+    selected; ``* ANOMALY`` → the runs with it over every combination, "k of n"."""
+    where, _, anomaly = query.strip().rpartition(" ")
+    if anomaly not in table["anomalies"]:
+        raise ScenarioError(f"rate slot {query!r}: {anomaly!r} is not a column of the table ({', '.join(table['anomalies'])})")
+    wanted = {} if where.strip() == "*" else dict(part.split("=", 1) for part in where.split(",") if "=" in part)
+    if where.strip() != "*" and not wanted:
+        raise ScenarioError(f"rate slot {query!r}: not SETTING=VALUE[,...] ANOMALY or * ANOMALY")
+    chosen = [c for c in table["cells"] if all(str(c["settings"].get(k)) == v for k, v in wanted.items())]
+    if not chosen or (wanted and len(chosen) != 1):
+        raise ScenarioError(f"rate slot {query!r}: selects {len(chosen)} combinations, not one")
+    runs = sum(c["rates"][anomaly]["runs"] for c in chosen)
+    return f"{runs} of {sum(c['rates'][anomaly]['of'] for c in chosen)}"
+
+
+def publish(out: Path, page: Path) -> list[Path]:
+    """The table in ``out`` into ``page``: its ``<!-- rates: ... -->`` block replaced by rates.md, every
+    ``<!-- rate: QUERY -->`` slot of its prose rewritten from rates.json, and rates.json copied beside the page
+    (docs/x.md → docs/x/rates.json). Nothing is written when the page has no block or a slot cannot be answered."""
+    table = read(out)
+    text = page.read_text(encoding="utf-8") if page.is_file() else ""
+    if not BLOCK.search(text):
+        raise ScenarioError(f"--publish: {page} has no '<!-- rates: ... -->' ... '<!-- /rates -->' block to fill")
+    body = (out / "rates.md").read_text(encoding="utf-8").strip("\n")
+    text = BLOCK.sub(lambda m: f"{m.group(1)}{body}\n{m.group(2)}", text, count=1)
+    text = SLOT.sub(lambda m: f"{m.group(1)}{slot_answer(m.group(2), table)}{m.group(4)}", text)
+    folder = page.with_suffix("")
+    folder.mkdir(exist_ok=True)
+    shutil.copyfile(out / "rates.json", folder / "rates.json")
+    page.write_text(text, encoding="utf-8")
+    return [page, folder / "rates.json"]
