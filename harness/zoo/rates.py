@@ -23,7 +23,7 @@ import yaml
 from harness.bad_input import ScenarioError
 from harness.progress import one_line, say
 from harness.scenario import Scenario, parse_scenario, unique_names
-from harness.zoo.runner import wilson
+from harness.zoo.runner import runs_on_one_cluster, wilson
 
 BLOCK = re.compile(r"(<!-- rates: [^>]*-->\n).*?(<!-- /rates -->)", re.S)
 SLOT = re.compile(r"(<!-- rate: ([^>]*?) -->)(.*?)(<!-- /rate -->)", re.S)
@@ -128,22 +128,9 @@ class Cell:
 
 def run_cell(data: dict, settings: dict, repeat: int, runs_root: Path, source: str) -> Cell:
     """``repeat`` runs of the combination on one cluster of its own settings; any failure a failed run."""
-    from harness.cluster.kafka import KafkaCluster
     scenario, cell = parse_scenario(data, source), Cell(settings)
-    try:
-        with KafkaCluster(scenario.cluster, run_id=f"rates-{secrets.token_hex(3)}",
-                          client_lanes=scenario.client_lanes()) as cluster:
-            for i in range(repeat):
-                say(f"rates {scenario.name}: {label(settings)}, run {i + 1} of {repeat}")
-                cell.started += 1
-                _one_run(data, scenario, cluster, runs_root, cell, source)
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
-        reason = f"cluster: {one_line(exc)}"
-        while cell.started < repeat:
-            cell.started += 1
-            cell.add(None, failure=reason)
+    runs_on_one_cluster(scenario, "rates", repeat, cell, f"rates {scenario.name}: {label(settings)}",
+                        lambda cluster: _one_run(data, scenario, cluster, runs_root, cell, source))
     return cell
 
 

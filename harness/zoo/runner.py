@@ -193,28 +193,36 @@ def on_side(scenario: Scenario, side: str) -> dict:
 
 def run_bug(path: Path, scenario: Scenario, repeat: int, runs_root: Path) -> BugResult:
     """`repeat` runs on each release, on a cluster of that release's own (brokers swapped) or of the file's."""
-    from harness.cluster.kafka import KafkaCluster
     from harness.run import scenario_source
     zoo = scenario.zoo
     result = BugResult(path.name, zoo, {})
     for side, version in zoo.releases:
         tally = result.tallies[side] = Tally(side, version)
         release = parse_scenario(on_side(scenario, side), f"{path} on {version}")
-        try:
-            with KafkaCluster(release.cluster, run_id=f"zoo-{secrets.token_hex(3)}",
-                              client_lanes=release.client_lanes()) as cluster:
-                for i in range(repeat):
-                    say(f"zoo {zoo.bug}: {side} {version}, run {i + 1} of {repeat}")
-                    tally.started += 1
-                    _one_run(scenario, release, side, cluster, runs_root, tally, scenario_source(path))
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:  # the cluster itself failed: the runs it could not hold failed with it
-            reason = f"cluster: {one_line(exc)}"
-            while tally.started < repeat:
-                tally.started += 1
-                tally.add(None, failure=reason)
+        runs_on_one_cluster(release, "zoo", repeat, tally, f"zoo {zoo.bug}: {side} {version}", lambda cluster: _one_run(
+            scenario, release, side, cluster, runs_root, tally, scenario_source(path)))
     return result
+
+
+def runs_on_one_cluster(scenario: Scenario, prefix: str, repeat: int, tally, saying: str, one_run) -> None:
+    """``repeat`` runs, ``one_run(cluster)`` each, on one cluster of the scenario's settings, each counted on
+    ``tally`` (its started, and add(None, failure=...)): when the cluster itself fails, the runs it could not hold
+    fail with it."""
+    from harness.cluster.kafka import KafkaCluster
+    try:
+        with KafkaCluster(scenario.cluster, run_id=f"{prefix}-{secrets.token_hex(3)}",
+                          client_lanes=scenario.client_lanes()) as cluster:
+            for i in range(repeat):
+                say(f"{saying}, run {i + 1} of {repeat}")
+                tally.started += 1
+                one_run(cluster)
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:
+        reason = f"cluster: {one_line(exc)}"
+        while tally.started < repeat:
+            tally.started += 1
+            tally.add(None, failure=reason)
 
 
 def _one_run(scenario: Scenario, release: Scenario, side: str, cluster, runs_root: Path, tally: Tally,
