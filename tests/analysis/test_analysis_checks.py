@@ -151,6 +151,7 @@ def test_two_files_of_one_name_are_two_logs(tmp_path, spark, fmt):
     assert s["anomaly_counts"]["duplicate"] == 0 and s["lost_records"] == 0 and s["anomaly_counts"]["skip"] == 0
 
 
+@pytest.mark.slow  # make test's 30 minutes: reordering inside a block at small scale runs there
 @pytest.mark.parametrize("fmt_", ["parquet", "jsonl"])
 def test_reordering_inside_one_block_is_backwards_at_1m_records(tmp_path, spark, fmt_):
     """Issue 8: at 1M consumed records, two records swapped strictly inside one 64-offset block (no repeat, no

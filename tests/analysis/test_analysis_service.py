@@ -95,6 +95,7 @@ def test_clean_stops_the_service(tmp_path, env):
     assert not service.running()
 
 
+@pytest.mark.slow  # make test's 30 minutes: the service's start, answer and stop run there
 def test_a_warm_up_stops_for_a_request_and_a_warm_service_warms_no_more(tmp_path, env, monkeypatch):
     """A run asks for a warm-up while its group drains: the small run analysed again and again (the JIT keeps
     compiling), until a request waits, which is then served after the round under way; a warm service skips it."""

@@ -120,7 +120,8 @@ STATELESS_NOT_RUN = tuple(checks_needing("state", "eos", "verified"))  # no stat
 WIDE = Plan(records=240_000, partitions=1_200, members=500, generations=4)  # 200 records a partition: room to plant
 
 
-@pytest.mark.parametrize("layout", [pytest.param("interleaved", marks=pytest.mark.slow), "shuffled"])  # one in the nightly: make test's 30 minutes
+@pytest.mark.slow  # both in the nightly: make test's 30 minutes (its 1,000-partition layouts at smaller scale run there)
+@pytest.mark.parametrize("layout", ["interleaved", "shuffled"])
 def test_a_thousand_partitions_and_500_members_in_any_layout(layout, tmp_path, spark):
     """Every planted anomaly at 1,200 partitions and 500 members, the members' merged log cut into 1,000 files,
     alternately Parquet and JSONL, or shuffled in 2 files."""
@@ -191,7 +192,8 @@ def steps_back(spark, run_dir, consumed, cfg, own, names):
                             sum(r["n"] for r in got.get("unsequenced", [])))[1]
 
 
-@pytest.mark.parametrize("order,sequence", [("shuffled", False), ("shuffled", True), ("consumption", True)])
+@pytest.mark.parametrize("order,sequence", [pytest.param("shuffled", False, marks=pytest.mark.slow),  # 30 minutes
+                                            ("shuffled", True), ("consumption", True)])
 def test_a_log_cut_across_many_tasks_keeps_every_step_back(order, sequence, tmp_path, spark):
     """The log pass's pieces: files cut into many input splits (a few KB each), Parquet row groups and JSONL byte
     ranges alike; the steps back across every cut are stitched exactly: by log order without n (a shuffled log: its
@@ -247,6 +249,7 @@ def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, sp
     assert steps.by_sequence and len(steps) == truth.backwards == 1
 
 
+@pytest.mark.slow  # make test's 30 minutes: the groups' driver/executor twin below stays there
 def test_ranges_resequenced_in_the_driver_or_in_executors_give_the_same_rows_and_steps(tmp_path, spark, monkeypatch):
     """Ranges of n holding few rows are re-sequenced in the driver, in the same read as the blocks' rows
     (spark_plan._blocks_and_ranges); larger ones in executors, after a read of their own: the same rows and steps."""

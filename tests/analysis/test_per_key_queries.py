@@ -65,6 +65,7 @@ def ok_acked(run: Run) -> list[dict]:
     return [x for x in run.produced if x["status"] in (None, "ok")]
 
 
+@pytest.mark.slow  # make test's 30 minutes: the per-key queries at 5,000 bounds run there
 def test_the_fallback_is_off_and_a_tree_of_5000_terms_does_not_compile(planted_run):
     """The test's premise: with the fallback off, the CASE tree the epoch once was raises at 5,000 bounds."""
     run, _, consumed = planted_run

@@ -6,6 +6,8 @@ import json
 import re
 import subprocess
 
+import pytest
+
 from analysis import analyze
 from analysis_runs import Run
 from browser import chromium, in_chromium
@@ -142,6 +144,7 @@ def kip848_group(root) -> Run:
     return r
 
 
+@pytest.mark.slow  # make test's 30 minutes: the 500-member first screen above stays there
 @in_chromium
 def test_a_kip848_group_of_500_shows_its_epochs_and_folds_each_members_strip(tmp_path, spark):
     run_dir = kip848_group(tmp_path / "run").write()

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.cluster
     {"client": "librdkafka", "assignor": "cooperative-sticky", "static_membership": True},
     {"client": "librdkafka", "protocol": "consumer", "remote_assignor": "uniform"},
     {"client": "librdkafka", "assignor": "range", "commit": "async"},
-    {"client": "java", "assignor": "sticky"},
+    pytest.param({"client": "java", "assignor": "sticky"}, marks=pytest.mark.slow),  # make test's 30 minutes
     {"client": "java", "protocol": "consumer", "remote_assignor": "range"},
 ], ids=lambda g: "-".join(str(v) for v in g.values()))
 def test_group_consumes_every_record(chaos_run, group):

@@ -72,6 +72,7 @@ def fault_row(run, kind: str) -> dict:
     return next(r for r in jsonl(run.run_dir / "faults.jsonl") if r["kind"] == kind)
 
 
+@pytest.mark.slow  # make test's 30 minutes: a hosted crash runs there (below)
 def test_hosted_and_one_process_members_give_the_same_rows_and_checks(chaos_run):
     """The same scenario twice, 4 members in 4 processes and in 2 hosts of 2: both valid, with the same members,
     consumed columns (and types), event kinds and fields, every check run and every anomaly count 0; the hosted

@@ -30,6 +30,7 @@ def assert_whole(run) -> None:
     run.assert_duplicates_within_budget()
 
 
+@pytest.mark.slow  # make test's 30 minutes: rpc errors run there in the fenced-member-epoch test below
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_heartbeat_answered_rebalance_in_progress_makes_the_member_rejoin_and_the_leader_moves_the_generation(chaos_run, client):
     run = chaos_run(catalog("rpc-heartbeat-rebalance", client=client))

@@ -80,7 +80,8 @@ def test_a_member_joining_an_eager_group_revokes_everything_from_every_old_membe
     the_coordinators_round(outcome.summary["coordinator_rounds"], joined_at)
 
 
-@pytest.mark.parametrize("group", [{"assignor": "cooperative-sticky"}, pytest.param({"protocol": "consumer"}, id="kip848")])
+@pytest.mark.parametrize("group", [pytest.param({"assignor": "cooperative-sticky"}, marks=pytest.mark.slow),  # 30 min
+                                   pytest.param({"protocol": "consumer"}, id="kip848")])
 def test_a_member_joining_an_incremental_group_revokes_only_what_moves(chaos_run, group):
     """KIP-429 and KIP-848: an old member gives up only the partitions that move to the new one; what it keeps
     is never revoked. Under KIP-848 there is no JoinGroup round: each member's epoch moves on its own."""
