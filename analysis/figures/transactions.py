@@ -7,17 +7,28 @@ from __future__ import annotations
 
 from collections import Counter
 
+from analysis.figures import latency
 from analysis.rundir.transactions import COMMITTED, TransactionFiles
 
-QUANTILES = (("p50", 0.5), ("p99", 0.99))
+QUANTILES = tuple(zip(("p50", "p99"), latency.QUANTILES))  # the latency figures', by the same rule
+
+
+def percentile(ordered: list[int], q: float) -> float:
+    """Spark SQL's exact `percentile`, which the latency figures ask Spark for: linear between the two nearest
+    ranks, so a transactional run's percentiles and its latency's are one definition."""
+    at = q * (len(ordered) - 1)
+    low = int(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 def spread(values: list[int]) -> dict | None:
-    """p50, p99 and max of ``values`` (nearest rank), with n; None when there are none."""
+    """p50 and p99 of ``values`` (:func:`percentile`, to a tenth, as the latency figures), max and n; None when there
+    are none."""
     if not values:
         return None
     ordered = sorted(values)
-    out = {name: ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.999999) - 1))] for name, q in QUANTILES}
+    out = {name: round(percentile(ordered, q), 1) for name, q in QUANTILES}
     return {**out, "max": ordered[-1], "n": len(ordered)}
 
 

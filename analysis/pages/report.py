@@ -317,7 +317,7 @@ def _faults(s, rel) -> str:
 
 
 def _spread_ms(d: dict | None) -> str:
-    return "–" if not d else f"{d['p50']:,} / {d['p99']:,} / {d['max']:,} ms (n {d['n']:,})"
+    return "–" if not d else f"{d['p50']:,.1f} / {d['p99']:,.1f} / {d['max']:,} ms (n {d['n']:,})"
 
 
 def _transactions(t: dict | None) -> str:

@@ -132,7 +132,8 @@ def test_a_commit_asked_in_the_same_millisecond_as_the_read_is_no_precommitted_r
 
 def test_the_transaction_figures_by_hand(tmp_path):
     from analysis.figures.transactions import figures, spread
-    assert spread([5, 1, 3, 2, 4]) == {"p50": 3, "p99": 5, "max": 5, "n": 5} and spread([]) is None
+    assert spread([5, 1, 3, 2, 4]) == {"p50": 3.0, "p99": 5.0, "max": 5, "n": 5} and spread([]) is None
+    assert spread([10, 20]) == {"p50": 15.0, "p99": 19.9, "max": 20, "n": 2}  # linear between the nearest ranks
     run_dir = plant(tmp_path, HEALTHY)
     (run_dir / "verified" / "read_uncommitted.jsonl").write_text("".join(
         json.dumps(r) + "\n" for r in read_rows([(o, at - 15) for o, at in HEALTHY], transaction_rows(),
@@ -234,3 +235,17 @@ def test_a_committed_transaction_whose_offsets_are_not_one_past_its_last_input_i
     assert [(a["transaction"], a["topic"], a["partition"], a["committed_offset"], a["last_input_written"], a["offsets"])
             for a in found] == [("a#1.3", "t", 0, 10, 7, [8, 10]), ("a#1.4", "t", 1, 3, None, [3, 3])]
     assert eos.offset_output_mismatch(facts(plant(tmp_path, HEALTHY))).anomalies == []
+
+
+def test_a_transactional_runs_percentiles_are_sparks_as_the_latency_figures_are(spark):
+    """One definition of a percentile: the transactions' spread() gives what Spark's `percentile` (the latency
+    figures') gives over the same values."""
+    import random
+    from analysis.figures.latency import QUANTILES
+    from analysis.figures.transactions import spread
+    rng = random.Random(7)
+    values = [rng.randint(0, 5000) for _ in range(997)]
+    [row] = spark.createDataFrame([(v,) for v in values], "ms long").selectExpr(
+        f"percentile(ms, array({', '.join(map(str, QUANTILES))})) as q").collect()
+    mine = spread(values)
+    assert (mine["p50"], mine["p99"]) == (round(row["q"][0], 1), round(row["q"][1], 1))
