@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import secrets
-import shutil
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from harness.progress import one_line, say
 from harness.scenario import Scenario, parse_scenario, unique_names
 from harness.zoo.runner import runs_on_one_cluster, wilson
 
+ANY = "any"  # the runs that showed any of the table's anomaly types
 BLOCK = re.compile(r"(<!-- rates: [^>]*-->\n).*?(<!-- /rates -->)", re.S)
 SLOT = re.compile(r"(<!-- rate: ([^>]*?) -->)(.*?)(<!-- /rate -->)", re.S)
 
@@ -109,21 +109,27 @@ class Cell:
     def analysed(self) -> int:
         return self.started - len(self.failures)
 
-    def rate(self, anomaly: str) -> dict:
-        """Runs with the anomaly of the runs analysed (a failed run shows nothing either way)."""
-        k, n = self.shown[anomaly], self.analysed
-        lo, hi = wilson(k, n)
-        return {"runs": k, "of": n, "interval": [lo, hi], "anomalies": self.total[anomaly]}
+    def rate(self, anomaly: str, columns: list[str] = ()) -> dict:
+        """Runs with the anomaly of the runs analysed (a failed run shows nothing either way); ANY: runs with any
+        of ``columns``."""
+        if anomaly == ANY:
+            k = sum(1 for r in self.runs if "failure" not in r and set(r["anomaly_counts"]) & set(columns))
+            total = sum(self.total[a] for a in columns)
+        else:
+            k, total = self.shown[anomaly], self.total[anomaly]
+        lo, hi = wilson(k, self.analysed)
+        return {"runs": k, "of": self.analysed, "interval": [lo, hi], "anomalies": total}
 
-    def rate_text(self, anomaly: str) -> str:
-        r = self.rate(anomaly)
+    def rate_text(self, anomaly: str, columns: list[str] = ()) -> str:
+        r = self.rate(anomaly, columns)
         lo, hi = r["interval"]
         return f"{r['runs']} of {r['of']} ({lo:.0%}–{hi:.0%})"
 
     def to_json(self, anomalies: list[str]) -> dict:
         return {"settings": self.settings, "started": self.started, "analysed": self.analysed,
                 "failed": len(self.failures), "failures": self.failures, "faults_missed": self.faults_missed,
-                "invalid": self.invalid, "rates": {a: self.rate(a) for a in anomalies}, "runs": self.runs}
+                "invalid": self.invalid, "rates": {a: self.rate(a, anomalies) for a in [*anomalies, ANY]},
+                "runs": self.runs}
 
 
 def run_cell(data: dict, settings: dict, repeat: int, runs_root: Path, source: str) -> Cell:
@@ -165,12 +171,13 @@ def columns(cells: list[Cell], asked: list[str] | None) -> list[str]:
 
 def markdown(scenario: str, cells: list[Cell], anomalies: list[str], about: dict) -> str:
     keys = list(cells[0].settings) if cells else []
-    head = [*keys, *anomalies, "faults missed", "invalid", "failed"]
+    head = [*keys, *anomalies, *(["any of these"] if len(anomalies) > 1 else []), "faults missed", "invalid", "failed"]
     lines = [f"`{scenario}`, {about['date']} ({about['machine']}; Kafka {about['kafka_version']}): runs that showed "
              "each anomaly of the runs analysed (95 % Wilson interval).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cells:
         row = [*(str(c.settings[k]) for k in keys), *(c.rate_text(a) for a in anomalies),
+               *([c.rate_text(ANY, anomalies)] if len(anomalies) > 1 else []),
                str(c.faults_missed), str(c.invalid), f"{len(c.failures)} of {c.started}"]
         lines.append("| " + " | ".join(row) + " |")
     if not anomalies:
@@ -188,42 +195,74 @@ def write(out: Path, scenario: str, cells: list[Cell], anomalies: list[str], abo
     return out / "rates.md"
 
 
-def read(folder: Path) -> dict:
+@dataclass
+class Table:
+    """A rate table as rates.json keeps it: every figure is made again from its runs' rows, so a page published from
+    it says what the runs say, whichever version of this module wrote the file."""
+    scenario: str
+    anomalies: list[str]
+    about: dict
+    cells: list[Cell]
+
+    def write(self, out: Path) -> Path:
+        return write(out, self.scenario, self.cells, self.anomalies, self.about)
+
+
+def read(folder: Path) -> Table:
     try:
-        return json.loads((folder / "rates.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = json.loads((folder / "rates.json").read_text(encoding="utf-8"))
+        cells = [_cell(c) for c in data["cells"]]
+        about = {k: data[k] for k in ("date", "machine", "kafka_version")}
+        return Table(data["scenario"], list(data["anomalies"]), about, cells)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ScenarioError(f"--publish: {folder} holds no rates table ({one_line(exc)})") from None
 
 
-def slot_answer(query: str, table: dict) -> str:
+def _cell(data: dict) -> Cell:
+    """A combination's tally, counted again from its runs' rows."""
+    cell = Cell(dict(data["settings"]), started=data["started"])
+    for run in data["runs"]:
+        if "failure" in run:
+            cell.add(None, failure=run["failure"])
+            cell.runs[-1]["run_dir"] = run.get("run_dir")
+        else:
+            summary = {"anomaly_counts": run["anomaly_counts"], "valid": run["valid"], "faults": run["faults"]}
+            cell.add(Path(run["run_dir"]) if run.get("run_dir") else None, summary)
+    return cell
+
+
+def slot_answer(query: str, table: Table) -> str:
     """A figure of the page's prose: ``SETTING=VALUE[,SETTING=VALUE...] ANOMALY`` → "k of n" for the one combination
-    selected; ``* ANOMALY`` → the runs with it over every combination, "k of n"."""
+    selected; ``* ANOMALY`` → the runs with it over every combination, "k of n"; ANOMALY ``any``: the runs with any
+    of the table's."""
     where, _, anomaly = query.strip().rpartition(" ")
-    if anomaly not in table["anomalies"]:
-        raise ScenarioError(f"rate slot {query!r}: {anomaly!r} is not a column of the table ({', '.join(table['anomalies'])})")
+    if anomaly not in [*table.anomalies, ANY]:
+        raise ScenarioError(f"rate slot {query!r}: {anomaly!r} is not a column of the table ({', '.join(table.anomalies)})")
     wanted = {} if where.strip() == "*" else dict(part.split("=", 1) for part in where.split(",") if "=" in part)
     if where.strip() != "*" and not wanted:
         raise ScenarioError(f"rate slot {query!r}: not SETTING=VALUE[,...] ANOMALY or * ANOMALY")
-    chosen = [c for c in table["cells"] if all(str(c["settings"].get(k)) == v for k, v in wanted.items())]
+    chosen = [c for c in table.cells if all(str(c.settings.get(k)) == v for k, v in wanted.items())]
     if not chosen or (wanted and len(chosen) != 1):
         raise ScenarioError(f"rate slot {query!r}: selects {len(chosen)} combinations, not one")
-    runs = sum(c["rates"][anomaly]["runs"] for c in chosen)
-    return f"{runs} of {sum(c['rates'][anomaly]['of'] for c in chosen)}"
+    rates = [c.rate(anomaly, table.anomalies) for c in chosen]
+    return f"{sum(r['runs'] for r in rates)} of {sum(r['of'] for r in rates)}"
 
 
 def publish(out: Path, page: Path) -> list[Path]:
-    """The table in ``out`` into ``page``: its ``<!-- rates: ... -->`` block replaced by rates.md, every
-    ``<!-- rate: QUERY -->`` slot of its prose rewritten from rates.json, and rates.json copied beside the page
-    (docs/x.md → docs/x/rates.json). Nothing is written when the page has no block or a slot cannot be answered."""
+    """The table in ``out`` into ``page``: its ``<!-- rates: ... -->`` block replaced by the table, every
+    ``<!-- rate: QUERY -->`` slot of its prose rewritten, and the table's rates.md and rates.json written beside the
+    page (docs/x.md → docs/x/), each figure counted again from the runs' rows. Nothing is written when the page has
+    no block or a slot cannot be answered."""
     table = read(out)
     text = page.read_text(encoding="utf-8") if page.is_file() else ""
     if not BLOCK.search(text):
         raise ScenarioError(f"--publish: {page} has no '<!-- rates: ... -->' ... '<!-- /rates -->' block to fill")
-    body = (out / "rates.md").read_text(encoding="utf-8").strip("\n")
+    body = markdown(table.scenario, table.cells, table.anomalies, table.about).strip("\n")
     text = BLOCK.sub(lambda m: f"{m.group(1)}{body}\n{m.group(2)}", text, count=1)
     text = SLOT.sub(lambda m: f"{m.group(1)}{slot_answer(m.group(2), table)}{m.group(4)}", text)
+    for run in (r for c in table.cells for r in c.runs if r.get("run_dir")):
+        run["run_dir"] = Path(run["run_dir"]).name  # the run's name: its folder was this machine's
     folder = page.with_suffix("")
-    folder.mkdir(exist_ok=True)
-    shutil.copyfile(out / "rates.json", folder / "rates.json")
+    table.write(folder)
     page.write_text(text, encoding="utf-8")
-    return [page, folder / "rates.json"]
+    return [page, folder / "rates.md", folder / "rates.json"]

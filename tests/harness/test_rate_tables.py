@@ -75,21 +75,29 @@ def test_a_rate_counts_runs_with_the_anomaly_of_the_runs_analysed():
     assert v2.rate("eos_duplicate")["runs"] == 0 and v2.invalid == 1
     assert rates.columns([v1, v2], None) == ["eos_duplicate", "torn_transaction"]
     assert rates.columns([v1, v2], ["eos_lost"]) == ["eos_lost"]
+    assert v1.rate("any", ["eos_lost", "torn_transaction"])["runs"] == 1  # the second run's torn transaction
+    assert v1.rate("any", ["eos_duplicate", "torn_transaction"])["runs"] == 2
 
 
 def test_a_page_is_filled_from_the_table_and_its_slots(tmp_path):
     about = {"date": "2026-11-30", "machine": "2 cores, 24 GB", "kafka_version": "4.3.1"}
     out = tmp_path / "out"
     rates.write(out, "eos-endtxn-delay", planted_cells(), ["eos_duplicate", "eos_lost"], about)
-    assert "| librdkafka | 1 | 2 of 4 (15%–85%) | 0 of 4 (0%–49%) | 1 | 0 | 1 of 5 |" in (out / "rates.md").read_text()
+    assert "| librdkafka | 1 | 2 of 4 (15%–85%) | 0 of 4 (0%–49%) | 2 of 4 (15%–85%) | 1 | 0 | 1 of 5 |" in (
+        out / "rates.md").read_text()
     page = tmp_path / "kafka-17754.md"
     page.write_text("Under version 1, <!-- rate: cluster.transaction_version=1 eos_duplicate -->?<!-- /rate --> runs; "
-                    "in all, <!-- rate: * eos_duplicate -->?<!-- /rate -->.\n<!-- rates: x -->\nold\n<!-- /rates -->\n")
+                    "in all, <!-- rate: * eos_duplicate -->?<!-- /rate -->; any: <!-- rate: * any -->?<!-- /rate -->."
+                    "\n<!-- rates: x -->\nold\n<!-- /rates -->\n")
     rates.publish(out, page)
     text = page.read_text()
     assert "-->2 of 4<!-- /rate --> runs; in all, <!-- rate: * eos_duplicate -->2 of 6<!--" in text
+    assert "any: <!-- rate: * any -->2 of 6<!--" in text
     assert "old" not in text and "| librdkafka | 2 | 0 of 2" in text
-    assert json.loads((tmp_path / "kafka-17754" / "rates.json").read_text())["anomalies"] == ["eos_duplicate", "eos_lost"]
+    published = json.loads((tmp_path / "kafka-17754" / "rates.json").read_text())
+    assert published["anomalies"] == ["eos_duplicate", "eos_lost"] and published["cells"][0]["runs"][0]["run_dir"] == "r"
+    again = [c.to_json(["eos_duplicate"]) for c in rates.read(out).cells]  # every figure counted again from the runs
+    assert again == [c.to_json(["eos_duplicate"]) for c in planted_cells()]
 
 
 @pytest.mark.parametrize("slot, words", [
@@ -105,3 +113,14 @@ def test_a_slot_that_selects_not_one_combination_is_refused_and_nothing_written(
     with pytest.raises(ScenarioError, match=words):
         rates.publish(tmp_path / "out", page)
     assert "?" in page.read_text() and not (tmp_path / "p").exists()
+
+
+def test_the_published_kafka_17754_page_says_what_its_record_says(tmp_path):
+    """docs/kafka-17754.md published again from its own record (docs/kafka-17754/rates.json) is the page as kept: no
+    figure of its prose or table was written by hand or left behind by a newer record."""
+    import shutil
+    page = tmp_path / "kafka-17754.md"
+    shutil.copyfile(ROOT / "docs" / "kafka-17754.md", page)
+    rates.publish(ROOT / "docs" / "kafka-17754", page)
+    assert page.read_text() == (ROOT / "docs" / "kafka-17754.md").read_text()
+    assert (tmp_path / "kafka-17754" / "rates.json").read_text() == (ROOT / "docs" / "kafka-17754" / "rates.json").read_text()
