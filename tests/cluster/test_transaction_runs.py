@@ -160,8 +160,9 @@ def test_transaction_version_1_set_for_the_run_and_read_back(chaos_run, kafka_cl
 
 
 EOS_PROMISES = ("eos_duplicate", "eos_lost", "aborted_read", "precommitted_read", "torn_transaction")
-CATALOG = ("eos-txn-coordinator-crash", "eos-group-coordinator-crash",
-           "eos-member-freeze-past-txn-timeout", "eos-zombie-fenced", "eos-zombie-fenced-kip848")
+CATALOG = ("eos-txn-coordinator-crash", "eos-group-coordinator-crash", "eos-group-coordinator-freeze",
+           "eos-member-crash", "eos-member-cut", "eos-member-freeze-past-txn-timeout", "eos-zombie-fenced",
+           "eos-zombie-fenced-kip848")
 
 
 @pytest.mark.slow
