@@ -88,6 +88,7 @@ class TransactionSettings:
     timeout_ms: int
     abort_every: int = 0
     request_timeout_ms: int | None = None  # None: the client's own
+    call_timeout_ms: int = 30_000
 
 
 @dataclass(frozen=True)

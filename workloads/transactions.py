@@ -34,7 +34,7 @@ from workloads.history import JsonlLog, now_ms
 from workloads.producer import produce, value_parts
 from workloads.security import security_config
 
-CALL_TIMEOUT_S = 30  # a transactional call's time-out: a coordinator moved by a fault answers within it
+CALL_TIMEOUT_S = 30  # the consumer's committed() in a rewind; the producer's calls take transaction.call_timeout_ms
 RETRIES = 20         # a retriable error: the same call this many times at most, then it is what it is
 
 
@@ -107,6 +107,7 @@ class Transactions:
 
     def __init__(self, cfg: MemberConfig, spec: TransactionSettings, log) -> None:
         self.cfg, self.spec, self.log = cfg, spec, log
+        self.call_s = spec.call_timeout_ms / 1000  # each transactional call's time-out
         self.number = 0          # the transactions begun by this process
         self.opened_at: float | None = None  # monotonic; None: no transaction open
         self.next_offsets: dict[tuple[str, int], int] = {}  # what the open transaction consumed: its offsets to commit
@@ -115,7 +116,7 @@ class Transactions:
 
     def _new_producer(self) -> Producer:
         producer = Producer(producer_settings(self.cfg, self.spec))
-        self._retrying("init", lambda: producer.init_transactions(CALL_TIMEOUT_S))
+        self._retrying("init", lambda: producer.init_transactions(self.call_s))
         return producer
 
     @property
@@ -161,8 +162,8 @@ class Transactions:
                 self._abort(committed, window, "aborted on purpose (transaction.abort_every)")
                 raise Rewind()
             self._retrying("send_offsets", lambda: self.producer.send_offsets_to_transaction(
-                offsets, consumer.consumer_group_metadata(), CALL_TIMEOUT_S), offsets=committed)
-            self._retrying("commit", lambda: self.producer.commit_transaction(CALL_TIMEOUT_S))
+                offsets, consumer.consumer_group_metadata(), self.call_s), offsets=committed)
+            self._retrying("commit", lambda: self.producer.commit_transaction(self.call_s))
         except KafkaException as exc:
             self._failed(exc.args[0], committed, window)
             raise Rewind() from None
@@ -173,7 +174,7 @@ class Transactions:
         """The partitions were lost: the open transaction cannot commit their offsets any more."""
         if self.open:
             try:
-                self._retrying("abort", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S), why="partitions lost")
+                self._retrying("abort", lambda: self.producer.abort_transaction(self.call_s), why="partitions lost")
             except KafkaException as exc:
                 self._replace_if_fatal(exc.args[0])
             self._closed()
@@ -188,7 +189,7 @@ class Transactions:
 
     def _abort(self, committed: dict, window: dict, why: str) -> None:
         try:
-            self._retrying("abort", lambda: self.producer.abort_transaction(CALL_TIMEOUT_S), why=why)
+            self._retrying("abort", lambda: self.producer.abort_transaction(self.call_s), why=why)
         except KafkaException as exc:  # an abort that failed leaves the outcome unknown: the producer is replaced
             self.log.event("commit_failed", offsets=committed, **window, detail=f"{why}; abort failed: "
                                                                               f"{error_detail(exc.args[0])}")
@@ -224,7 +225,7 @@ class Transactions:
                 time.sleep(0.1)
 
     def close(self) -> None:
-        self.producer.flush(CALL_TIMEOUT_S)
+        self.producer.flush(self.call_s)
         self.rows.close()
 
 

@@ -1,6 +1,8 @@
 """Does a run directory show a bug's signature? A signature is a list of predicates, each over the rows of the
-run's own history: ``report/anomalies.jsonl`` (every anomaly the analysis found, uncapped) or ``events/*.jsonl``
-(what the members logged). A run shows the signature when every predicate matches at least one row.
+run's own history: ``report/anomalies.jsonl`` (every anomaly the analysis found, uncapped), ``events/*.jsonl``
+(what the members logged) or ``transactions/*.jsonl`` (what their transactional producers did, one row an
+operation: ``{"transaction": "send_offsets", "where": {"retries": 0, "elapsed_ms": {"gt": 60000}}}``). A run shows the
+signature when every predicate matches at least one row.
 
 The predicates arrive as plain dicts with every threshold already a number (the zoo resolves them from the
 scenario's settings, harness/zoo/spec.py)::
@@ -95,6 +97,11 @@ def load_rows(run_dir: Path) -> tuple[list[dict], list[dict]]:
     return read_jsonl(anomalies), sorted(events, key=lambda e: e["ts_ms"])
 
 
+def transaction_rows(run_dir: Path) -> list[dict]:
+    """Every operation the members' transactional producers logged (none: a run without transactions/)."""
+    return [row for path in sorted((Path(run_dir) / "transactions").glob("*.jsonl")) for row in read_jsonl(path)]
+
+
 def _event_rows(pred: dict, events: list[dict]) -> list[dict]:
     by_member: dict[str, list[dict]] = {}
     for e in events:
@@ -123,6 +130,9 @@ def find(run_dir: Path, predicates: list[dict]) -> Match:
         if "anomaly" in pred:
             rows = [a for a in anomalies if a.get("type") == pred["anomaly"] and matches(a, pred.get("where") or {})]
             explained.update(id(a) for a in rows)
+        elif "transaction" in pred:
+            rows = [r for r in transaction_rows(run_dir)
+                    if r.get("op") == pred["transaction"] and matches(r, pred.get("where") or {})]
         else:
             rows = _event_rows(pred, events)
         hits.append(len(rows))

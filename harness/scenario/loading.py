@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.input_file import read_yaml
+from harness.scenario.rules import DEFAULT_GROUP_ID, derived_output_topics
 from harness.scenario.schema import Scenario, parse_scenario
 
 
@@ -38,13 +39,16 @@ def unique_names(scenario: dict, suffix: str) -> dict:
     runs on one cluster never share them; a consumer_group.pattern then matches the names before the suffix."""
     named = lambda spec, default: {**(spec or {}), "name": f"{(spec or {}).get('name', default)}-{suffix}"}  # noqa: E731
     group = scenario.get("consumer_group", {})
-    out = {**scenario, "consumer_group": {**group, "group_id": f"{group.get('group_id', 'chaos-group')}-{suffix}"}}
+    out = {**scenario, "consumer_group": {**group, "group_id": f"{group.get('group_id', DEFAULT_GROUP_ID)}-{suffix}"}}
     if group.get("pattern"):  # matches this run's topics only, not those of earlier runs on the cluster
         out["consumer_group"]["pattern"] = f"({group['pattern']})-{suffix}"
     suffixed = lambda names: None if names is None else [f"{n}-{suffix}" for n in names]  # noqa: E731
     if group.get("topics") is not None:
         out["consumer_group"]["topics"] = suffixed(group["topics"])
-    if isinstance(group.get("output"), dict) and group["output"].get("topic"):
+    derived = derived_output_topics(group.get("group_id", DEFAULT_GROUP_ID))
+    if isinstance(group.get("output"), dict) and group["output"].get("topic") in derived:
+        del out["consumer_group"]["output"]  # named after the group: derived again from its new id
+    elif isinstance(group.get("output"), dict) and group["output"].get("topic"):
         out["consumer_group"]["output"] = {**group["output"], "topic": f"{group['output']['topic']}-{suffix}"}
     if isinstance(group.get("members"), list):
         out["consumer_group"]["members"] = [{**m, "topics": suffixed(m["topics"])} if m.get("topics") else m

@@ -110,6 +110,12 @@ def _transaction_output(data: dict) -> dict:
             "transaction": data.get("transaction") or {}}
 
 
+def derived_output_topics(group_id: str) -> set[str]:
+    """The output topics the harness names after the group (a transactional member's, a kind's own): a scenario
+    given a new group id derives them again."""
+    return {f"{group_id}-{TXN_OUTPUT}"} | {own_output_topic(group_id, k) for k in KINDS.values() if k.own_output}
+
+
 def own_output_topic(group_id: str, kind) -> str:
     """A kind's own output topic: the group's, so that two runs on one cluster never share it."""
     return f"{group_id}-{kind.own_output}"

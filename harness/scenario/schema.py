@@ -165,6 +165,9 @@ class TransactionSpec(Strict):
                             "transaction.max.timeout.ms (cluster.broker_config; 900,000 by default)")
     abort_every: int = Field(0, ge=0, le=1_000_000, description="abort every Nth transaction on purpose (its records "
                              "consumed again after a rewind); 0: none")
+    call_timeout_ms: int = Field(30_000, ge=1000, le=600_000, description="each transactional call's time-out "
+                                 "(init, send_offsets, commit, abort): librdkafka's timeout argument, the Java "
+                                 "producer's max.block.ms; a call that times out is called again")
     request_timeout_ms: int | None = Field(
         None, ge=1000, le=110_000, description="the transactional producer's request time-out (librdkafka "
         "socket.timeout.ms, Java request.timeout.ms): a request unanswered this long is given up, its connection "

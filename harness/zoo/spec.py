@@ -32,9 +32,12 @@ class After(_Strict):
 
 
 class Predicate(_Strict):
-    """One row that must exist: an anomaly of a check (report/anomalies.jsonl) or a member's event (events/)."""
+    """One row that must exist: an anomaly of a check (report/anomalies.jsonl), a member's event (events/), or an
+    operation of a member's transactional producer (transactions/)."""
     anomaly: str | None = Field(None, description="a check's name (its anomaly type)")
     event: str | None = Field(None, description="an event kind")
+    transaction: str | None = Field(None, description="an operation of transactions/<member>.jsonl (init, begin, "
+                                    "send, ack, send_offsets, commit, abort)")
     where: dict[str, Any] = Field(default_factory=dict, description="field: value, or field: {in|gt|ge|lt|le|"
                                                                      "contains|startswith|present: value}")
     after: After | None = Field(None, description="(events) an earlier event of the same member")
@@ -42,9 +45,10 @@ class Predicate(_Strict):
 
     @model_validator(mode="after")
     def _one_source(self):
-        if (self.anomaly is None) == (self.event is None):
-            raise ValueError("give anomaly (a check's name) or event (an event kind), one of them")
-        if self.anomaly is not None and (self.after or self.never_after):
+        if sum(x is not None for x in (self.anomaly, self.event, self.transaction)) != 1:
+            raise ValueError("give anomaly (a check's name), event (an event kind) or transaction (an operation of "
+                             "transactions/), one of them")
+        if self.event is None and (self.after or self.never_after):
             raise ValueError("after and never_after apply to event predicates only")
         return self
 

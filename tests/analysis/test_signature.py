@@ -79,3 +79,24 @@ def test_conditions(value, cond, ok):
 def test_an_unanalysed_run_is_bad_input(tmp_path):
     with pytest.raises(InputError, match="analyse the run first"):
         find(tmp_path, [{"anomaly": "stall"}])
+
+
+def test_a_transaction_predicate_reads_the_producers_operations(tmp_path):
+    """librdkafka#5456's signature: a send_offsets that took over twice its 30 s call time-out in one attempt (no
+    retry: the call ignored its time-out). A long one after a retry (the time-out honoured, then the call again) and a
+    short one do not match; a run without transactions/ matches nothing."""
+    rd = run_dir(tmp_path, [{"type": "stall", "count": 1}], [])
+    (rd / "transactions").mkdir()
+    base = {"member": "member-2", "transactional_id": "g-member-2", "txn": 4}
+    rows = [{**base, "ts_ms": 1, "op": "send_offsets", "elapsed_ms": 71_000, "retries": 1},
+            {**base, "ts_ms": 2, "op": "send_offsets", "elapsed_ms": 300, "retries": 0},
+            {**base, "ts_ms": 3, "op": "commit", "elapsed_ms": 90_000, "retries": 0}]
+    (rd / "transactions" / "member-2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    hung = [{"transaction": "send_offsets", "where": {"retries": 0, "elapsed_ms": {"gt": 60_000}}}]
+    assert not find(rd, hung).shown
+    rows.append({**base, "ts_ms": 4, "op": "send_offsets", "elapsed_ms": 70_500, "retries": 0})
+    (rd / "transactions" / "member-2.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    match = find(rd, hung)
+    assert match.shown and match.examples[0]["ts_ms"] == 4 and match.other == {"stall": 1}
+    (rd / "transactions" / "member-2.jsonl").unlink()
+    assert not find(rd, hung).shown

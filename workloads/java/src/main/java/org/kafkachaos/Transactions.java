@@ -79,6 +79,7 @@ final class Transactions implements AutoCloseable {
         p.put("transaction.timeout.ms", spec.timeoutMs());
         p.put("enable.idempotence", true);
         p.put("linger.ms", 5);
+        p.put("max.block.ms", spec.callTimeoutMs());  // each transactional call's time-out (transaction.call_timeout_ms)
         if (spec.requestTimeoutMs() > 0) {
             p.put("request.timeout.ms", spec.requestTimeoutMs());
         }
