@@ -6,6 +6,7 @@ cluster for the session and runs a scenario file on it; the scenario's command r
 import pytest
 
 
+@pytest.mark.slow  # make test's 30 minutes: your own program as a member runs there in tests/cluster/test_command_members_cluster.py
 def test_the_app_loses_nothing_through_a_coordinator_freeze_and_a_crash(chaos_run):
     run = chaos_run("scenario.yaml")
     run.assert_valid()

@@ -85,6 +85,7 @@ def test_a_service_of_other_code_steps_aside_and_an_idle_one_exits(tmp_path, env
     assert "exits: idle" in service._log().read_text()
 
 
+@pytest.mark.slow  # make test's 30 minutes: the service's start, answer and bad input run there
 def test_clean_stops_the_service(tmp_path, env):
     rd = clean_run(tmp_path / "run", "parquet").write()
     assert cli(env, "analyze", str(rd)).returncode == 0

@@ -43,6 +43,7 @@ def test_a_spark_failure_is_one_line_naming_the_step_and_the_log_and_exit_3(tmp_
     assert "Using incubator modules" in log.read_text()  # what the JVM printed, kept in the run directory
 
 
+@pytest.mark.slow  # make test's 30 minutes: exit 3 in one line runs there without the service
 def test_an_error_of_ours_through_the_service_is_one_line_and_exit_3(tmp_path, service_env):
     """A run directory whose report/ is a file: writing the report fails, an error the analysis does not expect.
     The details go to a log that can be written."""

@@ -89,6 +89,7 @@ def test_layout_gives_the_same_summary(layout, ordered, tmp_path, spark):
     assert rows == ref_rows
 
 
+@pytest.mark.slow  # make test's 30 minutes: the planted layouts' summaries run there
 def test_without_n_shuffled_rows_change_only_backwards(ordered, tmp_path, spark):
     """No consumption sequence: backwards follows the log, and says so."""
     summary, rows, truth = _analysed(tmp_path / "run", replace(PLAN, order="shuffled", files=2, sequence=False), spark)
@@ -220,6 +221,7 @@ def test_a_log_cut_across_many_tasks_keeps_every_step_back(order, sequence, tmp_
         assert truth.backwards > 1000
 
 
+@pytest.mark.slow  # make test's 30 minutes: a log cut across tasks runs there
 def test_a_stream_resequenced_in_many_buckets_keeps_every_step_back(tmp_path, spark, monkeypatch):
     """The re-sequencing shuffle cuts each stream into buckets of n (n >> SEQUENCE_SHIFT), and a task may hold
     buckets of one stream that are not next to each other. Found at 100M records (a member's 33M rows in 32 buckets

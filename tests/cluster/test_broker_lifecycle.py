@@ -42,6 +42,7 @@ def assert_voters_caught_up_since(cluster, since_ms: int) -> None:
         assert voter["Status"] == "Leader" or int(voter["LastCaughtUpTimestamp"]) >= since_ms, (node_id, voter)
 
 
+@pytest.mark.slow  # make test's 30 minutes: a crash's failover runs there (above)
 def test_a_graceful_restart_moves_leadership_away_before_the_broker_stops_and_a_crash_does_not(kafka_cluster):
     topic = f"lifecycle-{random.randrange(16**6):06x}"
     kafka_cluster.admin().create_topics([NewTopic(topic, 6, 3)])[topic].result(30)

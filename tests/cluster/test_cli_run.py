@@ -83,6 +83,7 @@ def test_no_analysis_exits_0_and_leaves_the_run_to_analyse(tmp_path):
     assert list((run_dir / "consumed").iterdir()) and (run_dir / "faults.jsonl").read_text()
 
 
+@pytest.mark.slow  # make test's 30 minutes: exit 1 runs there (an anomaly, above); the unsettled finding in test_group_settling.py
 def test_a_group_that_did_not_settle_exits_1_without_the_analysis_too(tmp_path):
     """Issue 38, item 2: a finding about the group, not a harness failure (exit 3); said in one line."""
     scenario = {**SMALL, "producer": {"records": 400, "rate": 2000}, "consumer_group": {"members": 2, "client": "java"},

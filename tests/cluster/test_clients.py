@@ -47,6 +47,7 @@ def test_a_mixed_java_and_librdkafka_range_group_consumes_every_record_once(chao
     assert summary["lost_records"] == 0 and summary["duplicated_offsets"] == 0 and summary["valid"] is True
 
 
+@pytest.mark.slow  # make test's 30 minutes: a pinned release's venv is tested in tests/harness/test_client_versions.py
 def test_a_member_pinned_to_an_older_confluent_kafka_consumes_a_run_and_names_its_librdkafka(chaos_run):
     """confluent-kafka 2.9.0 (from the package registry into a cached venv) beside the harness's own release,
     in one group, and a third member that joins later `like` the pinned one. Its wheel bundles librdkafka

@@ -99,6 +99,7 @@ class Trickle:
         self._producer.flush(10)
 
 
+@pytest.mark.slow  # make test's 30 minutes: isolate_broker runs there in test_fault_families.py
 def test_an_isolated_broker_leaves_the_isr_and_loses_leadership_while_clients_still_reach_it(kafka_cluster):
     topic = new_topic(kafka_cluster)
     broker, others = kafka_cluster.brokers[0], kafka_cluster.brokers[1:]

@@ -252,6 +252,7 @@ def produce_seconds(cluster, topic: str) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.slow  # make test's 30 minutes: the bandwidth family runs there in test_fault_families.py
 @pytest.mark.parametrize("stream, transfer", [("downstream", fetch_seconds), ("upstream", produce_seconds)])
 def test_bandwidth_caps_what_a_client_fetches_or_produces(kafka_cluster, filled_topic, stream, transfer):
     free = transfer(kafka_cluster, filled_topic)
