@@ -154,8 +154,7 @@ def _one_run(data: dict, scenario: Scenario, cluster, runs_root: Path, cell: Cel
             return
         summary = analyze(run_dir, **scenario.analysis.options())
         cell.add(run_dir, summary)
-        found = {k: n for k, n in summary.get("anomaly_counts", {}).items() if n}
-        say(f"rates {scenario.name} ({label(cell.settings)}): {found or 'no anomaly'}")
+        say(f"rates {scenario.name} ({label(cell.settings)}): {cell.runs[-1]['anomaly_counts'] or 'no anomaly'}")
     except KeyboardInterrupt:
         raise
     except Exception as exc:
