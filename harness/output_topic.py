@@ -23,6 +23,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from analysis.api import OUTPUT_FILE
+from harness.partition_ends import PartitionEnds, short_of
 from workloads.history import JsonlLog
 from workloads.security import security_config
 
@@ -35,7 +36,7 @@ def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict
     """Read `output.topic` to its end (with its isolation level), write the consumed logs and output.json (and, when
     `stateful`, the state rows); returns what output.json says. `topics`: the run's input topics and their partitions
     (for the group's final commits)."""
-    rows, unread = _read_topic(bootstrap, output, timeout_s, stateful)
+    rows, unread, held = _read_topic(bootstrap, output, timeout_s, stateful)
     by_member: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_member[row["member"]].append(row)
@@ -49,7 +50,8 @@ def read_back(run_dir: Path, bootstrap: str, output, group_id: str, topics: dict
             _write(run_dir / "state" / f"{member}.jsonl", [r["change"] for r in member_rows])
     summary = {"topic": output.topic, "source": output.source, "isolation": output.isolation, "rows": len(rows),
                "members": {m: len(r) for m, r in sorted(by_member.items())}, "unread": len(unread),
-               "unread_examples": unread[:EXAMPLES], "commits": final_commits(bootstrap, group_id, topics)}
+               "unread_examples": unread[:EXAMPLES], "held_open": {str(p): v for p, v in held.items()},
+               "commits": final_commits(bootstrap, group_id, topics)}
     (run_dir / OUTPUT_FILE).write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
@@ -60,39 +62,64 @@ def _write(path: Path, rows: list[dict]) -> None:
     log.close()
 
 
-def _read_topic(bootstrap: str, output, timeout_s: float, stateful: bool) -> tuple[list[dict], list[dict]]:
+def _read_topic(bootstrap: str, output, timeout_s: float, stateful: bool) -> tuple[list[dict], list[dict], dict]:
+    """The rows and unread records of the output topic, read from its start to each partition's end (its high
+    watermark, harness/partition_ends.py); and the partitions a transaction left open kept short of it: with
+    read_committed, a reader stops at the last stable offset, which an open transaction holds back until it ends, at
+    its transaction.timeout.ms at the latest. Waited for at most `timeout_s`: what is still held then is returned
+    ({partition: {position, end}}), anything else not read by then is an error."""
     consumer = Consumer({**security_config(), "bootstrap.servers": bootstrap, "enable.auto.commit": False,
                          "group.id": f"kafka-chaos-output-reader-{secrets.token_hex(3)}",
                          "isolation.level": output.isolation, "enable.partition.eof": True},
                         logger=logging.getLogger("kafka-chaos.output"))
+    ends_asked = PartitionEnds(bootstrap, f"kafka-chaos-output-ends-{secrets.token_hex(3)}")
     try:
         partitions = consumer.list_topics(output.topic, timeout=30).topics[output.topic].partitions
         consumer.assign([TopicPartition(output.topic, p, OFFSET_BEGINNING) for p in partitions])
-        rows, unread, at_end, deadline = [], [], set(), time.monotonic() + timeout_s
-        while len(at_end) < len(partitions):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the output topic {output.topic} was not read to its end within {timeout_s:g} s")
-            for message in consumer.consume(1000, timeout=1.0):
+        rows, unread, deadline = [], [], time.monotonic() + timeout_s
+        positions: dict[int, int] = {}
+        stopped: set[int] = set()  # partitions whose last event was their end-of-partition (for this isolation)
+        while True:
+            messages = consumer.consume(1000, timeout=1.0)
+            for message in messages:
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        at_end.add(message.partition())
+                        positions[message.partition()] = max(positions.get(message.partition(), 0), message.offset())
+                        stopped.add(message.partition())
                         continue
                     raise RuntimeError(f"reading the output topic {output.topic}: {error.str()}")
-                row, why = input_row(message, output)
-                if row is not None and stateful:
-                    row["change"], why = state_row(message, row)
-                    if row["change"] is None:
-                        row = None
-                    else:  # processed when the change was applied (the record's timestamp may be its input's)
-                        row["consumed_at_ms"] = row["change"]["ts_ms"]
+                positions[message.partition()] = message.offset() + 1
+                stopped.discard(message.partition())
+                row, why = _output_row(message, output, stateful)
                 if row is None:
                     unread.append({"partition": message.partition(), "offset": message.offset(), "why": why})
                 else:
                     rows.append(row)
-        return rows, unread
+            if messages and not stopped.issuperset(partitions) and time.monotonic() <= deadline:
+                continue
+            ends = ends_asked.ask(output.topic, partitions)
+            held = None if ends is None else short_of(positions, ends)
+            if held == {}:
+                return rows, unread, {}
+            if time.monotonic() > deadline:
+                if held is not None and stopped.issuperset(held):
+                    return rows, unread, held
+                raise TimeoutError(f"the output topic {output.topic} was not read to its end within {timeout_s:g} s")
     finally:
         consumer.close()
+        ends_asked.close()
+
+
+def _output_row(message, output, stateful: bool) -> tuple[dict | None, str | None]:
+    """The consumed row (with the state change, when `stateful`) an output record stands for, or (None, why not)."""
+    row, why = input_row(message, output)
+    if row is not None and stateful:
+        row["change"], why = state_row(message, row)
+        if row["change"] is None:
+            return None, why
+        row["consumed_at_ms"] = row["change"]["ts_ms"]  # processed when the change was applied (not its input's time)
+    return row, why
 
 
 def input_row(message, output) -> tuple[dict | None, str | None]:

@@ -52,6 +52,8 @@ from workloads.services import (HostControl, HostedMember, WorkloadProcess, admi
 from workloads.transactions import member_transactional_id
 
 PROGRESS_EVERY_S = 5
+READ_BACK_S = 120              # the read-back's wait for an output topic's open transactions (a minute's time-out)
+READ_BACK_AFTER_READERS_S = 10  # ... once a transactional run's verified readers have waited for them
 SCHEDULE_FILE = "schedule.json"
 REPOSITORY = Path(__file__).resolve().parents[1]
 
@@ -542,8 +544,10 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             read_final(cluster.control_bootstrap_servers, state_config(plan.scenario), run_dir)
     if (output := plan.scenario.consumer_group.output) is not None:
         with phase("read the output topic"):
+            # a transactional run's verified readers have waited for its open transactions already
             read_back(run_dir, cluster.control_bootstrap_servers, output, plan.group_id,
-                      {t.name: t.partitions for t in plan.topics}, stateful=plan.scenario.state is not None)
+                      {t.name: t.partitions for t in plan.topics}, stateful=plan.scenario.state is not None,
+                      timeout_s=READ_BACK_AFTER_READERS_S if readers is not None else READ_BACK_S)
 
 
 def stop_verified_readers(readers: VerifiedReaders, plan: Plan, outcome: RunOutcome, wait: bool) -> None:

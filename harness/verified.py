@@ -21,6 +21,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from harness.output_topic import input_row
+from harness.partition_ends import PartitionEnds, short_of
 from workloads.history import JsonlLog, now_ms
 from workloads.security import security_config
 
@@ -35,7 +36,7 @@ EXAMPLES = 5
 class VerifiedReader:
     """One reader: a thread that reads `output.topic` with `isolation` into verified/<isolation>.jsonl. Only that
     thread touches its consumers: asked to finish, it reads on until its position reaches every partition's end (its
-    high watermark, asked of the brokers read_uncommitted whenever a poll brings nothing) or the time given runs out."""
+    high watermark, harness/partition_ends.py, asked whenever a poll brings nothing) or the time given runs out."""
 
     def __init__(self, run_dir: Path, bootstrap: str, output, isolation: str) -> None:
         self.run_dir, self.output, self.isolation = run_dir, output, isolation
@@ -43,12 +44,7 @@ class VerifiedReader:
                                   "group.id": f"kafka-chaos-verified-{isolation}", "client.id": f"kafka-chaos-verified-{isolation}",
                                   "isolation.level": isolation, "enable.partition.eof": True,
                                   "auto.offset.reset": "earliest"}, logger=logging.getLogger("kafka-chaos.verified"))
-        # the partitions' ends asked read_uncommitted: a read_committed consumer's ListOffsets answers the last stable
-        # offset, which a transaction left open holds back, and the reader would take that for the end
-        name = f"kafka-chaos-verified-{isolation}-ends"
-        self.watermarks = Consumer({**security_config(), "bootstrap.servers": bootstrap, "group.id": name,
-                                    "client.id": name, "isolation.level": "read_uncommitted",
-                                    "enable.auto.commit": False}, logger=logging.getLogger("kafka-chaos.verified"))
+        self.watermarks = PartitionEnds(bootstrap, f"kafka-chaos-verified-{isolation}-ends")
         self.log = JsonlLog(run_dir / FOLDER / f"{isolation}.jsonl")
         self.partitions: list[int] = []
         self.positions: dict[int, int] = {}  # partition -> the next offset this reader would read
@@ -95,13 +91,11 @@ class VerifiedReader:
             self.watermarks.close()
 
     def _at_end(self) -> bool:
-        try:
-            self.ends = {p: self.watermarks.get_watermark_offsets(TopicPartition(self.output.topic, p), timeout=5,
-                                                                  cached=False)[1] for p in self.partitions}
-        except Exception:  # not known this time: asked again after the next empty poll
+        ends = self.watermarks.ask(self.output.topic, self.partitions)
+        if ends is None:  # asked again after the next empty poll
             return False
-        return set(self.ends) == set(self.partitions) and all(self.positions.get(p, 0) >= end
-                                                                  for p, end in self.ends.items())
+        self.ends = ends
+        return not short_of(self.positions, ends)
 
     def _take(self, message) -> None:
         error = message.error()

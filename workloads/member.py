@@ -156,6 +156,7 @@ class Member:
         # typed facts of the client contract; the analysis reads these fields, detail is for people
         self.event("started", **librdkafka_facts(cfg), detail=f"commit={cfg.commit}")
         subscribed_s = time.monotonic()
+        graceful = False  # the loop ended on a stop: the open transaction is committed below, its window logged
         try:
             while not self.stopping and not self.crashed:
                 self._watch_join(subscribed_s)
@@ -174,6 +175,7 @@ class Member:
                     self._commit_positions()
                 elif self.transactions is not None and self.transactions.due():
                     self._commit_transaction()
+            graceful = not self.crashed
         except FatalError as exc:
             self._end_on(exc.error, exc.request)
             return 3
@@ -181,14 +183,16 @@ class Member:
             self._end_on(exc.args[0], None)
             return 3
         finally:
-            self.log.consumed.close()
             if self.join_watch is not None:
                 self.join_watch.close()
+            if not graceful:  # nothing more is logged
+                self.log.consumed.close()
         if self.crashed:
             return 0
-        if self.transactions is not None:
+        if self.transactions is not None:  # a graceful stop commits the open transaction (its window logs consumed/)
             self._commit_transaction()
             self.transactions.close()
+        self.log.consumed.close()
         self.consumer.close()  # leaves the group: the rebalance this triggers is the leave trigger
         if self.state is not None:
             self.state.close()

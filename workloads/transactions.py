@@ -110,6 +110,7 @@ class Transactions:
         self.call_s = spec.call_timeout_ms / 1000  # each transactional call's time-out
         self.number = 0          # the transactions begun by this process
         self.opened_at: float | None = None  # monotonic; None: no transaction open
+        self.failed = False  # a record of the open transaction was refused: it ends (aborts) at once
         self.next_offsets: dict[tuple[str, int], int] = {}  # what the open transaction consumed: its offsets to commit
         self.rows = TransactionLog(cfg, spec)
         self.producer = self._new_producer()
@@ -133,9 +134,18 @@ class Transactions:
         txn = self.number
         for m in records:
             source = f"{m.topic()}:{m.partition()}:{m.offset()}"
-            produce(self.producer, self.cfg.output_topic, key=m.key(), value=m.value(),
-                    headers=output_headers(m, self.cfg.member, txn),
-                    on_delivery=lambda err, out, source=source: self._acked(txn, source, err, out))
+            try:
+                produce(self.producer, self.cfg.output_topic, key=m.key(), value=m.value(),
+                        headers=output_headers(m, self.cfg.member, txn),
+                        on_delivery=lambda err, out, source=source: self._acked(txn, source, err, out))
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._STATE:
+                    raise
+                # the transaction failed (a record refused: librdkafka refuses every produce() after it): the rest of
+                # the batch is not sent, and the commit that follows at once meets the abortable error, aborts, rewinds
+                self.rows.row("send", txn, error=exc.args[0], input=source)
+                self.failed = True
+                break
             self.rows.row("send", txn, flush=False, input=source)
             tp = (m.topic(), m.partition())
             self.next_offsets[tp] = max(self.next_offsets.get(tp, 0), m.offset() + 1)
@@ -147,7 +157,7 @@ class Transactions:
                       offset=out.offset() if error is None else None)
 
     def due(self) -> bool:
-        return self.open and (time.monotonic() - self.opened_at) * 1000 >= self.spec.interval_ms
+        return self.open and (self.failed or (time.monotonic() - self.opened_at) * 1000 >= self.spec.interval_ms)
 
     def commit(self, consumer) -> None:
         """Commit the open transaction with its input offsets, or abort it on purpose (every abort_every-th); on a
@@ -205,7 +215,7 @@ class Transactions:
             self.producer = self._new_producer()
 
     def _closed(self) -> None:
-        self.opened_at = None
+        self.opened_at, self.failed = None, False
         self.next_offsets.clear()
 
     def _retrying(self, op: str, fn, **fields) -> None:

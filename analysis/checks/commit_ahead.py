@@ -123,7 +123,9 @@ def commit_ahead(x: Facts):
     Invalidating: a commit is the member's promise that every record below it was processed; under at-least-once,
     committing past an unprocessed record is how one gets lost once the partition moves (librdkafka#4844), even when
     a rebalance or reset later delivers it to someone. Records in an at-most-once member's loss budget (committed,
-    then killed before it logged them: ``lost_within_budget``) are not reported. The groups clear almost every
+    then killed before it logged them: ``lost_within_budget``) are not reported, nor a transactional member's records
+    it wrote behind a transaction its output partition held open (the read-back cannot see them: the first and last
+    skipped both held, TransactionFiles.held_inputs). The groups clear almost every
     commit; the rest are settled by one Spark query keyed by ownership (``spark_plan.commits_ahead``). One row per commit: the committed
     offset, the last offset the member had consumed in [lo, C) by then (null: none), the first acked offset it
     skipped, and how many acked records it skipped (``skipped``)."""
@@ -131,9 +133,12 @@ def commit_ahead(x: Facts):
     found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
     budgets = loss_windows(x.ctx)
 
+    held = x.history.transactions.held_inputs if x.history.transactions is not None else {}
+
     def ahead(c: Commit, r: dict | None) -> bool:
-        return r is not None and not any(w.member == c.member and w.lo <= r["first"] and r["last"] <= w.hi
-                                         for w in budgets.get((c.topic, c.partition), []))
+        behind = held.get((c.topic, c.partition), set())
+        return r is not None and not (r["first"] in behind and r["last"] in behind) and not any(
+            w.member == c.member and w.lo <= r["first"] and r["last"] <= w.hi for w in budgets.get((c.topic, c.partition), []))
     out, ambiguous = [], []
     for i, (c, p, lo, lo_sure) in enumerate(spans):
         r = found.get(i)

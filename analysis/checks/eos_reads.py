@@ -16,9 +16,10 @@ output record is tied to the transaction that wrote it by its acknowledged (part
 And, counted by the `stall` check (stall.py), a read_committed reader left below a partition's end once every member
 stopped: `waiting_for: stable_offset`, with the record it waits at, the transaction that wrote it and the producer
 that holds it open (its leader's DescribeProducers, transaction-states.jsonl; else the rpc rules' hits); `cause:
-hanging_transaction` where that transaction was aborted (the coordinator ended it, yet the partition holds it open: a
-write that landed after its abort, KAFKA-14402's) or no member logged the write its leader held open, else
-`open_transaction` (its outcome unknown: a member died in it).
+hanging_transaction` where that transaction was over (aborted, or committed more than MARKER_GRACE_MS before the
+reader gave up), yet the partition holds it open: a write that landed after its transaction ended (KAFKA-14402's, a
+late EndTxn's with partition verification off), or no member logged the write its leader held open; else
+`open_transaction` (its outcome unknown: a member died in it; or its commit's marker may not have come yet).
 
 Every anomaly is placed in the output topic (output.json's topic): partition and offsets are the output record's;
 `input` names the input record, `transaction` the writer (member#incarnation.number), with its transactional id."""
@@ -31,6 +32,9 @@ from analysis.rundir.transactions import ABORTED, COMMITTED, Held, Transaction
 
 ROUNDING_MS = 2  # a row's ts_ms and elapsed_ms are each rounded to the millisecond
 COMMITTED_READER = "read_committed"
+# a committed transaction's markers are written after EndTxn answers (transaction version 1 and 2 alike), within
+# moments unless a broker is down; one still held open this long after its commit returned will not be ended
+MARKER_GRACE_MS = 10_000
 
 
 def _anomaly(x: Facts, kind: str, partition: int, offsets: list[int], t: Transaction | None, times: list[int],
@@ -177,7 +181,7 @@ def hanging_transactions(x: Facts) -> list[dict]:
         t, held = written.get((p, at)), files.held.get((p, at))
         since = t.acked_at.get((p, at)) if t is not None else held.first_seen_ms if held is not None else None
         until = reader.finished_at_ms or since or 0
-        out.append(_anomaly(x, "stall", p, [at], t, [since or until, until], waiting_for="stable_offset", cause=_cause(t, held),
+        out.append(_anomaly(x, "stall", p, [at], t, [since or until, until], waiting_for="stable_offset", cause=_cause(t, held, until),
                             producer_id=held.producer_id if held is not None else _producer_id(x, t, since),
                             producer_epoch=None if held is None else held.producer_epoch,
                             held_open_until_ms=None if held is None else held.last_seen_ms,
@@ -189,12 +193,16 @@ def hanging_transactions(x: Facts) -> list[dict]:
     return out
 
 
-def _cause(t: Transaction | None, held: Held | None) -> str:
-    """hanging_transaction: the partition holds open a transaction its writer aborted, or one no member logged that
-    its leader held (a write that reached the partition after its transaction was over); else open_transaction (a
-    commit whose marker had not come when the reader gave up, or a writer's outcome unknown: its process gone)."""
-    aborted = t is not None and t.outcome == ABORTED
-    return "hanging_transaction" if aborted or (t is None and held is not None) else "open_transaction"
+def _cause(t: Transaction | None, held: Held | None, gave_up_ms: int) -> str:
+    """hanging_transaction: the partition holds open a transaction its writer aborted, or committed more than
+    MARKER_GRACE_MS before the reader gave up (a write that reached the partition after its transaction was over, say
+    behind a late EndTxn, with the brokers' partition verification off), or one no member logged that its leader
+    held; else open_transaction (a commit whose marker may not have come yet, or a writer's outcome unknown: its
+    process gone, and the coordinator times it out)."""
+    if t is None:
+        return "hanging_transaction" if held is not None else "open_transaction"
+    over = t.outcome == ABORTED or (t.outcome == COMMITTED and gave_up_ms - (t.ended_ms or gave_up_ms) > MARKER_GRACE_MS)
+    return "hanging_transaction" if over else "open_transaction"
 
 
 def _producer_id(x: Facts, t: Transaction | None, at_ms: int | None) -> int | None:

@@ -17,7 +17,7 @@ class LostOffset(NamedTuple):
     loss window that explains it (None: none does)."""
     offset: int
     block: dict
-    window: LossWindow | str | None  # its loss budget; UNSEEN: nothing was read that far; None: lost
+    window: LossWindow | str | None  # its loss budget; UNSEEN: nothing was read that far; HELD: see HELD; None: lost
 
 
 def read_frontiers(x: Facts) -> dict[tuple[str, int], int]:
@@ -46,6 +46,7 @@ def losses(x: Facts):
     def split():
         windows = loss_windows(x.ctx) if x.history.has_events else {}
         frontier = read_frontiers(x)
+        held = x.history.transactions.held_inputs if x.history.transactions is not None else {}
         out = {"lost": [], "lost_within_budget": [], "unseen": []}
         counts = {"lost": 0, "lost_within_budget": 0, "unseen": 0}
         by_tp = defaultdict(list)
@@ -55,11 +56,17 @@ def losses(x: Facts):
         for (topic, partition), rs in sorted(by_tp.items()):
             cells = sorted((r["b"] * 64 + j, r) for r in rs for j in bits(r["lostmask"]))
             ws, top = windows.get((topic, partition), []), frontier.get((topic, partition), -1)
-            lost_offsets = [LostOffset(o, r, UNSEEN if o > top else next((w for w in ws if w.lo <= o <= w.hi), None))
-                            for o, r in cells]
+            behind = held.get((topic, partition), set())
+            lost_offsets = [LostOffset(o, r, HELD if o in behind else UNSEEN if o > top
+                                       else next((w for w in ws if w.lo <= o <= w.hi), None)) for o, r in cells]
             for run in merged_by_signature(lost_offsets, lambda it: it.window, lambda it: (it.offset, it.offset)):
                 kind, a = _loss_anomaly(x, topic, partition, run)
-                if kind == "unseen":
+                if run[0].window == HELD:
+                    a.update(read_up_to=None if top < 0 else top, held_open=True,
+                             reason="acked and written to the output topic behind a transaction an output partition "
+                                    "still held open when the read_committed reader gave up (the stall on the stable "
+                                    "offset): not readable read_committed, not known lost")
+                elif kind == "unseen":
                     a.update(read_up_to=None if top < 0 else top,
                              reason=f"acked, never consumed, and beyond every member's last position and the group's "
                                     f"last commit ({'nothing read' if top < 0 else f'read up to {top}'}): still in Kafka")
@@ -70,6 +77,7 @@ def losses(x: Facts):
 
 
 UNSEEN = "unseen"  # a LostOffset's window when nothing has been read that far
+HELD = "held"  # ... when its output lies behind a transaction left open (TransactionFiles.held_inputs): unseen too
 
 
 def _loss_anomaly(x: Facts, topic: str, partition: int, run: list[LostOffset]) -> tuple[str, dict]:
@@ -77,7 +85,7 @@ def _loss_anomaly(x: Facts, topic: str, partition: int, run: list[LostOffset]) -
     t0 = min(it.block["ptmin"] for it in run)
     t1 = max(max(it.block["ptmax"], it.block["ctmax"] or it.block["ptmax"]) for it in run)
     owners = x.ctx.owners_during(topic, partition, t0, t1)
-    kind = "lost" if window is None else UNSEEN if window == UNSEEN else "lost_within_budget"
+    kind = "lost" if window is None else UNSEEN if window in (UNSEEN, HELD) else "lost_within_budget"
     a = {"type": kind, "topic": topic, "partition": partition, "offsets": [offsets[0], offsets[-1]],
          "count": len(offsets), "members": sorted({p.member for p in owners}),
          "generations": sorted({p.generation for p in owners if p.generation is not None}), "time_ms": [t0, t1]}

@@ -2,7 +2,7 @@
 given no assignment), with the rounds and dead times it reads."""
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import NamedTuple
 
 from analysis.checks.context import crashes
@@ -170,9 +170,10 @@ def stall(x: Facts):
             first = min((t for t in times if t is not None), default=None)
             acked[(topic, partition, top)] = AckBounds(first, first)
     out = []
+    held = x.history.transactions.held_inputs if x.history.transactions is not None else {}
     for topic, partition, last, nxt, top in gaps:
         start = _waiting_since(acked[(topic, partition, top)], last, nxt)
-        if start is None:
+        if start is None or top + 1 in held.get((topic, partition), ()):  # delivered behind an open transaction
             continue
         for a, z in _subtract(Interval(start, nxt), _not_watched(x, topic, partition)):
             if z - a > x.stall_ms:
@@ -188,4 +189,6 @@ def stall(x: Facts):
     out += waits
     from analysis.checks.eos_reads import hanging_transactions  # here: imported above, it would register its checks first
     out += hanging_transactions(x)
-    return CheckResult(out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure)})
+    by_cause = Counter(a.get("cause") or a["waiting_for"] for a in out)  # delivery, hanging_transaction, ...
+    return CheckResult(out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure),
+                                       "by_cause": dict(sorted(by_cause.items()))})

@@ -73,6 +73,23 @@ class TransactionFiles:
     held: dict[tuple[int, int], Held] = field(default_factory=dict)  # (output partition, first offset) -> its holder
 
     @cached_property
+    def held_inputs(self) -> dict[tuple[str, int], set[int]]:
+        """(input topic, partition) -> the input offsets whose output record a member's producer wrote behind a
+        transaction its output partition still held open when the read_committed reader gave up (at or past where it
+        stopped, below that partition's end): read_committed readers cannot see them, so they are not known lost."""
+        reader = self.readers.get("read_committed")
+        if reader is None or reader.reached_end:
+            return {}
+        stopped = {p: at for p, at in reader.positions.items() if at < reader.ends.get(p, at)}
+        out: dict[tuple[str, int], set[int]] = {}
+        for t in self.transactions:
+            for p, o, source in t.acked:
+                if p in stopped and o >= stopped[p] and source:
+                    topic, partition, offset = source.rsplit(":", 2)
+                    out.setdefault((topic, int(partition)), set()).add(int(offset))
+        return out
+
+    @cached_property
     def by_output(self) -> dict[tuple[int, int], Transaction]:
         """(output partition, offset) -> the transaction whose producer wrote it (an acknowledged send); found once,
         for every check that asks."""

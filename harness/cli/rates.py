@@ -31,7 +31,8 @@ def add_parser(commands) -> None:
                              "YAML); repeat for more: every combination runs")
     parser.add_argument("--repeat", type=int, default=5, metavar="N", help="runs per combination (default: 5)")
     parser.add_argument("--anomalies", default=None, metavar="A,B", help="the anomaly types the table shows, at 0 "
-                        "where no run had them (default: every type some run had)")
+                        "where no run had them (default: every type some run had); TYPE:CAUSE counts one cause of a "
+                        "check's anomalies (stall:hanging_transaction, stall:delivery)")
     parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default: ./runs)")
     parser.add_argument("--out", type=Path, required=True, help="folder for rates.md and rates.json")
     parser.add_argument("--publish", type=Path, default=None, metavar="PAGE", help="run nothing: fill PAGE from the "
@@ -62,9 +63,10 @@ def run(args) -> int:
     asked = [a.strip() for a in args.anomalies.split(",") if a.strip()] if args.anomalies else None
     if asked:
         from analysis.api import REGISTRY
-        unknown = [a for a in asked if a not in REGISTRY]
+        unknown = [a for a in asked if not rates.known_column(a, REGISTRY)]
         if unknown:
-            raise ScenarioError(f"--anomalies: {unknown[0]!r} is not an anomaly type ({', '.join(sorted(REGISTRY))})")
+            raise ScenarioError(f"--anomalies: {unknown[0]!r} is not an anomaly type ({', '.join(sorted(REGISTRY))}) "
+                              f"or TYPE:CAUSE (e.g. stall:hanging_transaction)")
     measured = [rates.run_cell(data, settings, args.repeat, args.runs_dir, str(args.scenario)) for settings, data in cells]
     shown = rates.columns(measured, asked)
     about = {"date": time.strftime("%Y-%m-%d"), "machine": machine(),

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
-import traceback
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import product
@@ -21,17 +19,19 @@ import yaml
 
 from harness.bad_input import ScenarioError
 from harness.progress import one_line, say
-from harness.scenario import Scenario, parse_scenario, unique_names
-from harness.zoo.runner import runs_on_one_cluster, wilson
+from harness.scenario import Scenario, parse_scenario
+from harness.zoo.runner import analysed_run, runs_on_one_cluster, wilson
 
 ANY = "any"  # the runs that showed any of the table's anomaly types
+CAUSE = ":"  # a column of one cause of a check's anomalies: stall:hanging_transaction
 BLOCK = re.compile(r"(<!-- rates: [^>]*-->\n).*?(<!-- /rates -->)", re.S)
 SLOT = re.compile(r"(<!-- rate: ([^>]*?) -->)(.*?)(<!-- /rate -->)", re.S)
 
 
 def parse_vary(texts: list[str]) -> list[tuple[str, list]]:
     """``--vary consumer_group.client=librdkafka,java-member`` → (dotted key, values); each value read as YAML
-    (``1`` a number, ``null`` unset)."""
+    (``1`` a number, ``null`` unset). A key with dots of its own goes in brackets at the end:
+    ``cluster.broker_config[transaction.partition.verification.enable]=true,false``."""
     varied = []
     for text in texts:
         key, sep, values = text.partition("=")
@@ -46,7 +46,7 @@ def parse_vary(texts: list[str]) -> list[tuple[str, list]]:
 def with_setting(data: dict, key: str, value) -> dict:
     """The scenario dict with the dotted ``key`` set (the folders on its way made where missing)."""
     out = json.loads(json.dumps(data))
-    *path, last = key.split(".")
+    *path, last = key_path(key)
     node = out
     for part in path:
         child = node.get(part)
@@ -55,6 +55,21 @@ def with_setting(data: dict, key: str, value) -> dict:
         node = node.setdefault(part, {}) if child is None else child
     node[last] = value
     return out
+
+
+def key_path(key: str) -> list[str]:
+    """``a.b.c`` → [a, b, c]; ``a.b[c.d]`` → [a, b, "c.d"] (a broker setting's name has dots)."""
+    if key.endswith("]") and "[" in key:
+        head, _, last = key[:-1].partition("[")
+        if not head or not last:
+            raise ScenarioError(f"--vary: {key} is not PATH[NAME]")
+        return [*head.split("."), last]
+    return key.split(".")
+
+
+def value_text(value) -> str:
+    """A setting's value as a scenario file says it (``true``, ``null``, ``1``, ``librdkafka``)."""
+    return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
 
 
 def combinations(varied: list[tuple[str, list]]) -> list[dict]:
@@ -73,8 +88,21 @@ def cell_data(base: dict, settings: dict, source: str) -> dict:
     return data
 
 
+def by_cause(summary: dict) -> dict[str, int]:
+    """A check's anomalies by their cause, as columns of their own (``stall:hanging_transaction``: a stall whose
+    cause is a hanging transaction, apart from the stalls on delivery), from the checks that count them so."""
+    return {f"{name}{CAUSE}{cause}": n for name, said in (summary.get("checks") or {}).items()
+            for cause, n in ((said or {}).get("by_cause") or {}).items() if n}
+
+
+def known_column(name: str, registry) -> bool:
+    """An anomaly type, or one of its causes (``stall:hanging_transaction``)."""
+    check, sep, cause = name.partition(CAUSE)
+    return check in registry and (not sep or bool(cause))
+
+
 def label(settings: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in settings.items())
+    return ", ".join(f"{k}={value_text(v)}" for k, v in settings.items())
 
 
 @dataclass
@@ -95,8 +123,8 @@ class Cell:
             self.failures.append(failure)
             entry["failure"] = failure
         else:
-            counts = {k: n for k, n in summary.get("anomaly_counts", {}).items() if n}
-            missed = [f["id"] for f in summary.get("faults", []) if "hits" in f and not f["hits"]]
+            counts = {**{k: n for k, n in summary.get("anomaly_counts", {}).items() if n}, **by_cause(summary)}
+            missed = [f["id"] for f in summary.get("faults", []) if f.get("hits") is not None and not f["hits"]]
             self.shown.update(counts.keys())
             self.total.update(counts)
             self.faults_missed += bool(missed)
@@ -141,25 +169,13 @@ def run_cell(data: dict, settings: dict, repeat: int, runs_root: Path, source: s
 
 
 def _one_run(data: dict, scenario: Scenario, cluster, runs_root: Path, cell: Cell, source: str) -> None:
-    from analysis.api import analyze
-    from harness.run import run_scenario
-    run_dir = None
-    try:
-        cluster.reset_faults()
-        named = unique_names(data, secrets.token_hex(3))  # names of its own: the runs share the cluster
-        outcome = run_scenario(parse_scenario(named, scenario.name), runs_root, cluster=cluster, source=source)
-        run_dir = outcome.run_dir
-        if outcome.errors:
-            cell.add(run_dir, failure=f"harness: {outcome.errors[0].splitlines()[0]}")
-            return
-        summary = analyze(run_dir, **scenario.analysis.options())
-        cell.add(run_dir, summary)
-        say(f"rates {scenario.name} ({label(cell.settings)}): {cell.runs[-1]['anomaly_counts'] or 'no anomaly'}")
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:
-        cell.add(run_dir, failure=one_line(exc))
-        say(f"rates {scenario.name} ({label(cell.settings)}): run failed: {traceback.format_exc(limit=3)}")
+    saying = f"rates {scenario.name} ({label(cell.settings)})"
+
+    def judge(run: Scenario, outcome, summary: dict) -> None:
+        cell.add(outcome.run_dir, summary)
+        say(f"{saying}: {cell.runs[-1]['anomaly_counts'] or 'no anomaly'}")
+
+    analysed_run(data, scenario.name, cluster, runs_root, source, scenario.analysis.options(), cell, saying, judge)
 
 
 def columns(cells: list[Cell], asked: list[str] | None) -> list[str]:
@@ -175,7 +191,7 @@ def markdown(scenario: str, cells: list[Cell], anomalies: list[str], about: dict
              "each anomaly of the runs analysed (95 % Wilson interval).", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cells:
-        row = [*(str(c.settings[k]) for k in keys), *(c.rate_text(a) for a in anomalies),
+        row = [*(value_text(c.settings[k]) for k in keys), *(c.rate_text(a) for a in anomalies),
                *([c.rate_text(ANY, anomalies)] if len(anomalies) > 1 else []),
                str(c.faults_missed), str(c.invalid), f"{len(c.failures)} of {c.started}"]
         lines.append("| " + " | ".join(row) + " |")
@@ -240,7 +256,7 @@ def slot_answer(query: str, table: Table) -> str:
     wanted = {} if where.strip() == "*" else dict(part.split("=", 1) for part in where.split(",") if "=" in part)
     if where.strip() != "*" and not wanted:
         raise ScenarioError(f"rate slot {query!r}: not SETTING=VALUE[,...] ANOMALY or * ANOMALY")
-    chosen = [c for c in table.cells if all(str(c.settings.get(k)) == v for k, v in wanted.items())]
+    chosen = [c for c in table.cells if all(value_text(c.settings.get(k)) == v for k, v in wanted.items())]
     if not chosen or (wanted and len(chosen) != 1):
         raise ScenarioError(f"rate slot {query!r}: selects {len(chosen)} combinations, not one")
     rates = [c.rate(anomaly, table.anomalies) for c in chosen]

@@ -225,35 +225,48 @@ def runs_on_one_cluster(scenario: Scenario, prefix: str, repeat: int, tally, say
             tally.add(None, failure=reason)
 
 
-def _one_run(scenario: Scenario, release: Scenario, side: str, cluster, runs_root: Path, tally: Tally,
-             source: str) -> None:
-    """One run on the shared cluster, analysed and matched; any failure is recorded as a failed run."""
-    from analysis.api import analyze, signature
+def analysed_run(data: dict, name: str, cluster, runs_root: Path, source: str, options: dict, tally, saying: str,
+                 judge) -> None:
+    """One run of the scenario ``data`` on the shared cluster (names of its own: the runs share it), analysed with
+    ``options``, then ``judge(run, outcome, summary)`` counts it on ``tally``; a harness error, or any failure, is a
+    failed run of ``tally``'s."""
+    from analysis.api import analyze
     from harness.run import run_scenario
-    run_dir, version = None, tally.version
+    run_dir = None
     try:
         cluster.reset_faults()
-        run = parse_scenario(unique_names(on_side(scenario, side), secrets.token_hex(3)),
-                             f"{release.name} on {version}")  # names of its own: runs share the cluster
+        run = parse_scenario(unique_names(data, secrets.token_hex(3)), name)
         outcome = run_scenario(run, runs_root, cluster=cluster, source=source)
         run_dir = outcome.run_dir
         if outcome.errors:
             tally.add(run_dir, failure=f"harness: {outcome.errors[0].splitlines()[0]}")
             return
-        summary = analyze(run_dir, **scenario.analysis.options())
-        unverified = not_run(summary, scenario.zoo)
-        if unverified:
-            tally.add(run_dir, failure=f"could not verify: {unverified}")
-            return
-        match = signature.find(run_dir, scenario.zoo.resolved(run.settings()))
-        tally.add(run_dir, match, settled(outcome.to_json()))
-        say(f"zoo {scenario.zoo.bug} {version}: signature {'shown' if match.shown else 'not shown'} "
-            f"(rows per predicate {match.hits}), other: {dict(match.other) or 'none'}")
+        judge(run, outcome, analyze(run_dir, **options))
     except KeyboardInterrupt:
         raise
     except Exception as exc:
         tally.add(run_dir, failure=one_line(exc))
-        say(f"zoo {scenario.zoo.bug} {version}: run failed: {traceback.format_exc(limit=3)}")
+        say(f"{saying}: run failed: {traceback.format_exc(limit=3)}")
+
+
+def _one_run(scenario: Scenario, release: Scenario, side: str, cluster, runs_root: Path, tally: Tally,
+             source: str) -> None:
+    """One run on the shared cluster, analysed and matched against the bug's signature."""
+    from analysis.api import signature
+    saying = f"zoo {scenario.zoo.bug} {tally.version}"
+
+    def judge(run: Scenario, outcome, summary: dict) -> None:
+        unverified = not_run(summary, scenario.zoo)
+        if unverified:
+            tally.add(outcome.run_dir, failure=f"could not verify: {unverified}")
+            return
+        match = signature.find(outcome.run_dir, scenario.zoo.resolved(run.settings()))
+        tally.add(outcome.run_dir, match, settled(outcome.to_json()))
+        say(f"{saying}: signature {'shown' if match.shown else 'not shown'} "
+            f"(rows per predicate {match.hits}), other: {dict(match.other) or 'none'}")
+
+    analysed_run(on_side(scenario, side), f"{release.name} on {tally.version}", cluster, runs_root, source,
+                 scenario.analysis.options(), tally, saying, judge)
 
 
 def merge(tables: list[dict]) -> list[BugResult]:

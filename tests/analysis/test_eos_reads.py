@@ -150,7 +150,8 @@ def test_the_transaction_figures_by_hand(tmp_path):
 def test_a_reader_left_below_the_end_is_a_stall_on_the_stable_offset(tmp_path):
     """The reader stopped at 3 of partition 0's 12: offset 3 is aborted transaction 2's, yet it holds the last stable
     offset: a hanging transaction, with its age from its ack (1070) to the reader's stop (9000) and the producer id
-    an rpc rule saw; held at 6 instead (committed transaction 3's, say its marker not there yet) it is open."""
+    an rpc rule saw; held at 6 instead (committed transaction 3's, ended at 1210, say its marker not there yet) it is
+    open, and hanging when the reader gave up more than the markers' grace after that commit."""
     run_dir = plant(tmp_path, [r for r in HEALTHY if r[0] < 3], position=3)
     summary = json.loads((run_dir / "verified" / "readers.json").read_text())
     summary["read_committed"].update(reached_end=False, finished_at_ms=9000, partitions={"0": {"position": 3, "end": 12}})
@@ -168,6 +169,12 @@ def test_a_reader_left_below_the_end_is_a_stall_on_the_stable_offset(tmp_path):
     x.history.faults = []
     [stall] = eos_reads.hanging_transactions(x)
     assert (stall["cause"], stall["transaction"], stall["producer_id"]) == ("open_transaction", "a#1.3", None)
+    summary["read_committed"]["finished_at_ms"] = 1210 + eos_reads.MARKER_GRACE_MS + 1  # committed, still held open
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    x = facts(run_dir)
+    x.history.faults = []
+    [stall] = eos_reads.hanging_transactions(x)
+    assert (stall["cause"], stall["transaction"]) == ("hanging_transaction", "a#1.3")
     summary["read_committed"].update(reached_end=True)
     (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
     assert eos_reads.hanging_transactions(facts(run_dir)) == []
@@ -249,3 +256,17 @@ def test_a_transactional_runs_percentiles_are_sparks_as_the_latency_figures_are(
         f"percentile(ms, array({', '.join(map(str, QUANTILES))})) as q").collect()
     mine = spread(values)
     assert (mine["p50"], mine["p99"]) == (round(row["q"][0], 1), round(row["q"][1], 1))
+
+
+def test_inputs_written_behind_a_transaction_left_open_are_held_not_lost(tmp_path):
+    """The reader stopped at 6 of partition 0's 12: transactions 3 and 4 wrote offsets 6-8 and 10-11 for inputs
+    t:0:5-9, which read_committed cannot see (held, not known lost); inputs 0-4, written below 6, are not held. A
+    reader that reached the end holds nothing."""
+    run_dir = plant(tmp_path, [r for r in HEALTHY if r[0] < 6], position=6)
+    summary = json.loads((run_dir / "verified" / "readers.json").read_text())
+    summary["read_committed"].update(reached_end=False, partitions={"0": {"position": 6, "end": 12}})
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    assert txns.read(run_dir).held_inputs == {("t", 0): {5, 6, 7, 8, 9}}
+    summary["read_committed"].update(reached_end=True, partitions={"0": {"position": 12, "end": 12}})
+    (run_dir / "verified" / "readers.json").write_text(json.dumps(summary))
+    assert txns.read(run_dir).held_inputs == {}

@@ -129,6 +129,25 @@ def test_an_input_record_committed_past_with_no_committed_output_is_eos_lost(tmp
     assert "id=transactions" in report and "4 committed" in report
 
 
+def test_inputs_written_behind_a_transaction_left_open_are_unseen_not_lost(tmp_path, spark):
+    """As above, but b wrote 10-19 at output offsets 20-29, and the read_committed reader (and the read-back) stopped
+    at 20 of 30, behind a transaction left open: 10-11 are unseen (held_open), not lost nor eos_lost, and the
+    stall on the stable offset names b's transaction."""
+    from test_eos_reads import HEALTHY, plant, transaction_rows
+    rd = committed_output_run(tmp_path / "run", b_from=12)
+    plant(rd, HEALTHY, rows=transaction_rows())
+    (rd / "transactions" / "b.jsonl").write_text("".join(
+        json.dumps(r) + "\n" for r in transaction_rows("b", {1: ([20 + i for i in range(10)], "commit", 11_300)}, 10)))
+    (rd / "verified" / "readers.json").write_text(json.dumps({"read_committed": {
+        "reached_end": False, "finished_at_ms": 40_000, "partitions": {"0": {"position": 20, "end": 30}}}}))
+    s = analyze(rd, spark=spark)
+    assert s["anomaly_counts"]["eos_lost"] == 0 and s["anomaly_counts"]["lost"] == 0
+    [held] = [a for a in s["anomalies"] if a["type"] == "unseen"]
+    assert (held["offsets"], held["count"], held["held_open"]) == ([10, 11], 2, True)
+    [stall] = [a for a in s["anomalies"] if a.get("waiting_for") == "stable_offset"]
+    assert (stall["transaction"], stall["offsets"], stall["records_held"]) == ("b#1.1", [20, 20], 10)
+
+
 def test_the_read_checks_need_a_verified_reader(tmp_path, spark):
     s = analyze(committed_output_run(tmp_path / "run", b_from=10), spark=spark)
     check = s["checks"]["poll_skip"]

@@ -21,6 +21,25 @@ def jsonl(path) -> list[dict]:
 ONE_REAL_RUN = ["librdkafka", pytest.param("java-member", marks=pytest.mark.slow)]
 
 
+def test_a_member_that_leaves_mid_transaction_commits_it_and_stops(chaos_run):
+    """A graceful close with a transaction open (transactions 3 s long, member-2 leaves 2 s into its first): the
+    member commits the transaction with its offsets, then leaves (the first version closed its consumed log first and
+    died in the commit's window, ValueError: I/O operation on closed file); every record once."""
+    run = chaos_run({
+        "producer": {"records": 4000, "rate": 1000},
+        "consumer_group": {"members": 2, "commit": "transaction", "transaction": {"interval_ms": 3000}},
+        "faults": [{"kind": "member_leave", "target": "member-2", "at_s": 2.5, "duration_s": 1}]})
+    assert run.errors == [] and run.drained, run.errors
+    assert run.summary["valid"] is True and run.summary["lost_records"] == 0, run.summary["anomaly_counts"]
+    [left] = [f for f in jsonl(run.run_dir / "faults.jsonl") if f["kind"] == "member_leave"]
+    events = jsonl(run.run_dir / "events" / "member-2.jsonl")
+    assert events[-1]["kind"] == "stopped", events[-3:]
+    committed = [e for e in events if e["kind"] == "committed" and e["ts_ms"] >= left["injected_at_ms"]]
+    assert committed, "member-2 did not commit its open transaction when it left"
+    rows = jsonl(run.run_dir / "transactions" / "member-2.jsonl")
+    assert any(r["op"] == "commit" and r.get("error") is None and r["ts_ms"] >= left["injected_at_ms"] for r in rows)
+
+
 @pytest.mark.parametrize("client", ONE_REAL_RUN)
 def test_transactions_through_an_abort_every_third_and_a_frozen_transaction_coordinator(chaos_run, client):
     run = chaos_run({

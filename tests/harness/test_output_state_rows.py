@@ -64,7 +64,7 @@ def test_a_record_that_names_when_it_was_processed_is_consumed_then_and_orders_i
     row, _ = input_row(late, OutputSpec(topic="numbered"))
     assert row["consumed_at_ms"] == 5_000 and row["processed"]
     early_row = {**input_row(early, OutputSpec(topic="numbered"))[0], "offset": 501}
-    monkeypatch.setattr(output_topic, "_read_topic", lambda *a: ([row, early_row], []))
+    monkeypatch.setattr(output_topic, "_read_topic", lambda *a: ([row, early_row], [], {}))
     monkeypatch.setattr(output_topic, "final_commits", lambda *a: {})
     output_topic.read_back(tmp_path, "b", OutputSpec(topic="numbered"), "g", {"chaos": 6})
     rows = [json.loads(line) for line in (tmp_path / "consumed" / "member-1.jsonl").read_text().splitlines()]

@@ -33,6 +33,17 @@ def test_a_setting_is_set_by_its_dotted_path_without_touching_the_base():
         rates.with_setting(base, "consumer_group.members.count", 2)
 
 
+def test_a_setting_whose_name_has_dots_goes_in_brackets_and_reads_as_the_file_says_it():
+    key = "cluster.broker_config[transaction.partition.verification.enable]"
+    varied = rates.parse_vary([f"{key}=true,false"])
+    assert varied == [(key, [True, False])]
+    out = rates.with_setting({"cluster": {"broker_config": {"a.b": 1}}}, key, False)
+    assert out == {"cluster": {"broker_config": {"a.b": 1, "transaction.partition.verification.enable": False}}}
+    assert rates.label({key: False, "cluster.transaction_version": None}) == f"{key}=false, cluster.transaction_version=null"
+    with pytest.raises(ScenarioError, match=r"--vary: cluster\[\] is not PATH\[NAME\]"):
+        rates.key_path("cluster[]")
+
+
 @pytest.mark.parametrize("argv, words", [
     (["--vary", "cluster.transaction_version"], "--vary: 'cluster.transaction_version' is not KEY=VALUE"),
     (["--vary", "a=1", "--vary", "a=2"], "--vary: a given twice"),
@@ -64,6 +75,20 @@ def planted_cells() -> list[rates.Cell]:
     v2.add(Path("/r"), summary())
     v2.add(Path("/r"), summary(valid=False))
     return [v1, v2]
+
+
+def test_a_check_that_counts_its_anomalies_by_cause_gives_a_column_each():
+    summary = {"anomaly_counts": {"stall": 3, "lost": 0},
+               "checks": {"stall": {"ran": True, "by_cause": {"delivery": 2, "hanging_transaction": 1, "x": 0}},
+                          "lost": {"ran": True}}}
+    cell = rates.Cell({})
+    cell.started = 1
+    cell.add(Path("r1"), summary)
+    assert cell.runs[0]["anomaly_counts"] == {"stall": 3, "stall:delivery": 2, "stall:hanging_transaction": 1}
+    assert cell.rate("stall:hanging_transaction")["runs"] == 1
+    registry = {"stall": None}
+    assert rates.known_column("stall:hanging_transaction", registry) and rates.known_column("stall", registry)
+    assert not rates.known_column("stall:", registry) and not rates.known_column("stal:delivery", registry)
 
 
 def test_a_rate_counts_runs_with_the_anomaly_of_the_runs_analysed():
@@ -115,12 +140,24 @@ def test_a_slot_that_selects_not_one_combination_is_refused_and_nothing_written(
     assert "?" in page.read_text() and not (tmp_path / "p").exists()
 
 
-def test_the_published_kafka_17754_page_says_what_its_record_says(tmp_path):
-    """docs/kafka-17754.md published again from its own record (docs/kafka-17754/rates.json) is the page as kept: no
-    figure of its prose or table was written by hand or left behind by a newer record."""
+@pytest.mark.parametrize("name", ["kafka-17754", "hanging-transaction"])
+def test_a_published_rates_page_says_what_its_record_says(tmp_path, name):
+    """docs/<name>.md published again from its own record (docs/<name>/rates.json) is the page as kept: no figure of
+    its prose or table was written by hand or left behind by a newer record."""
     import shutil
-    page = tmp_path / "kafka-17754.md"
-    shutil.copyfile(ROOT / "docs" / "kafka-17754.md", page)
-    rates.publish(ROOT / "docs" / "kafka-17754", page)
-    assert page.read_text() == (ROOT / "docs" / "kafka-17754.md").read_text()
-    assert (tmp_path / "kafka-17754" / "rates.json").read_text() == (ROOT / "docs" / "kafka-17754" / "rates.json").read_text()
+    page = tmp_path / f"{name}.md"
+    shutil.copyfile(ROOT / "docs" / f"{name}.md", page)
+    rates.publish(ROOT / "docs" / name, page)
+    assert page.read_text() == (ROOT / "docs" / f"{name}.md").read_text()
+    assert (tmp_path / name / "rates.json").read_text() == (ROOT / "docs" / name / "rates.json").read_text()
+
+
+def test_a_fault_that_counts_no_hits_is_never_missed_and_a_rule_that_hit_nothing_is():
+    summary = {"anomaly_counts": {}, "faults": [{"id": "leave", "kind": "member_leave", "hits": None},
+                                                {"id": "rule", "kind": "rpc", "hits": 0}]}
+    cell = rates.Cell({})
+    cell.add(Path("r1"), summary)
+    again = rates.Cell({})
+    again.add(Path("r1"), {"anomaly_counts": {}, "faults": cell.runs[0]["faults"]})  # as a record is read back
+    assert cell.runs[0]["faults_missed"] == again.runs[0]["faults_missed"] == ["rule"]
+    assert cell.faults_missed == again.faults_missed == 1

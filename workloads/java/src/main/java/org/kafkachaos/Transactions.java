@@ -60,6 +60,7 @@ final class Transactions implements AutoCloseable {
     private KafkaProducer<byte[], byte[]> producer;
     private int number;
     private long openedAt = -1;  // nanoTime; -1: no transaction open
+    private boolean failed;      // a record of the open transaction was refused: it ends at once
     private final Map<TopicPartition, Long> next = new TreeMap<>((a, b) -> a.toString().compareTo(b.toString()));
 
     Transactions(MemberConfig cfg, ContractLog log) {
@@ -95,7 +96,7 @@ final class Transactions implements AutoCloseable {
     }
 
     boolean due() {
-        return open() && (System.nanoTime() - openedAt) / 1_000_000 >= spec.intervalMs();
+        return open() && (failed || (System.nanoTime() - openedAt) / 1_000_000 >= spec.intervalMs());
     }
 
     void process(List<ConsumerRecord<byte[], byte[]>> records) {
@@ -108,9 +109,20 @@ final class Transactions implements AutoCloseable {
         int txn = number;
         for (ConsumerRecord<byte[], byte[]> m : records) {
             String input = m.topic() + ":" + m.partition() + ":" + m.offset();
-            producer.send(new ProducerRecord<>(cfg.outputTopic(), null, m.key(), m.value(), headers(m, txn)),
-                    (metadata, error) -> row("ack", ackFields(txn, input, metadata == null ? -1 : metadata.partition(),
-                            error == null ? metadata.offset() : null, error), false));
+            try {
+                producer.send(new ProducerRecord<>(cfg.outputTopic(), null, m.key(), m.value(), headers(m, txn)),
+                        (metadata, error) -> row("ack", ackFields(txn, input, metadata == null ? -1 : metadata.partition(),
+                                error == null ? metadata.offset() : null, error), false));
+            } catch (KafkaException e) {
+                // the transaction failed (a record refused: send() throws its error from then on): the rest of the
+                // batch is not sent, and the commit that follows at once meets the error, aborts (or replaces the
+                // producer, when fatal) and rewinds
+                Map<String, Object> fields = Json.obj("input", input);
+                fields.putAll(errorFields(e));
+                row("send", fields, true);
+                failed = true;
+                break;
+            }
             row("send", Json.obj("input", input), false);
             next.merge(new TopicPartition(m.topic(), m.partition()), m.offset() + 1, Math::max);
         }
@@ -210,6 +222,7 @@ final class Transactions implements AutoCloseable {
 
     private void closed() {
         openedAt = -1;
+        failed = false;
         next.clear();
     }
 
