@@ -96,16 +96,17 @@ def _leader_for(view: BrokerView, topic: str, key: str, why_none: str) -> int:
 
 def txn_coordinator(view: BrokerView, transactional_ids: Mapping[str, set[str]], member: str | None) -> int:
     """The broker `txn-coordinator[:member-N]` names: the coordinator of member-N's transactional id (a Streams
-    member has one a thread: the coordinator of most of them, the lowest id on a tie), or, bare, the broker that
-    coordinates the most members' ids. `transactional_ids`: member -> the ids its producers sent."""
+    member has one a thread, a member with transaction.transactional_id: partition one an input partition: the
+    coordinator of most of them, the lowest id on a tie), or, bare, the broker that coordinates the most members' ids
+    (a member counted once a broker). `transactional_ids`: member -> the ids its producers sent."""
     chosen = {member: transactional_ids.get(member, set())} if member else dict(transactional_ids)
     if not any(chosen.values()):
         raise TargetError(f"{member or 'no member'} has sent no InitProducerId yet: no transaction coordinator to aim at")
     votes: dict[int, int] = {}
     for ids in chosen.values():
-        if ids:
-            for broker in {transaction_coordinator_id(view, i) for i in ids}:
-                votes[broker] = votes.get(broker, 0) + 1
+        coordinators = [transaction_coordinator_id(view, i) for i in sorted(ids)]
+        for broker in coordinators if member else set(coordinators):  # one member's ids each; members once a broker
+            votes[broker] = votes.get(broker, 0) + 1
     return min(votes, key=lambda b: (-votes[b], b))
 
 

@@ -49,7 +49,7 @@ from workloads.security import security_config
 from workloads.command import DEFAULT_START_TIMEOUT_S
 from workloads.services import (HostControl, HostedMember, WorkloadProcess, admin_probe_process, after_stop,
                                 host_process, member_process, producer_process, stop_all)
-from workloads.transactions import member_transactional_id
+from workloads.transactions import member_transactional_id, partition_transactional_id
 
 PROGRESS_EVERY_S = 5
 READ_BACK_S = 120              # the read-back's wait for an output topic's open transactions (a minute's time-out)
@@ -473,8 +473,7 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             sampler = GroupSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id, sampled_protocol(plan),
                                    plan.scenario.run.group_sample_ms).start()
             if plan.scenario.transactional:
-                ids = [member_transactional_id(plan.group_id, m.name) for m in plan.members
-                       if m.settings.commit == "transaction"]
+                ids = transactional_ids(plan)
                 output = plan.scenario.consumer_group.output
                 written = [(output.topic, p) for p in range(output.partitions)] if output is not None else []
                 txn_sampler = TransactionSampler(run_dir, cluster.control_bootstrap_servers, plan.group_id,
@@ -548,6 +547,15 @@ def _run_on(cluster: KafkaCluster, plan: Plan, run_dir: Path, outcome: RunOutcom
             read_back(run_dir, cluster.control_bootstrap_servers, output, plan.group_id,
                       {t.name: t.partitions for t in plan.topics}, stateful=plan.scenario.state is not None,
                       timeout_s=READ_BACK_AFTER_READERS_S if readers is not None else READ_BACK_S)
+
+
+def transactional_ids(plan: Plan) -> list[str]:
+    """The transactional ids the members' producers use (workloads/transactions.py): one a member, or one an input
+    partition (transaction.transactional_id: partition)."""
+    transaction = plan.scenario.consumer_group.transaction
+    if transaction is not None and transaction.transactional_id == "partition":
+        return [partition_transactional_id(plan.group_id, t.name, p) for t in plan.topics for p in range(t.partitions)]
+    return [member_transactional_id(plan.group_id, m.name) for m in plan.members if m.settings.commit == "transaction"]
 
 
 def stop_verified_readers(readers: VerifiedReaders, plan: Plan, outcome: RunOutcome, wait: bool) -> None:

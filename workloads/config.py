@@ -89,6 +89,7 @@ class TransactionSettings:
     abort_every: int = 0
     request_timeout_ms: int | None = None  # None: the client's own
     call_timeout_ms: int = 30_000
+    transactional_id: str = "member"  # or "partition": one producer an input partition
 
 
 @dataclass(frozen=True)

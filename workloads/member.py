@@ -141,11 +141,13 @@ class Member:
                 self.transactions.commit(consumer)
             except Rewind:
                 pass  # what it consumed goes to the next owner, from the committed offsets
+            self.transactions.revoked(partitions)
         self.event("revoked", partitions=partition_names(partitions))
 
     def on_lost(self, consumer, partitions) -> None:
         if self.transactions is not None:
             self.transactions.abort_lost()
+            self.transactions.revoked(partitions)
         if self.state is not None:
             self.state.lost(partitions, self.event)
         self.event("lost", partitions=partition_names(partitions))
@@ -267,8 +269,8 @@ class Member:
     def _commit_transaction(self) -> None:
         try:
             self.transactions.commit(self.consumer)
-        except Rewind:
-            rewind(self.consumer, self.log)
+        except Rewind as exc:
+            rewind(self.consumer, self.log, exc.partitions)
 
     def _commit(self, records) -> None:
         next_offsets: dict[tuple[str, int], int] = {}

@@ -42,19 +42,26 @@ def transactional_id(cfg: MemberConfig) -> str:
     return member_transactional_id(cfg.group_id, cfg.member)
 
 
+def partition_transactional_id(group_id: str, topic: str, partition: int) -> str:
+    """One transactional.id an input partition (transaction.transactional_id: partition, the pattern before KIP-447):
+    whichever member owns the partition writes its output with this id, so the next owner's init_transactions fences
+    the last owner's zombie by the id, not by the group's generation."""
+    return f"{group_id}-{topic}-{partition}"
+
+
 def member_transactional_id(group_id: str, member: str) -> str:
     """One transactional.id a member: a restarted member fences its own zombie (KIP-98), and no two members share
     one (the group id keeps two runs on one cluster apart). The Java member's is the same (Transactions.java)."""
     return f"{group_id}-{member}"
 
 
-def producer_settings(cfg: MemberConfig, spec: TransactionSettings) -> dict:
+def producer_settings(cfg: MemberConfig, spec: TransactionSettings, txn_id: str) -> dict:
     """The member's transactional producer: its client.id is the member's name, so an rpc rule aimed at the member
     matches its Produce, AddPartitionsToTxn, EndTxn and the rest. librdkafka's request time-out is
     socket.timeout.ms (a timed-out request closes its connection: socket.max.fails is 1)."""
     timeout = {} if spec.request_timeout_ms is None else {"socket.timeout.ms": spec.request_timeout_ms}
     return {**security_config(), "bootstrap.servers": cfg.bootstrap_servers, "client.id": cfg.member,
-            "transactional.id": transactional_id(cfg), "transaction.timeout.ms": spec.timeout_ms,
+            "transactional.id": txn_id, "transaction.timeout.ms": spec.timeout_ms,
             "enable.idempotence": True, "linger.ms": 5, **timeout}
 
 
@@ -79,11 +86,12 @@ class TransactionLog:
 
     def __init__(self, cfg: MemberConfig, spec: TransactionSettings) -> None:
         self.file = JsonlLog(Path(cfg.run_dir) / "transactions" / f"{cfg.member}.jsonl")
-        self.base = {"member": cfg.member, "transactional_id": transactional_id(cfg), "timeout_ms": spec.timeout_ms}
+        self.base = {"member": cfg.member, "timeout_ms": spec.timeout_ms}
 
-    def row(self, op: str, txn: int, started_s: float | None = None, error: KafkaError | None = None,
+    def row(self, op: str, txn: int, txn_id: str, started_s: float | None = None, error: KafkaError | None = None,
             flush: bool = True, **fields) -> None:
-        row = {"ts_ms": now_ms(), **self.base, "op": op, "txn": txn, **fields}
+        row = {"ts_ms": now_ms(), "member": self.base["member"], "transactional_id": txn_id,
+               "timeout_ms": self.base["timeout_ms"], "op": op, "txn": txn, **fields}
         if started_s is not None:
             row["elapsed_ms"] = round((time.monotonic() - started_s) * 1000)
         if error is not None:
@@ -97,26 +105,104 @@ class TransactionLog:
 
 
 class Rewind(Exception):
-    """The open transaction is gone (aborted, or its producer replaced): the member's partitions go back to their
-    committed offsets."""
+    """The open transaction is gone (aborted, or its producer replaced): its partitions go back to their committed
+    offsets (`partitions`: those, as (topic, partition); None: every assigned one)."""
+
+    def __init__(self, partitions: set[tuple[str, int]] | None = None) -> None:
+        super().__init__(partitions)
+        self.partitions = partitions
+
+
+class Numbering:
+    """The transactions a member process began, numbered from 1 across its producers (a row's `txn`)."""
+
+    def __init__(self) -> None:
+        self.last = 0
+
+    def next(self) -> int:
+        self.last += 1
+        return self.last
 
 
 class Transactions:
-    """A member's transactions: begin on the first record after a commit, one output record an input record, commit
-    on time, before a revocation and at the stop."""
+    """A member's transactions: one transactional producer (transaction.transactional_id: member), or one an input
+    partition it owns (partition: created on the partition's first record, closed when it is revoked)."""
 
     def __init__(self, cfg: MemberConfig, spec: TransactionSettings, log) -> None:
         self.cfg, self.spec, self.log = cfg, spec, log
-        self.call_s = spec.call_timeout_ms / 1000  # each transactional call's time-out
-        self.number = 0          # the transactions begun by this process
+        self.rows, self.numbers = TransactionLog(cfg, spec), Numbering()
+        self.per_partition = spec.transactional_id == "partition"
+        self.lanes: dict[tuple[str, int] | None, TransactionalProducer] = {}
+        if not self.per_partition:
+            self.lanes[None] = TransactionalProducer(self, transactional_id(cfg))
+
+    def _lane(self, key: tuple[str, int] | None) -> "TransactionalProducer":
+        if key not in self.lanes:  # a partition's first record: its producer, its id's init fencing the last owner's
+            self.lanes[key] = TransactionalProducer(self, partition_transactional_id(self.cfg.group_id, *key))
+        return self.lanes[key]
+
+    def process(self, records) -> None:
+        """Each record's output in its producer's open transaction (begun if none is); a new partition's producer
+        begins its transaction before the next one starts (only a process's first init row has txn 0)."""
+        by_key: dict[tuple[str, int] | None, list] = {}
+        for m in records:
+            by_key.setdefault((m.topic(), m.partition()) if self.per_partition else None, []).append(m)
+        for key, batch in by_key.items():
+            self._lane(key).process(batch)
+
+    def due(self) -> bool:
+        return any(lane.due() for lane in self.lanes.values())
+
+    def commit(self, consumer) -> None:
+        """Every open transaction committed (see TransactionalProducer.commit); one that could not be is Rewind for
+        its partitions, raised once the others were committed."""
+        rewound: set[tuple[str, int]] = set()
+        for lane in list(self.lanes.values()):
+            try:
+                lane.commit(consumer)
+            except Rewind as exc:
+                if not self.per_partition:
+                    raise Rewind() from None  # the member's one transaction: every assigned partition goes back
+                rewound |= exc.partitions or set()
+        if rewound:
+            raise Rewind(rewound)
+
+    def abort_lost(self) -> None:
+        for lane in self.lanes.values():
+            lane.abort_lost()
+
+    def revoked(self, partitions) -> None:
+        """Once a revocation's commit is done: the revoked partitions' producers closed (their next owner's
+        init_transactions takes their ids over)."""
+        if not self.per_partition:
+            return
+        for tp in partitions:
+            lane = self.lanes.pop((tp.topic, tp.partition), None)
+            if lane is not None:
+                lane.producer.flush(lane.call_s)
+
+    def close(self) -> None:
+        for lane in self.lanes.values():
+            lane.producer.flush(lane.call_s)
+        self.rows.close()
+
+
+class TransactionalProducer:
+    """One transactional.id's producer and its open transaction: begin on the first record after a commit, one output
+    record an input record, commit on time, before a revocation and at the stop."""
+
+    def __init__(self, owner: Transactions, txn_id: str) -> None:
+        self.cfg, self.spec, self.log = owner.cfg, owner.spec, owner.log
+        self.rows, self.numbers, self.transactional_id = owner.rows, owner.numbers, txn_id
+        self.call_s = self.spec.call_timeout_ms / 1000  # each transactional call's time-out
+        self.number = self.numbers.last  # its open transaction's number (an init row: the process's last so far)
         self.opened_at: float | None = None  # monotonic; None: no transaction open
         self.failed = False  # a record of the open transaction was refused: it ends (aborts) at once
         self.next_offsets: dict[tuple[str, int], int] = {}  # what the open transaction consumed: its offsets to commit
-        self.rows = TransactionLog(cfg, spec)
         self.producer = self._new_producer()
 
     def _new_producer(self) -> Producer:
-        producer = Producer(producer_settings(self.cfg, self.spec))
+        producer = Producer(producer_settings(self.cfg, self.spec, self.transactional_id))
         self._retrying("init", lambda: producer.init_transactions(self.call_s))
         return producer
 
@@ -128,9 +214,9 @@ class Transactions:
         """Each record's output in the open transaction (begun if none is)."""
         if not self.open:
             self.producer.begin_transaction()
-            self.number += 1
+            self.number = self.numbers.next()
             self.opened_at = time.monotonic()
-            self.rows.row("begin", self.number)
+            self.rows.row("begin", self.number, self.transactional_id)
         txn = self.number
         for m in records:
             source = f"{m.topic()}:{m.partition()}:{m.offset()}"
@@ -143,17 +229,17 @@ class Transactions:
                     raise
                 # the transaction failed (a record refused: librdkafka refuses every produce() after it): the rest of
                 # the batch is not sent, and the commit that follows at once meets the abortable error, aborts, rewinds
-                self.rows.row("send", txn, error=exc.args[0], input=source)
+                self.rows.row("send", txn, self.transactional_id, error=exc.args[0], input=source)
                 self.failed = True
                 break
-            self.rows.row("send", txn, flush=False, input=source)
+            self.rows.row("send", txn, self.transactional_id, flush=False, input=source)
             tp = (m.topic(), m.partition())
             self.next_offsets[tp] = max(self.next_offsets.get(tp, 0), m.offset() + 1)
         self.producer.poll(0)
 
     def _acked(self, txn: int, source: str, error: KafkaError | None, out) -> None:
         """The delivery report (the input named from the send: a failed delivery's record may carry no headers)."""
-        self.rows.row("ack", txn, error=error, flush=False, input=source, partition=out.partition(),
+        self.rows.row("ack", txn, self.transactional_id, error=error, flush=False, input=source, partition=out.partition(),
                       offset=out.offset() if error is None else None)
 
     def due(self) -> bool:
@@ -165,18 +251,18 @@ class Transactions:
         if not self.open:
             return
         offsets = [TopicPartition(t, p, o) for (t, p), o in sorted(self.next_offsets.items())]
-        committed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}
+        committed, consumed = {f"{tp.topic}:{tp.partition}": tp.offset for tp in offsets}, set(self.next_offsets)
         window = self.log.open_window(committed)
         try:
             if self.spec.abort_every and self.number % self.spec.abort_every == 0:
                 self._abort(committed, window, "aborted on purpose (transaction.abort_every)")
-                raise Rewind()
+                raise Rewind(consumed)
             self._retrying("send_offsets", lambda: self.producer.send_offsets_to_transaction(
                 offsets, consumer.consumer_group_metadata(), self.call_s), offsets=committed)
             self._retrying("commit", lambda: self.producer.commit_transaction(self.call_s))
         except KafkaException as exc:
             self._failed(exc.args[0], committed, window)
-            raise Rewind() from None
+            raise Rewind(consumed) from None
         self.log.event("committed", offsets=committed, **window)
         self._closed()
 
@@ -225,24 +311,22 @@ class Transactions:
         for attempt in range(RETRIES):
             try:
                 fn()
-                self.rows.row(op, self.number, started, retries=attempt, **fields)
+                self.rows.row(op, self.number, self.transactional_id, started, retries=attempt, **fields)
                 return
             except KafkaException as exc:
                 error = exc.args[0]
                 if not error.retriable() or error.txn_requires_abort() or error.fatal() or attempt == RETRIES - 1:
-                    self.rows.row(op, self.number, started, error, retries=attempt, **fields)
+                    self.rows.row(op, self.number, self.transactional_id, started, error, retries=attempt, **fields)
                     raise
                 time.sleep(0.1)
 
-    def close(self) -> None:
-        self.producer.flush(self.call_s)
-        self.rows.close()
 
 
-def rewind(consumer, log) -> None:
-    """Every assigned partition back to its committed offset (the start, where none is): what the aborted
-    transaction consumed is consumed again, by the same ownership. Logged as `rewound`, with the offsets."""
-    assignment = consumer.assignment()
+def rewind(consumer, log, partitions: set[tuple[str, int]] | None = None) -> None:
+    """Every assigned partition (of `partitions`, when given) back to its committed offset (the start, where none
+    is): what the aborted transaction consumed is consumed again, by the same ownership. Logged as `rewound`, with
+    the offsets."""
+    assignment = [tp for tp in consumer.assignment() if partitions is None or (tp.topic, tp.partition) in partitions]
     if not assignment:
         return
     positions = consumer.committed(assignment, timeout=CALL_TIMEOUT_S)

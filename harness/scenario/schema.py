@@ -173,6 +173,11 @@ class TransactionSpec(Strict):
         "socket.timeout.ms, Java request.timeout.ms): a request unanswered this long is given up, its connection "
         "closed and the request sent again (an EndTxn delayed past it: KAFKA-17754); below Java's delivery.timeout.ms "
         "(120 s); unset: the client's (60 s, 30 s)")
+    transactional_id: Literal["member", "partition"] = Field(
+        "member", description="member: one transactional.id a member (<group id>-<member>; its restart fences its "
+        "own zombie, KIP-447's group metadata fences the rest); partition: one an input partition (<group id>-<topic>-"
+        "<partition>, a producer a partition the member owns: the pattern before KIP-447, the partition's next owner "
+        "fencing the last one's zombie by the id; the librdkafka member only so far)")
     readers: list[Literal["read_committed", "read_uncommitted"]] = Field(
         ["read_committed"], min_length=1, max_length=2, description="the verified readers: one an isolation level, "
         "each reading every output partition while the run goes on into verified/<isolation>.jsonl (the "

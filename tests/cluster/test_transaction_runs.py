@@ -40,6 +40,28 @@ def test_a_member_that_leaves_mid_transaction_commits_it_and_stops(chaos_run):
     assert any(r["op"] == "commit" and r.get("error") is None and r["ts_ms"] >= left["injected_at_ms"] for r in rows)
 
 
+@pytest.mark.slow
+def test_a_transactional_id_per_input_partition_fences_the_crashed_owner_by_the_id(chaos_run):
+    """transaction.transactional_id: partition (the pattern before KIP-447): a producer an input partition, named
+    <group>-<topic>-<partition> whoever owns it. member-2 crashed mid-run (every third transaction aborted on purpose
+    besides): its partitions' next owners init their ids, which aborts what member-2 left open; every exactly-once
+    promise holds, and every row names its partition's id."""
+    run = chaos_run({
+        "producer": {"records": 6000, "rate": 1000},
+        "consumer_group": {"members": 3, "commit": "transaction",
+                           "transaction": {"transactional_id": "partition", "abort_every": 3}},
+        "faults": [{"kind": "member_crash", "target": "member-2", "at_s": 3, "duration_s": 3}]})
+    assert run.errors == [] and run.drained, run.errors
+    counts = run.summary["anomaly_counts"]
+    assert {c: counts[c] for c in EOS_PROMISES} == dict.fromkeys(EOS_PROMISES, 0), counts
+    assert run.summary["valid"] is True and run.summary["consumed_rows"] == 6000, counts
+    topic = json.loads((run.run_dir / "plan.json").read_text())["topics"][0]["name"]
+    ids = {r["transactional_id"] for p in (run.run_dir / "transactions").glob("*.jsonl") for r in jsonl(p)}
+    assert ids <= {f"{group_id(run)}-{topic}-{p}" for p in range(6)} and len(ids) == 6, ids
+    states = jsonl(run.run_dir / "transaction-states.jsonl")
+    assert {r["transactional_id"] for r in states if r.get("kind") == "transaction"} == ids
+
+
 @pytest.mark.parametrize("client", ONE_REAL_RUN)
 def test_transactions_through_an_abort_every_third_and_a_frozen_transaction_coordinator(chaos_run, client):
     run = chaos_run({

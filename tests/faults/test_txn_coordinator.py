@@ -48,10 +48,12 @@ def test_a_member_names_its_own_coordinator_and_bare_names_the_busiest():
     assert txn_coordinator(view(), ids, None) == 2  # two members' transactions on broker 2, one on broker 3
 
 
-def test_a_streams_member_with_a_transactional_id_a_thread_counts_once_per_broker():
+def test_a_member_with_many_transactional_ids_names_the_coordinator_of_most_and_counts_once_when_bare():
     ids = {"member-1": set(ids_on(1, 2, "t")) | set(ids_on(3, 1, "u")), "member-2": set(ids_on(3, 1, "v"))}
     assert txn_coordinator(view(), ids, "member-1") == 1  # two of its three threads' ids
     assert txn_coordinator(view(), ids, None) == 3  # both members have a transaction there
+    ids = {"member-1": set(ids_on(3, 2, "p")) | set(ids_on(1, 1, "q"))}  # most on 3, though 1 is the lower id
+    assert txn_coordinator(view(), ids, "member-1") == 3
 
 
 def test_a_member_that_sent_no_init_producer_id_has_no_coordinator_yet():
