@@ -17,6 +17,12 @@ documented handling (confluent-kafka's transactional examples, KIP-447):
 - fatal (a producer fenced by a newer one with its transactional.id, a broken epoch): a new producer, then rewind;
 - partitions lost: the open transaction aborted (its offsets could only be refused).
 
+The transactional.id is the member's (`<group id>-<member>`), or, with transaction.transactional_id: partition (the
+pattern before KIP-447), an input partition's (`<group id>-<topic>-<partition>`): a producer each partition the member
+owns, made on its first record (its init_transactions fences the last owner's zombie by the id), closed when the
+partition is revoked or lost; each commits its own transaction with its own partition's offsets, and an abort
+rewinds only its partition.
+
 transactions/<member>.jsonl keeps one row an operation of the producer (docs/DESIGN.md, "A transaction's commit"):
 init, begin, send and ack (each output record: the input it came from; the ack, its output partition and offset),
 send_offsets, commit, abort, each with the transaction's number, elapsed_ms, the error and its class.

@@ -51,12 +51,6 @@ def _transaction_rules(group) -> None:
     """commit: transaction is the group's (its output topic is), with its `transaction` block only then."""
     if group.transaction is not None and group.commit != "transaction":
         raise ValueError(f"transaction: only with commit: transaction (the group commits {group.commit})")
-    if group.transaction is not None and group.transaction.transactional_id == "partition":
-        clients = {group.client} if isinstance(group.members, int) else {m.client or group.client for m in group.members}
-        if clients != {"librdkafka"}:
-            raise ValueError(f"transaction.transactional_id: partition is the librdkafka member's only so far (not "
-                             f"{', '.join(sorted(c for c in clients if c != 'librdkafka'))}'s: the Java member program "
-                             "keeps one transactional.id a member)")
     if not isinstance(group.members, int):
         for i, m in enumerate(group.members):
             if (m.commit == "transaction") != (group.commit == "transaction") and m.commit is not None:

@@ -177,7 +177,7 @@ class TransactionSpec(Strict):
         "member", description="member: one transactional.id a member (<group id>-<member>; its restart fences its "
         "own zombie, KIP-447's group metadata fences the rest); partition: one an input partition (<group id>-<topic>-"
         "<partition>, a producer a partition the member owns: the pattern before KIP-447, the partition's next owner "
-        "fencing the last one's zombie by the id; the librdkafka member only so far)")
+        "fencing the last one's zombie by the id)")
     readers: list[Literal["read_committed", "read_uncommitted"]] = Field(
         ["read_committed"], min_length=1, max_length=2, description="the verified readers: one an isolation level, "
         "each reading every output partition while the run goes on into verified/<isolation>.jsonl (the "

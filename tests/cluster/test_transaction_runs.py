@@ -41,14 +41,15 @@ def test_a_member_that_leaves_mid_transaction_commits_it_and_stops(chaos_run):
 
 
 @pytest.mark.slow
-def test_a_transactional_id_per_input_partition_fences_the_crashed_owner_by_the_id(chaos_run):
+@pytest.mark.parametrize("client", ["librdkafka", "java-member"])
+def test_a_transactional_id_per_input_partition_fences_the_crashed_owner_by_the_id(chaos_run, client):
     """transaction.transactional_id: partition (the pattern before KIP-447): a producer an input partition, named
     <group>-<topic>-<partition> whoever owns it. member-2 crashed mid-run (every third transaction aborted on purpose
     besides): its partitions' next owners init their ids, which aborts what member-2 left open; every exactly-once
     promise holds, and every row names its partition's id."""
     run = chaos_run({
         "producer": {"records": 6000, "rate": 1000},
-        "consumer_group": {"members": 3, "commit": "transaction",
+        "consumer_group": {"client": client, "members": 3, "commit": "transaction",
                            "transaction": {"transactional_id": "partition", "abort_every": 3}},
         "faults": [{"kind": "member_crash", "target": "member-2", "at_s": 3, "duration_s": 3}]})
     assert run.errors == [] and run.drained, run.errors

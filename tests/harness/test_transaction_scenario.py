@@ -38,8 +38,6 @@ from workloads.config import MemberConfig, TransactionSettings, decode_text, enc
      "cluster.transaction_version: transaction.version is a feature level from Kafka 4.0 (KIP-890); the brokers run "
      "3.9.1"),
     ("cluster: {transaction_version: 3}\n", "cluster.transaction_version"),
-    ("consumer_group: {commit: transaction, client: java-member, transaction: {transactional_id: partition}}\n",
-     "consumer_group.transaction.transactional_id: partition is the librdkafka member's only so far (not java-member's"),
     ("consumer_group: {commit: transaction, transaction: {transactional_id: topic}}\n",
      "consumer_group.transaction.transactional_id"),
 ])

@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -299,6 +300,7 @@ final class Member implements ConsumerRebalanceListener {
             } catch (Transactions.Rewind e) {
                 // what it consumed goes to the next owner, from the committed offsets
             }
+            transactions.revoked(partitions);
         }
         if (state != null) {  // the changelog flushed before the partitions go
             state.revoked(partitions, this::event);
@@ -311,6 +313,7 @@ final class Member implements ConsumerRebalanceListener {
         partitions.forEach(positions::remove);
         if (transactions != null) {
             transactions.abortLost();
+            transactions.revoked(partitions);
         }
         if (state != null) {
             state.lost(partitions, this::event);
@@ -404,12 +407,16 @@ final class Member implements ConsumerRebalanceListener {
         commitOffsets(next);
     }
 
-    /** The open transaction committed; after an abort, every assigned partition back to its committed offset. */
+    /** The open transactions committed; after an abort, its partitions (every assigned one with one transactional id
+     * a member) back to their committed offsets. */
     private void commitTransaction() {
         try {
             transactions.commit(consumer);
         } catch (Transactions.Rewind e) {
-            Set<TopicPartition> assignment = consumer.assignment();
+            Set<TopicPartition> assignment = new LinkedHashSet<>(consumer.assignment());
+            if (e.partitions != null) {
+                assignment.retainAll(e.partitions);
+            }
             Map<TopicPartition, OffsetAndMetadata> committed = consumer.committed(assignment, Transactions.CALL_TIMEOUT);
             Map<String, Object> offsets = new LinkedHashMap<>();
             for (TopicPartition tp : assignment) {

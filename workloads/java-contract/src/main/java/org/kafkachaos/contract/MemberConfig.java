@@ -74,16 +74,18 @@ public record MemberConfig(String member, String runDir, String client, String b
     /**
      * workloads.config.TransactionSettings: commit: transaction's interval, transaction.timeout.ms and the aborts on
      * purpose (every abort_every-th; 0: none), the producer's request.timeout.ms (0: the client's) and each
-     * transactional call's time-out (max.block.ms); null: the member commits otherwise.
+     * transactional call's time-out (max.block.ms), and whose transactional.id: one a member ("member") or one an input
+     * partition ("partition"); null: the member commits otherwise.
      */
-    public record Transaction(int intervalMs, int timeoutMs, int abortEvery, int requestTimeoutMs, int callTimeoutMs) {
+    public record Transaction(int intervalMs, int timeoutMs, int abortEvery, int requestTimeoutMs, int callTimeoutMs,
+                              String transactionalId) {
         public static Transaction of(JsonNode node) {
             if (node == null || node.isNull()) {
                 return null;
             }
             return new Transaction(node.path("interval_ms").asInt(200), node.path("timeout_ms").asInt(60_000),
                     node.path("abort_every").asInt(0), node.path("request_timeout_ms").asInt(0),
-                    node.path("call_timeout_ms").asInt(30_000));
+                    node.path("call_timeout_ms").asInt(30_000), node.path("transactional_id").asText("member"));
         }
     }
 
