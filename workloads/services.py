@@ -116,8 +116,11 @@ def watch_death(workload: WorkloadProcess, process: subprocess.Popen, sent: set[
     host's: each of its members'); so does a command member's exit on its own, whatever its code (a program of the
     user's writes no event of its own end)."""
     code = process.wait()
-    if isinstance(workload.config, MemberConfig) and workload.config.output_topic is not None:
-        return  # output-topic mode writes no events/: a crash of the harness's alone would make the checks read them
+    if (isinstance(workload.config, MemberConfig) and workload.config.output_topic is not None
+            and member_kind(workload.config.client).command):
+        # a program in output-topic mode writes no events/: a crash of the harness's alone would make the checks read
+        # them (a transactional or Streams member of ours writes its own, and its death belongs there)
+        return
     if code < 0 and -code not in sent:
         if isinstance(workload.config, HostConfig):
             for member in workload.config.members:

@@ -71,6 +71,29 @@ def test_signals_the_harness_sent_log_nothing(workload, how):
     assert events(process) == []
 
 
+@pytest.mark.parametrize("client, logged", [("librdkafka", True), ("command", False)])
+def test_a_member_with_an_output_topic_is_watched_unless_it_is_a_program_in_output_topic_mode(
+        tmp_path, monkeypatch, client, logged):
+    """A transactional member of ours writes its output topic and its own events: its death by a signal is logged
+    there; a program of the user's read back from its output topic writes none, and none is made for it."""
+    from workloads.config import ClientRelease, MemberConfig, ProcessingConfig, TransactionSettings
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "ha_dying.py").write_text(textwrap.dedent(MODULE))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    monkeypatch.setenv("HA_MODE", "abort")
+    run_dir = tmp_path / "run"
+    cfg = MemberConfig(member="member-1", run_dir=str(run_dir), client=client, release=ClientRelease(),
+                       bootstrap_servers="127.0.0.1:1", group_id="g", topics=["chaos"], pattern=None,
+                       metadata_refresh_ms=None, protocol="classic", assignor="range", remote_assignor=None,
+                       session_timeout_ms=10_000, heartbeat_interval_ms=1_000, max_poll_interval_ms=300_000,
+                       commit="transaction" if client == "librdkafka" else "sync", auto_commit_interval_ms=None,
+                       processing=ProcessingConfig(), batch_size=500, output_topic="g-txn-out",
+                       transaction=TransactionSettings(200, 60_000) if client == "librdkafka" else None)
+    process = WorkloadProcess("member-1", "ha_dying", cfg, run_dir, role="member").start()
+    assert ended(process) == -6
+    assert [e["kind"] for e in events(process)] == (["crashed"] if logged else [])
+
+
 def test_a_process_without_an_events_file_is_not_watched(workload):
     process = workload("abort", role=None, name="producer-1")
     assert ended(process) == -6
