@@ -23,7 +23,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from analysis.api import OUTPUT_FILE
-from harness.partition_ends import PartitionEnds, short_of
+from harness.partition_ends import PartitionEnds, read_past, short_of
 from workloads.history import JsonlLog
 from workloads.security import security_config
 
@@ -85,11 +85,11 @@ def _read_topic(bootstrap: str, output, timeout_s: float, stateful: bool) -> tup
                 error = message.error()
                 if error is not None:
                     if error.code() == KafkaError._PARTITION_EOF:
-                        positions[message.partition()] = max(positions.get(message.partition(), 0), message.offset())
+                        read_past(positions, message)
                         stopped.add(message.partition())
                         continue
                     raise RuntimeError(f"reading the output topic {output.topic}: {error.str()}")
-                positions[message.partition()] = message.offset() + 1
+                read_past(positions, message)
                 stopped.discard(message.partition())
                 row, why = _output_row(message, output, stateful)
                 if row is None:

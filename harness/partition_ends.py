@@ -34,6 +34,13 @@ class PartitionEnds:
         self.consumer.close()
 
 
+def read_past(positions: dict[int, int], message) -> None:
+    """The next offset to read in `message`'s partition, once it was taken: one past a record; where its
+    end-of-partition event stands (never back)."""
+    p = message.partition()
+    positions[p] = message.offset() + 1 if message.error() is None else max(positions.get(p, 0), message.offset())
+
+
 def short_of(positions: dict[int, int], ends: dict[int, int]) -> dict[int, dict]:
     """The partitions whose next offset to read is below their end: {partition: {position, end}}."""
     return {p: {"position": positions.get(p, 0), "end": end} for p, end in sorted(ends.items())

@@ -21,7 +21,7 @@ from pathlib import Path
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
 from harness.output_topic import input_row
-from harness.partition_ends import PartitionEnds, short_of
+from harness.partition_ends import PartitionEnds, read_past, short_of
 from workloads.history import JsonlLog, now_ms
 from workloads.security import security_config
 
@@ -101,14 +101,14 @@ class VerifiedReader:
         error = message.error()
         if error is not None:
             if error.code() == KafkaError._PARTITION_EOF:
-                self.positions[message.partition()] = max(self.positions.get(message.partition(), 0), message.offset())
+                read_past(self.positions, message)
                 return
             if error.fatal():
                 raise RuntimeError(f"reading {self.output.topic}: {error.str()}")
             self.passing_errors.append(error.str())  # the client retries (a topic just created, a leader moving)
             return
         read_at = now_ms()
-        self.positions[message.partition()] = message.offset() + 1
+        read_past(self.positions, message)
         row, _ = input_row(message, self.output)
         if row is None:
             self.unread += 1

@@ -96,8 +96,7 @@ class TransactionLog:
 
     def row(self, op: str, txn: int, txn_id: str, started_s: float | None = None, error: KafkaError | None = None,
             flush: bool = True, **fields) -> None:
-        row = {"ts_ms": now_ms(), "member": self.base["member"], "transactional_id": txn_id,
-               "timeout_ms": self.base["timeout_ms"], "op": op, "txn": txn, **fields}
+        row = {"ts_ms": now_ms(), **self.base, "transactional_id": txn_id, "op": op, "txn": txn, **fields}
         if started_s is not None:
             row["elapsed_ms"] = round((time.monotonic() - started_s) * 1000)
         if error is not None:
@@ -185,11 +184,11 @@ class Transactions:
         for tp in partitions:
             lane = self.lanes.pop((tp.topic, tp.partition), None)
             if lane is not None:
-                lane.producer.flush(lane.call_s)
+                lane.close()
 
     def close(self) -> None:
         for lane in self.lanes.values():
-            lane.producer.flush(lane.call_s)
+            lane.close()
         self.rows.close()
 
 
@@ -326,6 +325,9 @@ class TransactionalProducer:
                     raise
                 time.sleep(0.1)
 
+    def close(self) -> None:
+        """What is buffered sent (the producer itself goes with its last reference)."""
+        self.producer.flush(self.call_s)
 
 
 def rewind(consumer, log, partitions: set[tuple[str, int]] | None = None) -> None:

@@ -133,7 +133,7 @@ def commit_ahead(x: Facts):
     found = {r["id"]: r for r in (x.query("commits_ahead", asked) if asked else [])}
     budgets = loss_windows(x.ctx)
 
-    held = x.history.transactions.held_inputs if x.history.transactions is not None else {}
+    held = x.history.held_inputs
 
     def ahead(c: Commit, r: dict | None) -> bool:
         behind = held.get((c.topic, c.partition), set())

@@ -46,7 +46,7 @@ def losses(x: Facts):
     def split():
         windows = loss_windows(x.ctx) if x.history.has_events else {}
         frontier = read_frontiers(x)
-        held = x.history.transactions.held_inputs if x.history.transactions is not None else {}
+        held = x.history.held_inputs
         out = {"lost": [], "lost_within_budget": [], "unseen": []}
         counts = {"lost": 0, "lost_within_budget": 0, "unseen": 0}
         by_tp = defaultdict(list)

@@ -125,14 +125,14 @@ def _event_rows(pred: dict, events: list[dict]) -> list[dict]:
 def find(run_dir: Path, predicates: list[dict]) -> Match:
     """Evaluate the signature over every anomaly row and event of the run."""
     anomalies, events = load_rows(run_dir)
+    operations = transaction_rows(run_dir) if any("transaction" in p for p in predicates) else []
     hits, examples, explained = [], [], set()
     for pred in predicates:
         if "anomaly" in pred:
             rows = [a for a in anomalies if a.get("type") == pred["anomaly"] and matches(a, pred.get("where") or {})]
             explained.update(id(a) for a in rows)
         elif "transaction" in pred:
-            rows = [r for r in transaction_rows(run_dir)
-                    if r.get("op") == pred["transaction"] and matches(r, pred.get("where") or {})]
+            rows = [r for r in operations if r.get("op") == pred["transaction"] and matches(r, pred.get("where") or {})]
         else:
             rows = _event_rows(pred, events)
         hits.append(len(rows))

@@ -170,7 +170,7 @@ def stall(x: Facts):
             first = min((t for t in times if t is not None), default=None)
             acked[(topic, partition, top)] = AckBounds(first, first)
     out = []
-    held = x.history.transactions.held_inputs if x.history.transactions is not None else {}
+    held = x.history.held_inputs
     for topic, partition, last, nxt, top in gaps:
         start = _waiting_since(acked[(topic, partition, top)], last, nxt)
         if start is None or top + 1 in held.get((topic, partition), ()):  # delivered behind an open transaction

@@ -217,6 +217,12 @@ class History:
         return promised and self.output is not None and self.output.get("isolation", "read_committed") == "read_committed"
 
     @property
+    def held_inputs(self) -> dict[tuple[str, int], set[int]]:
+        """Input offsets whose output lies behind a transaction left open (TransactionFiles.held_inputs; none without
+        transactions/): unseen, never lost, skipped or stalled on."""
+        return self.transactions.held_inputs if self.transactions is not None else {}
+
+    @property
     def verified(self) -> bool:
         """Whether a read_committed verified reader read the transactional members' output (verified/)."""
         return self.exactly_once and self.transactions is not None and "read_committed" in self.transactions.readers
