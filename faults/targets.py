@@ -10,7 +10,7 @@ Target kinds:
   member   member-N, random-member
   cluster  the whole cluster (a rolling restart)
   client   a workload client with a lane of its own: member-N (spare lanes included), producer-1, random-member
-  topic    `topic` (the scenario's first topic) or a topic's name
+  topic    `topic` (the scenario's first topic), a topic's name, __consumer_offsets or __transaction_state
   new_topic  the name of a topic that does not exist yet (topic_create)
   rpc      `group` (every member's requests) or one member: member-N (spares included), random-member
   lane     a broker target (one of its lanes) or a client target (that client's lane to every broker)
@@ -228,8 +228,9 @@ def check_new_topic_target(target: str, facts: ScenarioFacts) -> None:
 
 
 def check_topic_target(target: str, facts: ScenarioFacts) -> None:
-    if target != "topic" and target not in facts.topics:
-        raise ValueError(f"target: {target!r} is not a topic of this scenario ({sorted(facts.topics)})")
+    if target != "topic" and target not in facts.topics and target not in INTERNAL_TOPICS:
+        raise ValueError(f"target: {target!r} is not a topic of this scenario ({sorted(facts.topics)}) "
+                         f"or an internal one ({', '.join(INTERNAL_TOPICS)})")
 
 
 TARGET_CHECKS = {"group": check_group_target, "topic": check_topic_target, "new_topic": check_new_topic_target, "broker": check_broker_target, "member": check_member_target, "cluster": check_cluster_target,

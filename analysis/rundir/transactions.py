@@ -1,6 +1,7 @@
 """A transactional run's own logs (docs/DESIGN.md): transactions/<member>.jsonl, what each member's transactional
 producer did, read into its transactions; verified/, what the verified readers read of the output topic; and the
-open transactions the output partitions' leaders held (transaction-states.jsonl, `kind: producers`).
+open transactions the output partitions' leaders held and each transactional id's state at its coordinator
+(transaction-states.jsonl, `kind: producers` and `kind: transaction`).
 
 A transaction is named by its member, the member process's incarnation (1 for its first process; a restarted process
 numbers its transactions from 1 again) and its number in that process. Its outcome, by the member's own log:
@@ -67,10 +68,27 @@ class Held:
 
 
 @dataclass
+class CoordinatorState:
+    """A transactional id as its coordinator described it (DescribeTransactions), from the sample that first showed it
+    so to the next sample that showed it otherwise, or the sampler's end. A sample the coordinator did not answer
+    (moved, frozen, loading: state `unknown`) ends nothing: the id was in its last known state as far as anyone saw."""
+    transactional_id: str
+    state: str
+    producer_id: int
+    producer_epoch: int
+    partitions: tuple[str, ...]  # those whose markers are still to be written, once the transaction is prepared
+    coordinator: str             # its address on the harness's control lane: one a broker
+    from_ms: int
+    until_ms: int
+    open: bool = False           # still so at the sampler's end
+
+
+@dataclass
 class TransactionFiles:
     transactions: list[Transaction]
     readers: dict[str, Reader]  # isolation -> its reader (none: the run kept no verified/)
     held: dict[tuple[int, int], Held] = field(default_factory=dict)  # (output partition, first offset) -> its holder
+    states: dict[str, list[CoordinatorState]] = field(default_factory=dict)  # transactional id -> its states in order
 
     @cached_property
     def held_inputs(self) -> dict[tuple[str, int], set[int]]:
@@ -104,7 +122,8 @@ def read(run_dir: Path) -> TransactionFiles | None:
     transactions = []
     for path in sorted(folder.glob("*.jsonl")):
         transactions += member_transactions(checked_lines(path, "transactions", run_dir))
-    return TransactionFiles(transactions, _readers(run_dir), held_open(run_dir))
+    states = _state_rows(run_dir)
+    return TransactionFiles(transactions, _readers(run_dir), held_open(states), coordinator_states(states))
 
 
 def member_transactions(rows: list[dict]) -> list[Transaction]:
@@ -154,16 +173,18 @@ def _readers(run_dir: Path) -> dict[str, Reader]:
     return readers
 
 
-def held_open(run_dir: Path) -> dict[tuple[int, int], Held]:
+def _state_rows(run_dir: Path) -> list[dict]:
+    path = run_dir / STATES_FILE
+    return checked_lines(path, "transaction_states", run_dir) if path.is_file() else []
+
+
+def held_open(rows: list[dict]) -> dict[tuple[int, int], Held]:
     """Each transaction the output partitions' leaders listed as open, by (partition, first offset), with the first
     and last sample that listed it (a row is written only when a partition's list changed: the next row of that
-    partition, or the sampler's end, is the last time it was still listed)."""
-    path = run_dir / STATES_FILE
-    if not path.is_file():
-        return {}
+    partition, or the sampler's end, is the last time it was still listed). ``rows``: transaction-states.jsonl's."""
     held: dict[tuple[int, int], Held] = {}
     listed: dict[int, set[tuple[int, int]]] = {}   # partition -> the (partition, offset) keys its last row listed
-    for row in checked_lines(path, "transaction_states", run_dir):
+    for row in rows:
         if row.get("kind") == "sampler_end":
             for keys in listed.values():
                 for key in keys:
@@ -179,3 +200,24 @@ def held_open(run_dir: Path) -> dict[tuple[int, int], Held]:
             listed[partition].add(key)
             held.setdefault(key, Held(t["producer_id"], t["producer_epoch"], row["ts_ms"], row["ts_ms"]))
     return held
+
+
+def coordinator_states(rows: list[dict]) -> dict[str, list[CoordinatorState]]:
+    """transactional id -> its states at its coordinator, in order (transaction-states.jsonl's `transaction` rows:
+    one each time what the coordinator said changed)."""
+    out: dict[str, list[CoordinatorState]] = {}
+    for row in rows:
+        if row.get("kind") == "sampler_end":
+            for states in out.values():
+                if states[-1].open:
+                    states[-1].until_ms = row["ts_ms"]
+            break
+        if row.get("kind") != "transaction" or row.get("state", "unknown") == "unknown":
+            continue
+        states = out.setdefault(row["transactional_id"], [])
+        if states:
+            states[-1].until_ms, states[-1].open = row["ts_ms"], False
+        states.append(CoordinatorState(row["transactional_id"], row["state"], row["producer_id"], row["producer_epoch"],
+                                       tuple(row.get("partitions") or ()), row.get("coordinator") or "?",
+                                       row["ts_ms"], row["ts_ms"], open=True))
+    return out

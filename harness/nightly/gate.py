@@ -107,8 +107,9 @@ def read_exit_codes(path: Path, verdict: Verdict, written: set[str]) -> None:
 
 
 def read_families(night: Path, verdict: Verdict) -> None:
-    """Compared with the last night before it (a sibling folder, by name) whose families.json covered every family
-    test: only when this one did too (a FAMILY selection runs a part on purpose)."""
+    """Compared with the last night before it (a sibling folder, by name) whose families.json ran the same selection:
+    every family test, or the same FAMILY part (the nightly workflow runs the families in two parts, each with its own
+    folder of nights); a night of another selection ran another part on purpose."""
     def ledger(folder: Path) -> dict | None:
         try:
             data = json.loads((folder / "families.json").read_text(encoding="utf-8"))
@@ -121,12 +122,12 @@ def read_families(night: Path, verdict: Verdict) -> None:
         verdict.harness.append(f"{night / 'families.json'}: missing or unreadable")
         return
     verdict.ran.append(f"{len(now['ran'])} fault families")
-    if now.get("selection") != "all":
-        return
     before = [f for f in sorted(night.parent.iterdir()) if f.is_dir() and f.name < night.name]
-    previous = next((d for d in (ledger(f) for f in reversed(before)) if d and d.get("selection") == "all"), None)
+    previous = next((d for d in (ledger(f) for f in reversed(before)) if d and d.get("selection") == now.get("selection")),
+                    None)
+    which = "complete night" if now.get("selection") == "all" else "night of this part"
     if previous is not None:
-        verdict.families += [f"{family} (ran {previous['ran'][family]} times the last complete night)"
+        verdict.families += [f"{family} (ran {previous['ran'][family]} times the last {which})"
                              for family in sorted(previous["ran"]) if family not in now["ran"]]
 
 

@@ -45,9 +45,11 @@ def unique_names(scenario: dict, suffix: str) -> dict:
     suffixed = lambda names: None if names is None else [f"{n}-{suffix}" for n in names]  # noqa: E731
     if group.get("topics") is not None:
         out["consumer_group"]["topics"] = suffixed(group["topics"])
-    derived = derived_output_topics(group.get("group_id", DEFAULT_GROUP_ID))
-    if isinstance(group.get("output"), dict) and group["output"].get("topic") in derived:
-        del out["consumer_group"]["output"]  # named after the group: derived again from its new id
+    group_id = group.get("group_id", DEFAULT_GROUP_ID)
+    if isinstance(group.get("output"), dict) and group["output"].get("topic") in derived_output_topics(group_id):
+        # named after the group: named again after its new id, its other settings kept
+        tail = group["output"]["topic"].removeprefix(f"{group_id}-")
+        out["consumer_group"]["output"] = {**group["output"], "topic": f"{out['consumer_group']['group_id']}-{tail}"}
     elif isinstance(group.get("output"), dict) and group["output"].get("topic"):
         out["consumer_group"]["output"] = {**group["output"], "topic": f"{group['output']['topic']}-{suffix}"}
     if isinstance(group.get("members"), list):

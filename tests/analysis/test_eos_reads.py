@@ -198,7 +198,7 @@ def test_a_write_no_member_logged_held_open_by_its_leader_is_a_hanging_transacti
                       {"producer_id": 4003, "producer_epoch": 0, "txn_start_offset": 11}]},
             {"ts_ms": 9500, "kind": "sampler_end", "samples": 90}]
     (run_dir / "transaction-states.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    held = txns.held_open(run_dir)
+    held = txns.held_open(rows)
     assert held == {(0, 5): txns.Held(4002, 3, 2000, 9500), (0, 11): txns.Held(4003, 0, 8000, 9500)}
     x = facts(run_dir)
     x.history.faults = []

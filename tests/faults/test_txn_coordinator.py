@@ -113,3 +113,16 @@ def test_a_txn_coordinator_target_that_cannot_exist_is_refused(target, group, sc
 def test_the_broker_target_check_takes_the_transaction_state_topic_at_any_partition():
     facts = ScenarioFacts(brokers=3, members=("member-1",), topics={"chaos": 6})
     check_broker_target(f"leader:{TXN_STATE_TOPIC}:49", facts)  # its count is the cluster's, known only then
+
+
+@pytest.mark.parametrize("target", [TXN_STATE_TOPIC, "__consumer_offsets", "chaos", "topic"])
+def test_a_reassignment_takes_an_internal_topic_as_its_target(target):
+    """KAFKA-16352's zoo entry moves every __transaction_state leader away and back (scenarios/zoo/kafka-16352.yaml)."""
+    parsed = parse_scenario({"faults": [{"kind": "reassign_partitions", "target": target, "at_s": 5, "duration_s": 2}]})
+    assert parsed.faults[0].target == target
+
+
+def test_a_reassignment_of_a_topic_the_run_does_not_have_is_refused_naming_both_kinds():
+    with pytest.raises(ScenarioError) as raised:
+        parse_scenario({"faults": [{"kind": "reassign_partitions", "target": "nope", "at_s": 5, "duration_s": 2}]})
+    assert "faults[0].target: 'nope' is not a topic of this scenario (['chaos']) or an internal one" in str(raised.value)

@@ -87,6 +87,15 @@ def test_a_selected_part_is_not_held_to_the_whole(tmp_path):
     assert main(["gate", str(d)]) == 0
 
 
+def test_a_part_is_held_to_its_own_last_night(tmp_path):
+    """The nightly workflow runs the families in two parts, each in its own folder of nights: a family the part's last
+    night ran and this one did not is red, as for a whole night."""
+    night(tmp_path, name="20261124-0217", families={"broker_crash": 2, "rolling_restart": 1}, selection="not (eos)")
+    d = night(tmp_path, families={"broker_crash": 3}, selection="not (eos)")
+    assert main(["gate", str(d)]) == 1
+    assert "rolling_restart (ran 1 times the last night of this part)" in (d / "summary.md").read_text()
+
+
 def test_a_night_whose_tests_ran_without_the_ledger_is_a_harness_failure(tmp_path):
     d = night(tmp_path)
     (d / "families.json").unlink()

@@ -45,6 +45,17 @@ def test_a_transactional_group_refuses_what_cannot_work(tmp_path, capsys, yaml_t
     assert words in refused(tmp_path, capsys, yaml_text)
 
 
+def test_unique_names_keep_a_derived_output_topics_settings():
+    """The zoo and the pytest plugin rename a run's group; the transactional output topic is named after the new id,
+    with the replication factor the scenario gave it (it was dropped with the old name: KAFKA-16352's runs had three
+    replicas where the file asked one)."""
+    from harness.scenario.loading import parse_with_unique_names
+    scenario = parse_with_unique_names({"consumer_group": {"commit": "transaction", "output": {
+        "topic": "chaos-group-txn-out", "replication_factor": 1, "partitions": 4}}}, "s1", "test")
+    output = scenario.consumer_group.output
+    assert (output.topic, output.replication_factor, output.partitions) == ("chaos-group-s1-txn-out", 1, 4)
+
+
 def test_a_transactional_group_gets_its_output_topic_and_its_settings():
     scenario = parse_scenario({"consumer_group": {"commit": "transaction", "group_id": "g",
                                                   "transaction": {"abort_every": 5}}})

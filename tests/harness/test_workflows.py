@@ -57,14 +57,29 @@ def test_the_nightly_uploads_only_this_nights_folder_and_has_a_concurrency_group
     assert nightly["concurrency"]["group"] and nightly["concurrency"]["cancel-in-progress"] is False
     upload = [s for s in nightly["jobs"]["chaos"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact")]
     [paths] = [s["with"]["path"].splitlines() for s in upload]
-    assert paths == ["${{ steps.night.outputs.dir }}/", "nightly/trend.html", "nightly/trend.json"]
+    assert paths == ["${{ steps.night.outputs.dir }}/", "${{ env.NIGHTS }}/trend.html", "${{ env.NIGHTS }}/trend.json"]
+
+
+def test_the_nightly_runs_in_parts_that_together_are_the_whole_night():
+    """A night does not fit one job's 150 minutes: the families are split by one -k expression and its negation, and
+    the zoo's bugs in two halves that name every bug once; each part keeps its own nights (its cache, its trend)."""
+    from harness.zoo.runner import select
+    job = workflow("nightly.yml")["jobs"]["chaos"]
+    parts = job["strategy"]["matrix"]["include"]
+    families = [p["family"] for p in parts if p["family"] != "none"]
+    assert len(families) == 2 and families[1] == f"not ({families[0]})"
+    bugs = [b for p in parts if p["bugs"] != "none" for b in p["bugs"].split()]
+    assert sorted(bugs) == sorted(s.zoo.bug for _, s in select([])) and len(set(bugs)) == len(bugs)
+    assert job["env"]["NIGHTS"] == "nightly/${{ matrix.part }}" and job["strategy"]["fail-fast"] is False
+    keys = [s["with"]["key"] for s in job["steps"] if s.get("uses", "").startswith("actions/cache/")]
+    assert keys and all(k.startswith("nightly-${{ matrix.part }}-") for k in keys)
 
 
 def run_step(name: str, cwd: Path, **env) -> subprocess.CompletedProcess:
     job = workflow("nightly.yml")["jobs"]["chaos"]
     script = step(job, name)["run"]
     return subprocess.run(["bash", "-eo", "pipefail", "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **{k: str(v) for k, v in job["env"].items()}, **env})
+                          env={**os.environ, **{k: str(v) for k, v in job["env"].items()}, "NIGHTS": "nightly", **env})
 
 
 def test_the_nightly_names_this_nights_folder_from_nightly_latest(tmp_path):
