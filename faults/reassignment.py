@@ -3,9 +3,10 @@ leader election. They move replicas and leaders, never group membership: a membe
 NOT_LEADER_OR_FOLLOWER refreshes its metadata and fetches from the new leader; no rebalance is expected.
 
 Target: `topic` (the scenario's first topic), a topic's name, or an internal topic (`__transaction_state`:
-every transaction coordinator moves away and, at the heal, comes back; KAFKA-16352's zoo entry). A reassignment places each partition's
-replicas one step round (the second replica first: a new preferred leader), and where the cluster has a
-broker outside a partition's replicas, the last replica moves there (its data is copied first). The heal
+every transaction coordinator moves away and, at the heal, comes back; KAFKA-16352's zoo entry). A
+reassignment places each partition's replicas one step round (the second replica first: a new preferred
+leader), and where the cluster has a broker outside a partition's replicas, the last replica moves there
+(its data is copied first). The heal
 puts the replicas back as they were. Both go through Kafka's admin API (AlterPartitionReassignments,
 kafkanet/reassign.py; ElectLeaders, the admin client) on the harness's own lane, so the backend offers
 nothing new for them.

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from analysis.checks.context import crashes
 from analysis.checks.framework import CheckResult, Facts, check
-from analysis.checks.stuck_prepare import prepared_across_a_move, stuck_transactions
+from analysis.checks.stuck_prepare import prepared_transactions
 from analysis.intervals import Span, gaps, merge_spans
 from analysis.rundir.history import ENDS, OPEN, History
 
@@ -189,8 +189,9 @@ def stall(x: Facts):
                                       f"owner {', '.join(members) or '?'} alive"})
     out += waits
     from analysis.checks.eos_reads import hanging_transactions  # here: imported above, it would register its checks first
-    out += hanging_transactions(x) + stuck_transactions(x)
+    prepared = prepared_transactions(x)
+    out += hanging_transactions(x) + prepared.stalls
     by_cause = Counter(a.get("cause") or a["waiting_for"] for a in out)  # delivery, hanging_transaction, ...
     return CheckResult(out, len(out), {"stall_ms": x.stall_ms, "first_ack_queries": len(unsure),
                                        "by_cause": dict(sorted(by_cause.items())),
-                                       "transactions_prepared_across_a_move": prepared_across_a_move(x)})
+                                       "transactions_prepared_across_a_move": prepared.across_a_move})

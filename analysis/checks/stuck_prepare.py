@@ -15,6 +15,8 @@ Read read_committed, a stuck-in-prepare transaction holds nothing back: its mark
 last stable offsets pass it. What stops is its producer."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from analysis.checks.framework import Facts
 from analysis.rundir.transactions import CoordinatorState
 
@@ -24,28 +26,26 @@ PREPARED = ("PrepareCommit", "PrepareAbort")
 COMPLETION_GRACE_MS = 10_000
 
 
-def stuck_transactions(x: Facts) -> list[dict]:
-    files = x.history.transactions
-    if files is None:
-        return []
-    members = {t.transactional_id: t.member for t in files.transactions}
-    out = []
-    for transactional_id, states in sorted(files.states.items()):
-        for run in _prepared_runs(states):
-            written = next((s for s in run if not s.partitions), None)
-            if written is None or run[-1].until_ms - written.from_ms <= COMPLETION_GRACE_MS:
-                continue
-            out.append(_stall(transactional_id, members.get(transactional_id), run, written))
-    return out
+class Prepared(NamedTuple):
+    stalls: list[dict]          # the transactions left prepared with every marker written
+    across_a_move: int | None   # prepared transactions whose coordinator changed (completed or not): what a run gave
+                                # KAFKA-16352's race to act on; None without transaction states
 
 
-def prepared_across_a_move(x: Facts) -> int | None:
-    """How many prepared transactions saw their coordinator change (completed or not): what a run gave KAFKA-16352's
-    race to act on; None without transaction states."""
+def prepared_transactions(x: Facts) -> Prepared:
+    """The prepared transactions of transaction-states.jsonl, read once: the stuck ones, and how many saw a move."""
     files = x.history.transactions
     if files is None or not files.states:
-        return None
-    return sum(len({s.coordinator for s in run}) > 1 for states in files.states.values() for run in _prepared_runs(states))
+        return Prepared([], None)
+    members = {t.transactional_id: t.member for t in files.transactions}
+    stalls, across = [], 0
+    for transactional_id, states in sorted(files.states.items()):
+        for run in _prepared_runs(states):
+            across += len({s.coordinator for s in run}) > 1
+            written = next((s for s in run if not s.partitions), None)
+            if written is not None and run[-1].until_ms - written.from_ms > COMPLETION_GRACE_MS:
+                stalls.append(_stall(transactional_id, members.get(transactional_id), run, written))
+    return Prepared(stalls, across)
 
 
 def _prepared_runs(states: list[CoordinatorState]) -> list[list[CoordinatorState]]:
@@ -69,7 +69,8 @@ def _stall(transactional_id: str, member: str | None, run: list[CoordinatorState
     until, stuck = run[-1].until_ms, run[-1].until_ms - written.from_ms
     return {"type": "stall", "topic": None, "partition": None, "offsets": None, "count": 1,
             "members": [member] if member else [], "generations": [], "time_ms": [run[0].from_ms, until],
-            "fault_ids": [], "stalled_ms": stuck, "markers_written_ms": written.from_ms, "waiting_for": "transaction_completion", "cause": "stuck_in_prepare",
+            "fault_ids": [], "stalled_ms": stuck, "markers_written_ms": written.from_ms,
+            "waiting_for": "transaction_completion", "cause": "stuck_in_prepare",
             "transactional_id": transactional_id, "state": run[0].state, "producer_id": run[0].producer_id,
             "producer_epoch": run[0].producer_epoch, "prepared_since_ms": run[0].from_ms,
             "coordinators": coordinators, "coordinator_moved": len(coordinators) > 1, "open": run[-1].open,
