@@ -17,6 +17,19 @@ MAX_HOSTED_MEMBERS = 2000     # in member hosts
 FD_HEADROOM = 256  # the host's own files: its logs, the run's control files, the interpreter's
 
 
+# A hosted group's members start this far apart, one after another across its hosts. 500 librdkafka members
+# started at once opened their bootstrap connections together and the machine's run queue (load 150-530) held their
+# ApiVersionRequests past librdkafka's 10 s time-out: each failure reconnects, and the group joined in 30 s, in 215 s
+# or not within 310 s (2026-12-01, three runs; docs/benchmarks-history.md "Member hosts' start").
+START_SPACING_S = 0.02
+
+
+def start_times(members_before: int) -> dict:
+    """HostConfig's start_after_s and start_spacing_s for a host whose first member is the group's members_before-th
+    hosted member to start."""
+    return {"start_after_s": round(members_before * START_SPACING_S, 3), "start_spacing_s": START_SPACING_S}
+
+
 def hosted_settings(client: str) -> dict:
     """The client settings a hosted member changes (a member of its own process keeps the client's defaults)."""
     return dict(member_kind(client).hosted_settings)

@@ -33,7 +33,7 @@ from harness.input_file import read_yaml
 from harness.scenario import CHANGELOG_CONFIGS, FaultEntry, Scenario
 from harness.settling import GroupLog, finding_line, lag_by_partition, stable_limit_s
 from kafkanet import waiting
-from harness.hosting import hosted_settings
+from harness.hosting import hosted_settings, start_times
 from harness.command_members import (command_members_alive, command_members_named, command_members_ran,
                                      command_members_started, unlisted_commands)
 from harness.cluster.features import apply_features
@@ -165,6 +165,7 @@ class MemberPool:
         self.joined_like: dict[str, MemberSettings] = {}
         self.processes: dict[str, WorkloadProcess | HostedMember] = {}  # every member by name, hosted or not
         self.hosts: dict[str, WorkloadProcess] = {}
+        self.hosted_started = 0  # members in the hosts started so far: the next host's first starts after them
 
     def start_host(self, host: str) -> list[HostedMember]:
         """A member host (consumer_group.members_per_host) with its planned members, on its own lane."""
@@ -172,7 +173,9 @@ class MemberPool:
         members = [member_config(self.plan, m.settings, self.plan.release(m.settings.client, m.settings.version),
                                  member=m.name, run_dir=self.run_dir, bootstrap=bootstrap, instance_id=m.instance_id,
                                  host=host) for m in self.plan.hosts[host]]
-        process = host_process(HostConfig(host=host, run_dir=str(self.run_dir), members=members)).start()
+        process = host_process(HostConfig(host=host, run_dir=str(self.run_dir), members=members,
+                                          **start_times(self.hosted_started))).start()
+        self.hosted_started += len(members)
         self.hosts[host] = process
         control = HostControl(process)
         proxy = self.rpc_proxy

@@ -160,6 +160,8 @@ class HostConfig:
     host: str
     run_dir: str
     members: list[MemberConfig]
+    start_after_s: float = 0.0    # when its first member starts, and how long after that each next one: a large
+    start_spacing_s: float = 0.0  # group's starts spread out (harness/hosting.py start_times)
 
 
 @dataclass(frozen=True)

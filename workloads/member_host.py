@@ -79,8 +79,7 @@ class MemberHost:
 
     def run(self) -> int:
         print(f"{self.cfg.host}: {len(self.configs)} members, open-file limit {raise_open_file_limit()}", flush=True)
-        for name in self.configs:
-            self.members[name] = MemberThread(self.configs[name]).start()
+        self.start_members()
         while not self.stopping and (self.down or any(m.running() for m in self.members.values())):
             wanted = self.control.read() or {}
             self._apply(wanted.get("crashed", []), wanted.get("stopped", []))
@@ -92,6 +91,16 @@ class MemberHost:
             member.thread.join()
         codes = [m.exit_code for m in self.members.values() if m.exit_code not in (None, 0)]
         return max(codes, default=0)
+
+    def start_members(self) -> None:
+        """Each member in turn, start_spacing_s apart from start_after_s on (a SIGTERM meanwhile starts no more)."""
+        first = time.monotonic() + self.cfg.start_after_s
+        for i, name in enumerate(self.configs):
+            while not self.stopping and (wait := first + i * self.cfg.start_spacing_s - time.monotonic()) > 0:
+                time.sleep(min(wait, CONTROL_EVERY_S))
+            if self.stopping:
+                return
+            self.members[name] = MemberThread(self.configs[name]).start()
 
     def _apply(self, crashed: list[str], stopped: list[str]) -> None:
         """Crash the members newly on the crashed list, close those newly on the stopped list (a graceful leave),

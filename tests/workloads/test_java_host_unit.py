@@ -247,12 +247,12 @@ def silent_broker():
     server.close()
 
 
-def start_host(tmp_path, kafka_libs, jar, bootstrap, protocol, names):
+def start_host(tmp_path, kafka_libs, jar, bootstrap, protocol, names, **host_settings):
     run_dir = tmp_path / "run"
     members = [member(n, run_dir=str(run_dir), protocol=protocol, release=ClientRelease(classpath=kafka_libs),
                       bootstrap_servers=bootstrap, host="host-1",
                       **({"assignor": None} if protocol == "consumer" else {})) for n in names]
-    cfg = HostConfig(host="host-1", run_dir=str(run_dir), members=members)
+    cfg = HostConfig(host="host-1", run_dir=str(run_dir), members=members, **host_settings)
     log = open(tmp_path / "host.log", "wb")
     jvm = subprocess.Popen(java_host.command_line(cfg, jar), env={**os.environ, **encode(cfg)}, stdout=log,
                            stderr=subprocess.STDOUT)
@@ -304,6 +304,23 @@ def test_a_host_crashes_stops_restarts_its_members_through_its_control_file_and_
     assert [kinds(run_dir, n)[-1] for n in names] == ["stopped"] * 3
     out = (tmp_path / "host.log").read_text()
     assert "host-1: 3 members, open-file limit" in out and "member-2: crashed: closed remaining in the group" in out
+
+
+def test_a_host_starts_its_members_one_after_another_at_its_spacing_from_its_start_time(kafka_libs, jar, tmp_path,
+                                                                                        silent_broker):
+    names = ["member-1", "member-2", "member-3"]
+    launched = time.time() * 1000
+    run_dir, jvm = start_host(tmp_path, kafka_libs, jar, silent_broker, "classic", names, start_after_s=1.0,
+                              start_spacing_s=0.5)
+    try:
+        wait_for(lambda: all(kinds(run_dir, n) == ["started"] for n in names), 30, "every member started")
+    finally:
+        jvm.send_signal(signal.SIGTERM)
+        jvm.wait(60)
+    started = [read_jsonl(run_dir / "events" / f"{n}.jsonl")[0]["ts_ms"] for n in names]
+    # the k-th to start did not start before start_after_s + k spacings (a Java member's first start, its client's
+    # classes loading, may hold the next ones until it is done: the order is not asserted, the spacing is)
+    assert all(at - launched >= 1000 + 500 * k for k, at in enumerate(sorted(started))), (launched, started)
 
 
 def test_a_consumer_protocol_member_crashes_at_once_with_its_network_thread_stopped(kafka_libs, jar, tmp_path,

@@ -87,6 +87,31 @@ def test_a_host_killed_by_a_signal_not_sent_is_a_crash_of_each_of_its_members(ho
         assert events(tmp_path, name)[-1]["kind"] == "crashed"
 
 
+def test_a_host_starts_its_members_one_after_another_at_its_spacing_from_its_start_time(tmp_path):
+    config = HostConfig(host="host-1", run_dir=str(tmp_path), members=[member(f"member-{i}", tmp_path) for i in (1, 2, 3)],
+                        start_after_s=1.0, start_spacing_s=0.5)
+    launched = now_ms()
+    process = host_process(config).start()
+    try:
+        control = HostControl(process)
+        deadline = time.monotonic() + 30
+        while len(control.state().get("running", [])) < 3:
+            assert time.monotonic() < deadline, (tmp_path / "logs" / "host-1.log").read_text()
+            time.sleep(0.1)
+    finally:
+        process.stop(20)
+    started = [events(tmp_path, f"member-{i}")[0]["ts_ms"] for i in (1, 2, 3)]
+    # the k-th to start did not start before start_after_s + k spacings (a Java member's first start, its client's
+    # classes loading, may hold the next ones until it is done: the order is not asserted, the spacing is)
+    assert all(at - launched >= 1000 + 500 * k for k, at in enumerate(sorted(started))), (launched, started)
+
+
+def test_a_groups_hosts_take_their_turns_at_the_start_spacing():
+    from harness.hosting import START_SPACING_S, start_times
+    assert start_times(0) == {"start_after_s": 0.0, "start_spacing_s": START_SPACING_S}
+    assert start_times(50)["start_after_s"] == round(50 * START_SPACING_S, 3)
+
+
 def test_ack_path_is_in_the_control_folder(tmp_path):
     assert host_ack_path(tmp_path, "host-1") == tmp_path / "control" / "host-1.ack.json"
 

@@ -20,13 +20,14 @@ final class Config {
     }
 
     /** workloads.config.HostConfig: one process, many members. */
-    record Host(String host, String runDir, List<MemberConfig> members) {
+    record Host(String host, String runDir, List<MemberConfig> members, double startAfterS, double startSpacingS) {
         static Host of(JsonNode n) {
             List<MemberConfig> members = new ArrayList<>();
             for (JsonNode m : n.path("members")) {
                 members.add(MemberConfig.of(m));
             }
-            return new Host(MemberConfig.text(n, "host"), MemberConfig.text(n, "run_dir"), members);
+            return new Host(MemberConfig.text(n, "host"), MemberConfig.text(n, "run_dir"), members,
+                    n.path("start_after_s").asDouble(0), n.path("start_spacing_s").asDouble(0));
         }
     }
 

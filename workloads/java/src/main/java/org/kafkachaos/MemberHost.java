@@ -62,13 +62,27 @@ public final class MemberHost {
         stopping = true;
     }
 
+    /** Each member in turn, start_spacing_s apart from start_after_s on (workloads.config.HostConfig). */
+    void startMembers() {
+        long first = System.nanoTime() + (long) (cfg.startAfterS() * 1e9);
+        int i = 0;
+        for (MemberConfig m : configs.values()) {
+            long at = first + (long) (i++ * cfg.startSpacingS() * 1e9);
+            while (!stopping && System.nanoTime() < at) {
+                sleep(Math.max(1, Math.min(CONTROL_EVERY_MS, (at - System.nanoTime()) / 1_000_000)));
+            }
+            if (stopping) {
+                return;
+            }
+            members.put(m.member(), new Slot(m).start());
+        }
+    }
+
     int run() {
         System.out.println(cfg.host() + ": " + configs.size() + " members, open-file limit " + openFileLimit()
                 + ", max heap " + (Runtime.getRuntime().maxMemory() >> 20) + " MB");
         System.out.flush();
-        for (MemberConfig m : configs.values()) {
-            members.put(m.member(), new Slot(m).start());
-        }
+        startMembers();
         while (!stopping && (!down.isEmpty() || members.values().stream().anyMatch(Slot::running))) {
             JsonNode wanted = control.read();
             apply(names(wanted, "crashed"), names(wanted, "stopped"));
