@@ -32,7 +32,8 @@ def one_run(protocol: str, release: str, runs: Path) -> dict:
     data["cluster"] = {**data.get("cluster", {}), "kafka_version": release}
     scenario = parse_scenario(data, f"grow-100-to-1000-{protocol} on {release}")
     outcome = run_scenario(scenario, runs)
-    row = {"protocol": protocol, "release": release, "run_dir": str(outcome.run_dir), "errors": outcome.errors,
+    # the run's folder under --runs, not a path of the machine that ran it
+    row = {"protocol": protocol, "release": release, "run_dir": outcome.run_dir.name, "errors": outcome.errors,
            "unsettled": outcome.unsettled}
     if outcome.errors:
         return row

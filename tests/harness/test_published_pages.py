@@ -19,8 +19,8 @@ NOT_PROSE = [re.compile(p, re.S) for p in (r"<!-- curve:.*?<!-- /curve -->", r"<
                                            prose.SLOT.pattern, r"```.*?```", r"^\|.*$")]
 # Numbers with a figure's unit that are not the curve's: the cells' settings, and facts read in one cell's history
 SETTINGS = {"10 s", "1 s", "45 s", "60 s", "20 s", "0.5 s", "500 ms", "80 s", "310 s", "180 s", "2 s", "100 ms",
-            "30 s", "90 s"}  # session, heartbeat, Kafka's default session, window, warm-up, batch wait, limits, a
-#                           destroy's time, the Streams sweeps' window
+            "30 s", "90 s", "20 ms"}  # session, heartbeat, Kafka's default session, window, warm-up, batch wait,
+#                           limits, a destroy's time, the Streams sweeps' window, the hosts' start spacing
 SINGLE_CELL = {  # page -> figures about single cells, their wall time or their records, from cells.csv or a history
     "rebalance-cost.md": {
         "0.1 s",  # the noise under which a latency rise means nothing (a fifth of the batch wait)
