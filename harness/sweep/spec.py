@@ -88,6 +88,8 @@ class CellSettings(Strict):
     stable_timeout_s: float | None = Field(None, gt=0, le=7200, description="a cell's group not stable within it "
                                            "is the cell's result (default: the scenario's rule, 60 s + 0.5 s a member)")
     drain_timeout_s: float = Field(180, gt=0, le=7200)
+    join_watch: bool | None = Field(None, description="librdkafka members' group debug log for an overdue join "
+                                    "(the scenario's run.join_watch; default: on)")
 
     @model_validator(mode="after")
     def _heartbeat_below_session(self):
@@ -166,7 +168,8 @@ class SweepSpec(Strict):
             "consumer_group": group,
             "faults": [{**TRIGGERS[cell.trigger].fault(cell, s), "at_s": s.warmup_s}],
             "run": {"seed": cell.repeat, "drain_timeout_s": s.drain_timeout_s,
-                    **({"stable_timeout_s": s.stable_timeout_s} if s.stable_timeout_s else {})},
+                    **({"stable_timeout_s": s.stable_timeout_s} if s.stable_timeout_s else {}),
+                    **({"join_watch": s.join_watch} if s.join_watch is not None else {})},
             **({"state": self.state.model_dump(mode="json")} if self.state is not None else {}),
         }
 
@@ -184,7 +187,7 @@ class SweepSpec(Strict):
 
 # the settings a sweep file gained after sweeps were recorded (a path in its settings): left out of the fingerprint
 # while unset, so a sweep begun before them resumes
-ADDED_SINCE = (("state",), ("cluster", "transaction_version"))
+ADDED_SINCE = (("state",), ("cluster", "transaction_version"), ("cell", "join_watch"))
 
 
 def parse_sweep(data: object, source: str) -> SweepSpec:

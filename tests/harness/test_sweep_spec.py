@@ -37,6 +37,15 @@ def test_the_published_grid_expands_into_cells_that_are_each_a_valid_scenario():
         assert group.protocol == STYLES[cell.style]["protocol"]
 
 
+def test_a_cells_join_watch_is_its_scenarios_and_left_unset_changes_no_fingerprint():
+    cell = parse_sweep(sweep(), "s.yaml").cells()[0]
+    assert parse_scenario(parse_sweep(sweep(), "s.yaml").cell_scenario(cell), "c").run.join_watch is True
+    off = parse_sweep(sweep(cell__join_watch=False), "s.yaml")
+    assert parse_scenario(off.cell_scenario(cell), "c").run.join_watch is False
+    assert off.fingerprint() != parse_sweep(sweep(), "s.yaml").fingerprint() == \
+        parse_sweep(sweep(cell__join_watch=None), "s.yaml").fingerprint()
+
+
 @pytest.mark.parametrize("path", sorted((Path(__file__).resolve().parents[2] / "scenarios" / "sweep").glob("*.yaml")),
                          ids=lambda p: p.stem)
 def test_every_sweep_file_the_project_ships_loads_and_its_cells_have_distinct_valid_names(path):
