@@ -17,7 +17,6 @@ import signal
 import sys
 import threading
 import time
-from pathlib import Path
 
 from workloads import config as workload_config
 from workloads.config import HostConfig, MemberConfig

@@ -21,7 +21,7 @@ from polling import read_jsonl, wait_for
 
 from workloads import java_build, java_host
 from workloads.config import ClientRelease, HostConfig, MemberConfig, ProcessingConfig, encode
-from workloads.control import control_path, host_ack_path, host_control_path, write_atomically
+from workloads.control import host_ack_path, host_control_path, write_atomically
 from workloads.history import started_facts
 from workloads.app import consumer_settings
 
