@@ -165,7 +165,6 @@ class MemberPool:
         self.joined_like: dict[str, MemberSettings] = {}
         self.processes: dict[str, WorkloadProcess | HostedMember] = {}  # every member by name, hosted or not
         self.hosts: dict[str, WorkloadProcess] = {}
-        self.hosted_started = 0  # members in the hosts started so far: the next host's first starts after them
 
     def start_host(self, host: str) -> list[HostedMember]:
         """A member host (consumer_group.members_per_host) with its planned members, on its own lane."""
@@ -173,9 +172,9 @@ class MemberPool:
         members = [member_config(self.plan, m.settings, self.plan.release(m.settings.client, m.settings.version),
                                  member=m.name, run_dir=self.run_dir, bootstrap=bootstrap, instance_id=m.instance_id,
                                  host=host) for m in self.plan.hosts[host]]
+        started_before = sum(len(self.plan.hosts[h]) for h in self.hosts)  # its first member starts after theirs
         process = host_process(HostConfig(host=host, run_dir=str(self.run_dir), members=members,
-                                          **start_times(self.hosted_started))).start()
-        self.hosted_started += len(members)
+                                          **start_times(started_before))).start()
         self.hosts[host] = process
         control = HostControl(process)
         proxy = self.rpc_proxy

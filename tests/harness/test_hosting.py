@@ -2,7 +2,7 @@
 lane, and every hosted group that cannot run refused before anything starts, with one error naming the field."""
 import pytest
 
-from harness.hosting import FD_HEADROOM, fd_limit, host_of
+from harness.hosting import FD_HEADROOM, START_SPACING_S, fd_limit, host_of, start_times
 from workloads.kinds import member_kind
 from harness.plan import compile_plan
 from harness.scenario import ScenarioError, parse_scenario
@@ -67,3 +67,8 @@ def test_toxics_may_target_a_host_lane_and_member_cut_a_hosted_member():
         {"kind": "latency", "target": "host-1", "latency_ms": 5, "at_s": 1, "duration_s": 1},
         {"kind": "member_cut", "target": "member-3", "at_s": 3, "duration_s": 1},
         {"kind": "rpc", "target": "member-3", "api": "Heartbeat", "action": "observe", "at_s": 5, "duration_s": 1}]})
+
+
+def test_a_groups_hosts_take_their_turns_at_the_start_spacing():
+    assert start_times(0) == {"start_after_s": 0.0, "start_spacing_s": START_SPACING_S}
+    assert start_times(50)["start_after_s"] == round(50 * START_SPACING_S, 3)
