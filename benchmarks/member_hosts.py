@@ -9,6 +9,11 @@ window once the group is stable; each run also reports its time from start to st
     .venv/bin/python -m benchmarks.member_hosts --members 20 --per-host 20
     .venv/bin/python -m benchmarks.member_hosts --members 500 --per-host 50 --hosted-only --protocol consumer
     .venv/bin/python -m benchmarks.member_hosts --members 50 --per-host 50 --hosted-only --state 5000
+    .venv/bin/python -m benchmarks.member_hosts --members 500 --per-host 50 --start-storm 2 --seconds 20
+
+--start-storm N pairs the hosts' start spacing (consumer_group.start_spacing_ms, the default) against all members
+started at once (start_spacing_ms 0), N pairs, the order alternating: each run's time to stable and the
+ApiVersionRequest time-outs in its hosts' logs (a new connection's first request waiting past librdkafka's 10 s).
 """
 from __future__ import annotations
 
@@ -159,6 +164,47 @@ def measure(data: dict, runs_root: Path) -> dict:
             "window_s": round(last["t"] - first["t"]), "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
 
 
+CONNECT_TIMEOUT_LINE = b"ApiVersionRequest failed"
+
+
+def connect_timeouts(run_dir: Path) -> int:
+    """The hosts' librdkafka lines for a new connection whose first request (ApiVersion) timed out."""
+    return sum(p.read_bytes().count(CONNECT_TIMEOUT_LINE) for p in (run_dir / "logs").glob("host-*.log"))
+
+
+def start_run(data: dict, runs_root: Path) -> dict:
+    """One run for the start pairing: how long the join took, whether the group became stable, its time-outs."""
+    from harness.run import run_scenario
+    from harness.scenario import parse_scenario
+    scenario_ = parse_scenario(data)
+    outcome = run_scenario(scenario_, runs_root)
+    join = next((v for k, v in outcome.phases.items() if "join" in k), None)
+    stable = not outcome.errors and not any("did not become stable" in u for u in outcome.unsettled)
+    return {"start_spacing_ms": scenario_.consumer_group.effective().start_spacing_ms, "join_s": join,
+            "stable": stable, "connect_timeouts": connect_timeouts(outcome.run_dir), "errors": outcome.errors,
+            "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
+
+
+def start_pairs(a, config: dict) -> list[dict]:
+    """--start-storm: the default spacing and all at once, a.start_storm pairs, each pair's order the other's."""
+    rows = []
+    for pair in range(a.start_storm):
+        for spacing in ((None, 0) if pair % 2 == 0 else (0, None)):
+            data = scenario(a.members, a.per_host, a.client, a.protocol, a.seconds, a.rate, config=config)
+            if spacing is not None:
+                data["consumer_group"]["start_spacing_ms"] = spacing
+            print(f"== pair {pair + 1}: {a.members} {a.client} members ({a.protocol}), hosts of {a.per_host}, "
+                  + ("all at once" if spacing == 0 else "spaced"), flush=True)
+            rows.append({"pair": pair + 1, **start_run(data, a.runs_dir)})
+            print(json.dumps(rows[-1]), flush=True)
+    for label, mine in (("spaced", [r for r in rows if r["start_spacing_ms"]]),
+                        ("all at once", [r for r in rows if not r["start_spacing_ms"]])):
+        joins = [("no join phase" if r["join_s"] is None else f"{r['join_s']:.1f} s") + ("" if r["stable"] else
+                 " (not stable)") for r in mine]
+        print(f"{label}: join {', '.join(joins)}; ApiVersion time-outs {[r['connect_timeouts'] for r in mine]}")
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--members", type=int, default=20)
@@ -177,10 +223,17 @@ def main(argv=None) -> int:
                     "changelog producer and restore consumer)")
     ap.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
                     help="a consumer setting of every member (consumer_group.config), e.g. fetch.wait.max.ms=5000")
+    ap.add_argument("--start-storm", type=int, default=0, metavar="PAIRS", help="only this: PAIRS pairs of the "
+                    "hosted group started spaced (the default) and all at once (start_spacing_ms 0)")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs/bench-member-hosts"))
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here too")
     a = ap.parse_args(argv)
     config = dict(item.split("=", 1) for item in a.config)
+    if a.start_storm:
+        rows = start_pairs(a, config)
+        if a.out:
+            a.out.write_text(json.dumps(rows, indent=2) + "\n")
+        return 0
     cases = ([] if a.hosted_only else [("one process a member", None, False, True, None)])
     cases += [(f"hosts of {a.per_host}", a.per_host, False, True, None)]
     cases += [(f"hosts of {a.per_host}, lanes through the request-aware proxy", a.per_host, True, True, None)] if a.proxy else []

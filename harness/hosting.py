@@ -21,13 +21,14 @@ FD_HEADROOM = 256  # the host's own files: its logs, the run's control files, th
 # started at once opened their bootstrap connections together and the machine's run queue (load 150-530) held their
 # ApiVersionRequests past librdkafka's 10 s time-out: each failure reconnects, and the group joined in 30 s, in 215 s
 # or not within 310 s (2026-12-01, three runs; docs/benchmarks-history.md "Member hosts' start").
-START_SPACING_S = 0.02
+# A scenario sets its own (consumer_group.start_spacing_ms; 0 starts them all at once, a start storm on purpose).
+START_SPACING_MS = 20
 
 
-def start_times(members_before: int) -> dict:
+def start_times(members_before: int, spacing_ms: int = START_SPACING_MS) -> dict:
     """HostConfig's start_after_s and start_spacing_s for a host whose first member is the group's members_before-th
-    hosted member to start."""
-    return {"start_after_s": round(members_before * START_SPACING_S, 3), "start_spacing_s": START_SPACING_S}
+    hosted member to start, each member spacing_ms after the one before."""
+    return {"start_after_s": round(members_before * spacing_ms / 1000, 3), "start_spacing_s": spacing_ms / 1000}
 
 
 def hosted_settings(client: str) -> dict:

@@ -173,8 +173,9 @@ class MemberPool:
                                  member=m.name, run_dir=self.run_dir, bootstrap=bootstrap, instance_id=m.instance_id,
                                  host=host) for m in self.plan.hosts[host]]
         started_before = sum(len(self.plan.hosts[h]) for h in self.hosts)  # its first member starts after theirs
+        spacing_ms = self.plan.scenario.consumer_group.effective().start_spacing_ms
         process = host_process(HostConfig(host=host, run_dir=str(self.run_dir), members=members,
-                                          **start_times(started_before))).start()
+                                          **start_times(started_before, spacing_ms))).start()
         self.hosts[host] = process
         control = HostControl(process)
         proxy = self.rpc_proxy

@@ -144,6 +144,9 @@ def _group_size(group) -> None:
         raise ValueError(f"members: a group of 1 to {MAX_HOSTED_MEMBERS} members, got {total}")
     if group.members_per_host is not None:
         _check_hosting(group)
+    elif group.start_spacing_ms is not None:
+        raise ValueError("start_spacing_ms: only hosted members (members_per_host) start spaced; a member of its own "
+                         "process starts with its process")
 
 
 def _check_hosting(group, stateful: bool = False) -> None:

@@ -16,7 +16,7 @@ from faults.context import ScenarioFacts
 from faults.schedule import ScheduleTooLong, random_schedule
 from faults.targets import is_txn_coordinator_target
 from faults.triggers import MAX_TOPIC_PARTITIONS
-from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, host_of
+from harness.hosting import MAX_HOSTED_MEMBERS, MAX_PROCESS_MEMBERS, START_SPACING_MS, host_of
 from harness.bad_input import ScenarioError
 from harness.input_file import FAULT_KINDS, Strict, described, error_message, field_path, located
 from harness.releases.kafka_release import KafkaVersionError, check_kafka_version
@@ -244,6 +244,10 @@ class ConsumerGroupSpec(Strict):
         "run this many members in one process (a member host: each member a thread with its own consumer; "
         "librdkafka or java-member); default: one process a member, for a group of up to "
         f"{MAX_PROCESS_MEMBERS}"))
+    start_spacing_ms: int | None = Field(None, ge=0, le=10_000, description=(
+        "with members_per_host: how far apart the group's hosted members start, one after another across its hosts; "
+        f"0 starts them all at once (a start storm: their first requests can time out by the thousand); default "
+        f"{START_SPACING_MS}"))
     version: str | None = Field(None, pattern=VERSION, description="the client release: confluent-kafka for librdkafka "
                                 "(installed from the package registry into a cached venv on first use), Apache Kafka "
                                 "for java (kafka-clients and VerifiableConsumer from Maven Central); default: the "
@@ -336,7 +340,10 @@ class ConsumerGroupSpec(Strict):
         return self.processing != ProcessingSpec()
 
     def effective(self) -> "ConsumerGroupSpec":
-        """Drop the classic-only defaults when the KIP-848 or the Streams protocol is chosen."""
+        """Drop the classic-only defaults when the KIP-848 or the Streams protocol is chosen; a hosted group's start
+        spacing filled in."""
+        if self.members_per_host is not None and self.start_spacing_ms is None:
+            return self.model_copy(update={"start_spacing_ms": START_SPACING_MS}).effective()
         if self.protocol in ("consumer", "streams"):
             return self.model_copy(update={"session_timeout_ms": None, "heartbeat_interval_ms": None, "assignor": None})
         if member_kind(self.client).own_assignor is not None:

@@ -2,7 +2,7 @@
 lane, and every hosted group that cannot run refused before anything starts, with one error naming the field."""
 import pytest
 
-from harness.hosting import FD_HEADROOM, START_SPACING_S, fd_limit, host_of, start_times
+from harness.hosting import FD_HEADROOM, START_SPACING_MS, fd_limit, host_of, start_times
 from workloads.kinds import member_kind
 from harness.plan import compile_plan
 from harness.scenario import ScenarioError, parse_scenario
@@ -70,5 +70,20 @@ def test_toxics_may_target_a_host_lane_and_member_cut_a_hosted_member():
 
 
 def test_a_groups_hosts_take_their_turns_at_the_start_spacing():
-    assert start_times(0) == {"start_after_s": 0.0, "start_spacing_s": START_SPACING_S}
-    assert start_times(50)["start_after_s"] == round(50 * START_SPACING_S, 3)
+    assert start_times(0) == {"start_after_s": 0.0, "start_spacing_s": START_SPACING_MS / 1000}
+    assert start_times(50)["start_after_s"] == round(50 * START_SPACING_MS / 1000, 3)
+    assert start_times(50, spacing_ms=100) == {"start_after_s": 5.0, "start_spacing_s": 0.1}
+    assert start_times(450, spacing_ms=0) == {"start_after_s": 0.0, "start_spacing_s": 0.0}  # a start storm
+
+
+def test_a_hosted_group_may_set_its_start_spacing_and_shows_the_default_it_runs():
+    assert parse_scenario(hosted()).settings()["consumer_group"]["start_spacing_ms"] == START_SPACING_MS
+    assert parse_scenario(hosted(start_spacing_ms=0)).consumer_group.effective().start_spacing_ms == 0
+    assert parse_scenario({"consumer_group": {"members": 3}}).settings()["consumer_group"]["start_spacing_ms"] is None
+
+
+def test_a_start_spacing_without_member_hosts_is_refused_naming_the_field():
+    with pytest.raises(ScenarioError, match=r"start_spacing_ms: only hosted members"):
+        parse_scenario({"consumer_group": {"members": 3, "start_spacing_ms": 50}})
+    with pytest.raises(ScenarioError, match=r"start_spacing_ms"):
+        parse_scenario(hosted(start_spacing_ms=-1))
