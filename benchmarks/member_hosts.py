@@ -129,6 +129,11 @@ def scenario(members: int, per_host: int | None, client: str, protocol: str, sec
             **({"state": {"keys_per_partition": keys}} if keys else {})}
 
 
+def join_seconds(phases: dict[str, float]) -> float | None:
+    """The run's join phase ("N members join <group>"), in seconds."""
+    return next((v for k, v in phases.items() if "join" in k), None)
+
+
 def measure(data: dict, runs_root: Path) -> dict:
     from harness.run import run_scenario
     from harness.scenario import parse_scenario
@@ -139,7 +144,7 @@ def measure(data: dict, runs_root: Path) -> dict:
     sampler.done.set()
     run = json.loads((outcome.run_dir / "run.json").read_text())
     phases = run.get("phases_s", {})
-    join = next((v for k, v in phases.items() if "join" in k), None)
+    join = join_seconds(phases)
     members = data["consumer_group"]["members"]
     # once the group is stable, while every member process runs (not its stop at the end)
     most = max((r["processes"] for r in sampler.rows), default=0)
@@ -172,15 +177,21 @@ def connect_timeouts(run_dir: Path) -> int:
     return sum(p.read_bytes().count(CONNECT_TIMEOUT_LINE) for p in (run_dir / "logs").glob("host-*.log"))
 
 
+def joined_late(run_dir: Path) -> bool:
+    """The group was not stable within its join limit: the harness's `unsettled` row of the join in group.jsonl."""
+    rows = (json.loads(line) for line in (run_dir / "group.jsonl").read_text().splitlines() if line.strip())
+    return any(r.get("kind") == "unsettled" and r.get("phase") == "join" for r in rows)
+
+
 def start_run(data: dict, runs_root: Path) -> dict:
     """One run for the start pairing: how long the join took, whether the group became stable, its time-outs."""
     from harness.run import run_scenario
     from harness.scenario import parse_scenario
     scenario_ = parse_scenario(data)
     outcome = run_scenario(scenario_, runs_root)
-    join = next((v for k, v in outcome.phases.items() if "join" in k), None)
-    stable = not outcome.errors and not any("did not become stable" in u for u in outcome.unsettled)
-    return {"start_spacing_ms": scenario_.consumer_group.effective().start_spacing_ms, "join_s": join,
+    stable = not outcome.errors and not joined_late(outcome.run_dir)
+    return {"start_spacing_ms": scenario_.consumer_group.effective().start_spacing_ms,
+            "join_s": join_seconds(outcome.phases),
             "stable": stable, "connect_timeouts": connect_timeouts(outcome.run_dir), "errors": outcome.errors,
             "load": os.getloadavg()[0], "run_dir": str(outcome.run_dir)}
 
